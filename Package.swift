@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Only the toolchain and C libraries from Debian packages: no Swift package can be fetched
+// on the machines this is built on, so every C dependency is a system-library target.
+let package = Package(
+    name: "hotpatch",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "PatchCore", targets: ["PatchCore"]),
+        .library(name: "PatchRegistry", targets: ["PatchRegistry"]),
+        .executable(name: "patchctl", targets: ["patchctl"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .target(name: "PatchCore", dependencies: ["CCrypto"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3"]),
+        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry"]),
+        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
+        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

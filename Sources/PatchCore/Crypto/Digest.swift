@@ -1,0 +1,106 @@
+internal import CCrypto
+import Foundation
+
+/// The hash algorithms hotpatch lists in TUF `hashes` and patch headers.
+public enum DigestAlgorithm: String, Sendable, CaseIterable {
+    case md5
+    case sha256
+
+    public var byteCount: Int { self == .md5 ? 16 : 32 }
+
+    /// Fetched once: OpenSSL 3 otherwise performs an implicit provider fetch on every init,
+    /// which dominates the cost of hashing small metadata files.
+    fileprivate var md: OpaquePointer {
+        switch self {
+        case .md5: return FetchedDigests.shared.md5
+        case .sha256: return FetchedDigests.shared.sha256
+        }
+    }
+}
+
+/// Owns the two fetched `EVP_MD` objects for the life of the process.
+private final class FetchedDigests: @unchecked Sendable {
+    static let shared = FetchedDigests()
+    let md5: OpaquePointer
+    let sha256: OpaquePointer
+
+    private init() {
+        // Both algorithms are in OpenSSL 3's default provider; failing to fetch them means
+        // a broken installation, not bad input.
+        guard let md5 = EVP_MD_fetch(nil, "MD5", nil), let sha256 = EVP_MD_fetch(nil, "SHA256", nil) else {
+            fatalError("OpenSSL default provider lacks MD5/SHA-256: \(CryptoError.fromOpenSSL("EVP_MD_fetch"))")
+        }
+        self.md5 = md5
+        self.sha256 = sha256
+    }
+
+    deinit {
+        EVP_MD_free(md5)
+        EVP_MD_free(sha256)
+    }
+}
+
+public enum Digest {
+    public static func hash<Bytes: ContiguousBytes>(_ algorithm: DigestAlgorithm, _ data: Bytes) -> [UInt8] {
+        var hasher = Hasher(algorithm)
+        hasher.update(data)
+        return hasher.finalize()
+    }
+
+    public static func sha256<Bytes: ContiguousBytes>(_ data: Bytes) -> [UInt8] { hash(.sha256, data) }
+    public static func md5<Bytes: ContiguousBytes>(_ data: Bytes) -> [UInt8] { hash(.md5, data) }
+    public static func sha256Hex<Bytes: ContiguousBytes>(_ data: Bytes) -> String { Hex.encode(sha256(data)) }
+    public static func md5Hex<Bytes: ContiguousBytes>(_ data: Bytes) -> String { Hex.encode(md5(data)) }
+
+    /// Incremental hashing for data that arrives in pieces (downloads, large files).
+    public struct Hasher: ~Copyable {
+        private let context: OpaquePointer
+        private let algorithm: DigestAlgorithm
+
+        public init(_ algorithm: DigestAlgorithm) {
+            guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex2(context, algorithm.md, nil) == 1 else {
+                fatalError("EVP_DigestInit_ex2 failed: \(CryptoError.fromOpenSSL("digest init"))")
+            }
+            self.context = context
+            self.algorithm = algorithm
+        }
+
+        public mutating func update<Bytes: ContiguousBytes>(_ data: Bytes) {
+            data.withUnsafeBytes { raw in
+                // Updating an initialised context with valid memory cannot fail.
+                _ = EVP_DigestUpdate(context, raw.baseAddress, raw.count)
+            }
+        }
+
+        public consuming func finalize() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+            var length: UInt32 = 0
+            _ = EVP_DigestFinal_ex(context, &out, &length)
+            return Array(out.prefix(Int(length)))
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+    }
+}
+
+/// The digests recorded for every bundle: what `hashes` in TUF metadata and the
+/// `X-Patch-*` headers carry.
+public struct BundleDigests: Sendable, Equatable, Codable {
+    public let length: Int
+    public let sha256: String
+    public let md5: String
+
+    public init<Bytes: ContiguousBytes>(of bytes: Bytes) {
+        var count = 0
+        bytes.withUnsafeBytes { count = $0.count }
+        self.length = count
+        self.sha256 = Digest.sha256Hex(bytes)
+        self.md5 = Digest.md5Hex(bytes)
+    }
+
+    public init(length: Int, sha256: String, md5: String) {
+        self.length = length
+        self.sha256 = sha256
+        self.md5 = md5
+    }
+}

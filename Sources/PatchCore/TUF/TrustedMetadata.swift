@@ -1,0 +1,141 @@
+import Foundation
+
+/// The TUF client workflow's state (spec 5.3–5.6): the metadata trusted so far and the rules
+/// for accepting the next file. Pure: it is handed bytes and never does I/O, so the same
+/// checks serve `patchctl verify` over a directory, over HTTP, and the client library.
+public struct TrustedMetadata: Sendable {
+    public private(set) var root: SignedRoot
+    public private(set) var timestamp: SignedTimestamp?
+    public private(set) var snapshot: SignedSnapshot?
+    public private(set) var targets: SignedTargets?
+    /// Expiry is judged against one instant for the whole update, as python-tuf does,
+    /// so a refresh that straddles an expiry sees one consistent answer.
+    public let referenceTime: Date
+
+    /// Size caps for files whose length no signed metadata gives (python-tuf's defaults).
+    public static let maxRootLength = 512_000
+    public static let maxTimestampLength = 16_384
+    public static let maxSnapshotLength = 2_000_000
+    public static let maxTargetsLength = 5_000_000
+
+    /// Starts from a root the caller trusts (pinned in the app, or passed to `verify`).
+    /// It must be signed by its own root keys; expiry is checked after the root walk.
+    public init(trustedRoot bytes: [UInt8], referenceTime: Date = Date()) throws(TUFError) {
+        let root = try SignedRoot(bytes: bytes, maxLength: Self.maxRootLength)
+        try root.verify(role: .root, delegator: root.body)
+        self.root = root
+        self.referenceTime = referenceTime
+    }
+
+    /// Resumes from state persisted by an earlier run (client cache): every file is checked
+    /// again as if it were new, so a cache edited on disk cannot widen trust.
+    public init(trustedRoot: [UInt8], timestamp: [UInt8]?, snapshot: [UInt8]?, targets: [UInt8]?, referenceTime: Date = Date()) throws(TUFError) {
+        try self.init(trustedRoot: trustedRoot, referenceTime: referenceTime)
+        if let timestamp { try loadTrusted(timestamp: timestamp) }
+        if let snapshot, self.timestamp != nil { try? loadTrusted(snapshot: snapshot) }
+        if let targets, self.snapshot != nil { try? loadTrusted(targets: targets) }
+    }
+
+    /// Spec 5.3.4–5.3.8: the next root must be version N+1, signed by a threshold of the
+    /// old root's root keys and of its own. Expiry of intermediate roots does not matter.
+    public mutating func updateRoot(_ bytes: [UInt8]) throws(TUFError) {
+        guard timestamp == nil else { throw .malformed(role: "root", reason: "root must be updated before timestamp") }
+        let new = try SignedRoot(bytes: bytes, maxLength: Self.maxRootLength)
+        try new.verify(role: .root, delegator: root.body)
+        guard new.body.version == root.body.version + 1 else {
+            throw .versionMismatch(role: "root", expected: root.body.version + 1, got: new.body.version)
+        }
+        try new.verify(role: .root, delegator: new.body)
+        root = new
+    }
+
+    /// Spec 5.3.10 then 5.4: the final root may not be expired; the timestamp must be signed,
+    /// unexpired and never older than the one trusted.
+    @discardableResult
+    public mutating func updateTimestamp(_ bytes: [UInt8]) throws(TUFError) -> Bool {
+        guard !root.body.isExpired(at: referenceTime) else { throw .expired(role: "root", expires: TUFTime.format(root.body.expires)) }
+        let new = try SignedTimestamp(bytes: bytes, maxLength: Self.maxTimestampLength)
+        try new.verify(role: .timestamp, delegator: root.body)
+        if let old = timestamp {
+            guard new.body.version >= old.body.version else {
+                throw .rollback(role: "timestamp", trusted: old.body.version, offered: new.body.version)
+            }
+            guard new.body.snapshot.version >= old.body.snapshot.version else {
+                throw .rollback(role: "snapshot", trusted: old.body.snapshot.version, offered: new.body.snapshot.version)
+            }
+            if new.body.version == old.body.version {
+                // Same version: nothing changed, keep what we have (python-tuf does the same).
+                guard !old.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(old.body.expires)) }
+                return false
+            }
+        }
+        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(new.body.expires)) }
+        timestamp = new
+        return true
+    }
+
+    private mutating func loadTrusted(timestamp bytes: [UInt8]) throws(TUFError) {
+        let new = try SignedTimestamp(bytes: bytes, maxLength: Self.maxTimestampLength)
+        try new.verify(role: .timestamp, delegator: root.body)
+        timestamp = new
+    }
+
+    /// Spec 5.5: length and hashes as pinned by timestamp, signed, the version timestamp
+    /// names, no role going backwards, not expired.
+    public mutating func updateSnapshot(_ bytes: [UInt8]) throws(TUFError) {
+        guard let timestamp else { throw .missingRole("timestamp") }
+        let pin = timestamp.body.snapshot
+        try check(bytes, against: pin, what: "snapshot metadata")
+        let new = try SignedSnapshot(bytes: bytes, maxLength: Self.maxSnapshotLength)
+        try new.verify(role: .snapshot, delegator: root.body)
+        guard new.body.version == pin.version else { throw .versionMismatch(role: "snapshot", expected: pin.version, got: new.body.version) }
+        if let old = snapshot {
+            for (name, oldMeta) in old.body.meta {
+                guard let newMeta = new.body.meta[name] else { throw .malformed(role: "snapshot", reason: "\(name) disappeared from snapshot") }
+                guard newMeta.version >= oldMeta.version else { throw .rollback(role: name, trusted: oldMeta.version, offered: newMeta.version) }
+            }
+        }
+        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
+        snapshot = new
+        targets = nil
+    }
+
+    private mutating func loadTrusted(snapshot bytes: [UInt8]) throws(TUFError) {
+        let new = try SignedSnapshot(bytes: bytes, maxLength: Self.maxSnapshotLength)
+        try new.verify(role: .snapshot, delegator: root.body)
+        snapshot = new
+    }
+
+    /// Spec 5.6: as pinned by snapshot, signed, the version snapshot names, not expired.
+    public mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) {
+        guard let snapshot else { throw .missingRole("snapshot") }
+        guard let pin = snapshot.body.meta["targets.json"] else { throw .malformed(role: "snapshot", reason: "no targets.json") }
+        try check(bytes, against: pin, what: "targets metadata")
+        let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
+        try new.verify(role: .targets, delegator: root.body)
+        guard new.body.version == pin.version else { throw .versionMismatch(role: "targets", expected: pin.version, got: new.body.version) }
+        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "targets", expires: TUFTime.format(new.body.expires)) }
+        targets = new
+    }
+
+    private mutating func loadTrusted(targets bytes: [UInt8]) throws(TUFError) {
+        let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
+        try new.verify(role: .targets, delegator: root.body)
+        targets = new
+    }
+
+    /// The size cap to apply when downloading the snapshot or targets file.
+    public var snapshotLengthLimit: Int { timestamp?.body.snapshot.length ?? Self.maxSnapshotLength }
+    public var targetsLengthLimit: Int { snapshot?.body.meta["targets.json"]?.length ?? Self.maxTargetsLength }
+
+    public func targetFile(_ path: String) throws(TUFError) -> TargetFile {
+        guard let targets else { throw .missingRole("targets") }
+        guard let file = targets.body.targets[path] else { throw .unknownTarget(path) }
+        return file
+    }
+
+    private func check(_ bytes: [UInt8], against pin: MetaFile, what: String) throws(TUFError) {
+        if let length = pin.length, bytes.count != length { throw .lengthMismatch(what: what, expected: length, got: bytes.count) }
+        if let hashes = pin.hashes { try Hashes.verify(bytes, against: hashes, what: what) }
+    }
+}
