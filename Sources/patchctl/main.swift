@@ -1,1 +1,3 @@
-print("x")
+import Foundation
+
+exit(PatchCtl.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,84 @@
+import Foundation
+import PatchCore
+
+/// One entry of the audit log. `hash` covers every other field and the previous entry's
+/// hash, so editing, deleting or reordering any entry breaks the chain from there on.
+public struct AuditEvent: Sendable, Equatable {
+    public let seq: Int64
+    public let at: String
+    public let app: String
+    public let actor: String
+    public let action: String
+    public let details: JSON
+    public let prev: String
+    public let hash: String
+
+    /// The canonical JSON the hash is taken over.
+    static func chainInput(seq: Int64, at: String, app: String, actor: String, action: String, details: JSON, prev: String) -> [UInt8] {
+        JSON.object([
+            "seq": .int(seq), "at": .string(at), "app": .string(app), "actor": .string(actor),
+            "action": .string(action), "details": details, "prev": .string(prev),
+        ]).canonicalBytes
+    }
+
+    var expectedHash: String {
+        Digest.sha256Hex(AuditEvent.chainInput(seq: seq, at: at, app: app, actor: actor, action: action, details: details, prev: prev))
+    }
+
+    public var json: JSON {
+        ["seq": .int(seq), "at": .string(at), "app": .string(app), "actor": .string(actor), "action": .string(action),
+         "details": details, "prev": .string(prev), "hash": .string(hash)]
+    }
+}
+
+/// The result of re-walking the chain.
+public enum AuditVerification: Sendable, Equatable {
+    case intact(events: Int, head: String)
+    case broken(seq: Int64, reason: String)
+}
+
+enum AuditLog {
+    static let genesis = String(repeating: "0", count: 64)
+
+    /// Appends inside the caller's transaction, so an event exists exactly when its change does.
+    @discardableResult
+    static func append(_ db: Database, app: String, actor: Actor, action: String, details: JSON, at: Date) throws(SQLiteError) -> AuditEvent {
+        let last = try db.query("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1") { s in (s.int(0), s.text(1)) }.first
+        let seq = (last?.0 ?? 0) + 1
+        let prev = last?.1 ?? genesis
+        let time = TUFTime.format(at)
+        let input = AuditEvent.chainInput(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev)
+        let hash = Digest.sha256Hex(input)
+        try db.run("INSERT INTO audit(seq, at, app, actor, action, details, prev, hash) VALUES (?,?,?,?,?,?,?,?)", [
+            .int(seq), .text(time), .text(app), .text(actor.name), .text(action), .text(details.canonicalString), .text(prev), .text(hash),
+        ])
+        return AuditEvent(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev, hash: hash)
+    }
+
+    static func events(_ db: Database, app: String?) throws(RegistryError) -> [AuditEvent] {
+        let sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit" + (app == nil ? "" : " WHERE app = ?") + " ORDER BY seq"
+        do {
+            return try db.query(sql, app.map { [.text($0)] } ?? []) { s throws(SQLiteError) in
+                // A details column that no longer parses is itself evidence of tampering;
+                // keep the raw text so verification reports it instead of failing to list.
+                let raw = s.text(5)
+                let details = (try? JSONParser.parse(raw)) ?? .string(raw)
+                return AuditEvent(seq: s.int(0), at: s.text(1), app: s.text(2), actor: s.text(3), action: s.text(4),
+                                  details: details, prev: s.text(6), hash: s.text(7))
+            }
+        } catch { throw .storage(error) }
+    }
+
+    static func verify(_ events: [AuditEvent]) -> AuditVerification {
+        var prev = genesis
+        var expectedSeq: Int64 = 1
+        for event in events {
+            guard event.seq == expectedSeq else { return .broken(seq: event.seq, reason: "expected event \(expectedSeq) here: an event was removed") }
+            guard event.prev == prev else { return .broken(seq: event.seq, reason: "does not link to the previous event's hash") }
+            guard event.hash == event.expectedHash else { return .broken(seq: event.seq, reason: "content does not match its hash: the event was altered") }
+            prev = event.hash
+            expectedSeq += 1
+        }
+        return .intact(events: events.count, head: prev)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import PatchCore
+
+/// What `rotateKey` reports.
+public struct KeyRotation: Sendable {
+    public let role: Role
+    public let oldKeyIDs: [String]
+    public let newKeyID: String
+    public let rootVersion: Int64
+}
+
+extension Registry {
+    /// Replaces the key of one role. A new root (version N+1) lists the new key and is signed
+    /// by the old root keys and, for a root rotation, by the new one too, so a device that
+    /// trusts root N can follow the chain (TUF spec 5.3.4) with no new binary. Metadata
+    /// signed by the replaced key is re-signed so the repository verifies under the new root.
+    @discardableResult
+    public func rotateKey(app name: AppName, role: Role, actor: Actor, now: Date = Date()) throws(RegistryError) -> KeyRotation {
+        _ = try app(name)
+        let current = try currentRoot(app: name).body
+        let oldRootKeys = try keys.signingKeys(app: name, role: .root, root: current)
+        let newKey: Ed25519PrivateKey
+        do { newKey = try Ed25519PrivateKey.generate() } catch { throw .crypto(error) }
+        let newKeyID = newKey.tufKey.keyID
+        let oldKeyIDs = current.roles[role]?.keyIDs ?? []
+
+        var root = current
+        root.version = current.version + 1
+        root.expires = now.addingTimeInterval(expiry.root)
+        root.roles[role] = RoleKeys(keyIDs: [newKeyID], threshold: 1)
+        root.keys[newKeyID] = newKey.tufKey
+        let stillUsed = Set(root.roles.values.flatMap(\.keyIDs))
+        root.keys = root.keys.filter { stillUsed.contains($0.key) }
+        let signers = role == .root ? oldRootKeys + [newKey] : oldRootKeys
+        let signedRoot: SignedRoot
+        do { signedRoot = try SignedRoot(signing: root, with: signers) } catch { throw .crypto(error) }
+
+        // The key file exists before the registry names it; a crash in between leaves an
+        // unused file, which is harmless.
+        let keyURL = try keys.store(newKey, app: name, role: role)
+        do {
+            try db.transaction { () throws(RegistryError) in
+                do throws(SQLiteError) {
+                    try storeMetadata(app: name, role: .root, version: root.version, bytes: signedRoot.bytes, expires: root.expires)
+                } catch { throw .storage(error) }
+                if role != .root { try resign(app: name, from: role, root: root, now: now) }
+                do throws(SQLiteError) {
+                    try AuditLog.append(db, app: name.rawValue, actor: actor, action: "key.rotate", details: [
+                        "role": .string(role.rawValue), "oldKeyIDs": .array(oldKeyIDs.map { .string($0) }),
+                        "newKeyID": .string(newKeyID), "rootVersion": .int(root.version),
+                    ], at: now)
+                } catch { throw .storage(error) }
+            }
+        } catch {
+            keys.discard([keyURL])
+            throw error
+        }
+        return KeyRotation(role: role, oldKeyIDs: oldKeyIDs, newKeyID: newKeyID, rootVersion: root.version)
+    }
+
+    /// Re-signs the online roles whose metadata expires within half its lifetime, so an
+    /// export (or, later, the server) never hands out metadata about to go stale. Not an
+    /// audited change: the listed patches stay the same.
+    @discardableResult
+    public func refreshExpiring(app name: AppName, now: Date = Date()) throws(RegistryError) -> [Role] {
+        let root = try currentRoot(app: name).body
+        for role in [Role.targets, .snapshot, .timestamp] {
+            let stored = try latestMetadata(app: name, role: role)
+            let expires: Date
+            switch role {
+            case .targets: expires = (try? SignedTargets(bytes: stored.bytes))?.body.expires ?? now
+            case .snapshot: expires = (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? now
+            default: expires = (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? now
+            }
+            if expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 {
+                try db.transaction { () throws(RegistryError) in try resign(app: name, from: role, root: root, now: now) }
+                return Array([Role.targets, .snapshot, .timestamp].drop { $0 != role })
+            }
+        }
+        return []
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import PatchCore
+
+public struct AppRecord: Sendable, Equatable {
+    public let name: AppName
+    public let encrypted: Bool
+    public let contentKeyID: String?
+    public let createdAt: String
+    public let createdBy: String
+}
+
+public enum PatchState: String, Sendable, Codable {
+    case active, revoked
+}
+
+/// One published patch as the registry keeps it.
+public struct PatchRecord: Sendable, Equatable {
+    public let app: AppName
+    public let appVersion: AppVersion
+    public let number: Int
+    public let rollout: Int
+    public let state: PatchState
+    /// Digests of the script as the publisher gave it.
+    public let plaintext: BundleDigests
+    /// Digests of the bytes devices download (the ciphertext for encrypted apps).
+    public let served: BundleDigests
+    public let contentKeyID: String?
+    public let publishedAt: String
+    public let publishedBy: String
+    public let revokedAt: String?
+    public let revokedBy: String?
+
+    public var encrypted: Bool { contentKeyID != nil }
+
+    /// The TUF target path: `{appVersion}/{patchNumber}/main.js`.
+    public var targetPath: String { "\(appVersion.rawValue)/\(number)/main.js" }
+
+    public var json: JSON {
+        var out: [String: JSON] = [
+            "app": .string(app.rawValue), "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
+            "rollout": .int(Int64(rollout)), "state": .string(state.rawValue),
+            "length": .int(Int64(plaintext.length)), "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5),
+            "served": ["length": .int(Int64(served.length)), "sha256": .string(served.sha256), "md5": .string(served.md5)],
+            "encrypted": .bool(encrypted), "publishedAt": .string(publishedAt), "publishedBy": .string(publishedBy),
+            "targetPath": .string(targetPath),
+        ]
+        if let revokedAt { out["revokedAt"] = .string(revokedAt) }
+        if let revokedBy { out["revokedBy"] = .string(revokedBy) }
+        return .object(out)
+    }
+}
+
+/// Lifetimes of freshly signed metadata. The timestamp is short so a frozen mirror is
+/// noticed within a day; root is long because re-signing it needs the offline root key.
+public struct ExpiryPolicy: Sendable {
+    public var root: TimeInterval = 365 * 86_400
+    public var targets: TimeInterval = 90 * 86_400
+    public var snapshot: TimeInterval = 30 * 86_400
+    public var timestamp: TimeInterval = 86_400
+
+    public init() {}
+
+    func lifetime(_ role: Role) -> TimeInterval {
+        switch role {
+        case .root: return root
+        case .targets: return targets
+        case .snapshot: return snapshot
+        case .timestamp: return timestamp
+        }
+    }
+}
+
+/// Who did something, as the audit log records it.
+public struct Actor: Sendable {
+    public let name: String
+
+    public init(_ name: String) {
+        // One line, bounded: the actor lands in listings and logs.
+        let cleaned = name.unicodeScalars.filter { !$0.properties.isWhitespace || $0 == " " }
+            .filter { $0.properties.generalCategory != .control }
+        self.name = String(String.UnicodeScalarView(cleaned).prefix(128))
+    }
+
+    /// `user@host` of the process, the default for local commands.
+    public static var current: Actor {
+        let user = ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "unknown"
+        return Actor("\(user)@\(ProcessInfo.processInfo.hostName)")
+    }
+}

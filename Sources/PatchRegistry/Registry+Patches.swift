@@ -1,0 +1,181 @@
+import Foundation
+import PatchCore
+
+/// What `publish` reports.
+public struct PublishedPatch: Sendable {
+    public let patch: PatchRecord
+    public let targetsVersion: Int64
+}
+
+extension Registry {
+    public func patches(app: AppName?, appVersion: AppVersion?, activeOnly: Bool) throws(RegistryError) -> [PatchRecord] {
+        var conditions: [String] = []
+        var values: [SQLValue] = []
+        if let app { conditions.append("app = ?"); values.append(.text(app.rawValue)) }
+        if let appVersion { conditions.append("app_version = ?"); values.append(.text(appVersion.rawValue)) }
+        if activeOnly { conditions.append("state = 'active'") }
+        let sql = """
+            SELECT app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256, served_md5,
+                   content_key_id, published_at, published_by, revoked_at, revoked_by FROM patches
+            """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
+        let rows: [PatchRecord]
+        do throws(SQLiteError) {
+            rows = try db.query(sql, values) { s in
+                // Rows were validated on the way in; a row that no longer parses is corruption.
+                PatchRecord(
+                    app: try! AppName(s.text(0)), appVersion: try! AppVersion(s.text(1)), number: Int(s.int(2)),
+                    rollout: Int(s.int(3)), state: PatchState(rawValue: s.text(4)) ?? .revoked,
+                    plaintext: BundleDigests(length: Int(s.int(5)), sha256: s.text(6), md5: s.text(7)),
+                    served: BundleDigests(length: Int(s.int(8)), sha256: s.text(9), md5: s.text(10)),
+                    contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
+                    revokedAt: s.optionalText(14), revokedBy: s.optionalText(15))
+            }
+        } catch { throw .storage(error) }
+        return rows.sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
+    }
+
+    /// The bytes devices download for a patch (ciphertext for encrypted apps).
+    public func servedBytes(sha256: String) throws(RegistryError) -> [UInt8] {
+        let bytes: [UInt8]?
+        do { bytes = try db.query("SELECT bytes FROM blobs WHERE sha256 = ?", [.text(sha256)]) { $0.blob(0) }.first } catch { throw .storage(error) }
+        guard let bytes else { throw .notFound("no bundle with sha256 \(sha256)") }
+        return bytes
+    }
+
+    /// Publishes a bundle as the next patch of an app version, in one transaction: the patch
+    /// row, its bytes, new targets/snapshot/timestamp metadata and the audit event.
+    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], rollout: Int = 100,
+                        actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+        guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
+        guard bundle.count <= Registry.maxBundleSize else {
+            throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
+        }
+        guard String(validating: bundle, as: UTF8.self) != nil else {
+            throw .invalidInput("the bundle is not UTF-8 text; a JSPatch main.js is JavaScript source")
+        }
+        guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
+        let app = try self.app(name)
+        let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
+        if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
+            throw .keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
+        }
+        let root = try currentRoot(app: name).body
+        let plaintext = BundleDigests(of: bundle)
+
+        return try db.transaction { () throws(RegistryError) -> PublishedPatch in
+            let number: Int
+            do throws(SQLiteError) {
+                number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
+                                          [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
+            } catch { throw .storage(error) }
+            let served: [UInt8]
+            if let contentKey {
+                do throws(CryptoError) { served = try BundleCipher.seal(bundle, key: contentKey, app: name.rawValue, appVersion: appVersion.rawValue, patch: number) } catch { throw .crypto(error) }
+            } else {
+                served = bundle
+            }
+            let servedDigests = BundleDigests(of: served)
+            let time = TUFTime.format(now)
+            let record = PatchRecord(app: name, appVersion: appVersion, number: number, rollout: rollout, state: .active,
+                                     plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
+                                     publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil)
+            do throws(SQLiteError) {
+                try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
+                CrashPoint.hit("publish.after-blob")
+                try db.run("""
+                    INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
+                                        served_md5, content_key_id, published_at, published_by)
+                    VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
+                    """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rollout)),
+                          .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
+                          .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
+                          app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+            } catch { throw .storage(error) }
+            CrashPoint.hit("publish.after-patch")
+            try resign(app: name, from: .targets, root: root, now: now)
+            CrashPoint.hit("publish.after-metadata")
+            do throws(SQLiteError) {
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.publish", details: [
+                    "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
+                    "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
+                    "servedSha256": .string(servedDigests.sha256),
+                ], at: now)
+            } catch { throw .storage(error) }
+            CrashPoint.hit("publish.before-commit")
+            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+        }
+    }
+
+    /// Revokes one patch, or with `number == nil` every active patch of the app version
+    /// (the 2 a.m. kill switch: devices on that version drop their patch).
+    @discardableResult
+    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
+        _ = try app(name)
+        let active = try patches(app: name, appVersion: appVersion, activeOnly: true)
+        let targets: [PatchRecord]
+        if let number {
+            guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+                throw .notFound("\(name) \(appVersion) has no patch \(number)")
+            }
+            guard patch.state == .active else { throw .conflict("\(name) \(appVersion) patch \(number) is already revoked") }
+            targets = [patch]
+        } else {
+            guard !active.isEmpty else { throw .notFound("\(name) \(appVersion) has no active patch") }
+            targets = active
+        }
+        let root = try currentRoot(app: name).body
+        let time = TUFTime.format(now)
+        try db.transaction { () throws(RegistryError) in
+            do throws(SQLiteError) {
+                for patch in targets {
+                    try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
+                               [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
+                }
+            } catch { throw .storage(error) }
+            try resign(app: name, from: .targets, root: root, now: now)
+            do throws(SQLiteError) {
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: [
+                    "appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) }),
+                ], at: now)
+            } catch { throw .storage(error) }
+        }
+        return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
+    }
+
+    /// Changes the rollout percentage of an active patch and re-signs targets.
+    @discardableResult
+    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, actor: Actor, now: Date = Date()) throws(RegistryError) -> PatchRecord {
+        guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
+        _ = try app(name)
+        guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+            throw .notFound("\(name) \(appVersion) has no patch \(number)")
+        }
+        guard patch.state == .active else { throw .conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
+        let root = try currentRoot(app: name).body
+        try db.transaction { () throws(RegistryError) in
+            do throws(SQLiteError) {
+                try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
+                           [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
+            } catch { throw .storage(error) }
+            try resign(app: name, from: .targets, root: root, now: now)
+            do throws(SQLiteError) {
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
+                    "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
+                    "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),
+                ], at: now)
+            } catch { throw .storage(error) }
+        }
+        return try patches(app: name, appVersion: appVersion, activeOnly: false).first { $0.number == number }!
+    }
+
+    // MARK: Audit
+
+    public func auditEvents(app: AppName?) throws(RegistryError) -> [AuditEvent] {
+        try AuditLog.events(db, app: app?.rawValue)
+    }
+
+    /// Re-walks the whole chain (all apps: the chain is global).
+    public func verifyAudit() throws(RegistryError) -> AuditVerification {
+        AuditLog.verify(try AuditLog.events(db, app: nil))
+    }
+}

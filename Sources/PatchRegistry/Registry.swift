@@ -1,0 +1,142 @@
+import Foundation
+import PatchCore
+
+/// The registry: apps, their keys, patches per app version, signed TUF metadata and the
+/// audit log, in one SQLite file (`{data}/registry.sqlite`). Every change is one
+/// transaction that also signs the new metadata and appends its audit event, so after a
+/// crash the registry holds the old state or the new one.
+public final class Registry {
+    public static let maxBundleSize = 10 << 20
+
+    let db: Database
+    public let keys: KeyStore
+    public var expiry = ExpiryPolicy()
+
+    public init(dataDirectory: URL, keysDirectory: URL) throws(RegistryError) {
+        do {
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
+        do {
+            db = try Database(path: dataDirectory.appendingPathComponent("registry.sqlite").path)
+            try db.execute(Schema.statements)
+            let stored = try db.query("SELECT version FROM schema_info") { $0.int(0) }.first
+            if stored == nil {
+                try db.run("INSERT INTO schema_info(version) VALUES (?)", [.int(Int64(Schema.version))])
+            } else if let stored, stored > Int64(Schema.version) {
+                throw RegistryError.io("the registry was written by a newer hotpatch (schema \(stored)); upgrade patchctl")
+            }
+        } catch let error as SQLiteError {
+            throw .storage(error)
+        } catch let error as RegistryError {
+            throw error
+        } catch { throw .internalError("\(error)") }
+        keys = KeyStore(directory: keysDirectory)
+    }
+
+    // MARK: Apps
+
+    public func app(_ name: AppName) throws(RegistryError) -> AppRecord {
+        guard let record = try apps(named: name).first else {
+            throw .notFound("unknown app \"\(name)\": create it with `patchctl apps create \(name)`")
+        }
+        return record
+    }
+
+    public func apps() throws(RegistryError) -> [AppRecord] { try apps(named: nil) }
+
+    private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
+        let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
+        do throws(SQLiteError) {
+            return try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
+                AppRecord(name: try! AppName(s.text(0)), encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2),
+                          createdAt: s.text(3), createdBy: s.text(4))
+            }
+        } catch { throw .storage(error) }
+    }
+
+    /// Creates an app: a key for each role (and a content key when encrypted), written to
+    /// the key store first, then root v1 and empty targets/snapshot/timestamp in one transaction.
+    @discardableResult
+    public func createApp(_ name: AppName, encrypted: Bool, actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
+        if (try? app(name)) != nil { throw .conflict("app \"\(name)\" already exists") }
+        var written: [URL] = []
+        do throws(RegistryError) {
+            var roleKeys: [Role: Ed25519PrivateKey] = [:]
+            for role in Role.allCases {
+                let key: Ed25519PrivateKey
+                do { key = try Ed25519PrivateKey.generate() } catch { throw RegistryError.crypto(error) }
+                written.append(try keys.store(key, app: name, role: role))
+                roleKeys[role] = key
+            }
+            var contentKeyID: String?
+            if encrypted {
+                let contentKey: [UInt8]
+                do { contentKey = try SecureRandom.bytes(AESGCM.keyByteCount) } catch { throw RegistryError.crypto(error) }
+                try keys.storeContentKey(contentKey, app: name)
+                written.append(keys.contentKeyURL(app: name))
+                contentKeyID = BundleCipher.keyID(contentKey)
+            }
+            let root = RootBody(
+                common: CommonFields(version: 1, expires: now.addingTimeInterval(expiry.root)),
+                keys: Dictionary(uniqueKeysWithValues: roleKeys.values.map { ($0.tufKey.keyID, $0.tufKey) }),
+                roles: roleKeys.mapValues { RoleKeys(keyIDs: [$0.tufKey.keyID]) })
+            let signedRoot: SignedRoot
+            do { signedRoot = try SignedRoot(signing: root, with: [roleKeys[.root]!]) } catch { throw RegistryError.crypto(error) }
+            let record = try db.transaction { () throws(RegistryError) -> AppRecord in
+                let time = TUFTime.format(now)
+                do throws(SQLiteError) {
+                    try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
+                               [.text(name.rawValue), .int(encrypted ? 1 : 0), contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+                    try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
+                } catch { throw .storage(error) }
+                try resign(app: name, from: .targets, root: root, now: now)
+                var details: [String: JSON] = ["encrypted": .bool(encrypted), "rootVersion": 1]
+                for role in Role.allCases { details["\(role.rawValue)KeyID"] = .string(roleKeys[role]!.tufKey.keyID) }
+                do throws(SQLiteError) { try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now) } catch { throw .storage(error) }
+                return AppRecord(name: name, encrypted: encrypted, contentKeyID: contentKeyID, createdAt: time, createdBy: actor.name)
+            }
+            return record
+        } catch {
+            keys.discard(written)
+            throw error
+        }
+    }
+
+    // MARK: Metadata
+
+    func storeMetadata(app: AppName, role: Role, version: Int64, bytes: [UInt8], expires: Date) throws(SQLiteError) {
+        try db.run("INSERT INTO metadata(app, role, version, bytes, expires) VALUES (?,?,?,?,?)",
+                   [.text(app.rawValue), .text(role.rawValue), .int(version), .blob(bytes), .text(TUFTime.format(expires))])
+    }
+
+    /// The bytes of one stored metadata version, or nil.
+    public func metadata(app: AppName, role: Role, version: Int64) throws(RegistryError) -> [UInt8]? {
+        do throws(SQLiteError) {
+            return try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
+                                [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
+        } catch { throw .storage(error) }
+    }
+
+    /// The newest version of a role's metadata and its bytes.
+    public func latestMetadata(app: AppName, role: Role) throws(RegistryError) -> (version: Int64, bytes: [UInt8]) {
+        let row: (Int64, [UInt8])?
+        do throws(SQLiteError) {
+            row = try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
+                               [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
+        } catch { throw .storage(error) }
+        guard let row else { throw .notFound("app \"\(app)\" has no \(role.rawValue) metadata") }
+        return row
+    }
+
+    public func currentRoot(app: AppName) throws(RegistryError) -> SignedRoot {
+        let bytes = try latestMetadata(app: app, role: .root).bytes
+        do { return try SignedRoot(bytes: bytes) } catch { throw .internalError("stored root of \(app) does not parse: \(error)") }
+    }
+
+    /// The root an app embeds at build time: version 1.
+    public func initialRoot(app: AppName) throws(RegistryError) -> [UInt8] {
+        _ = try self.app(app)
+        guard let bytes = try metadata(app: app, role: .root, version: 1) else { throw .notFound("app \"\(app)\" has no 1.root.json") }
+        return bytes
+    }
+}

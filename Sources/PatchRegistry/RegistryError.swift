@@ -1,0 +1,38 @@
+import PatchCore
+
+/// Everything the registry can refuse or fail at. `invalidInput`, `notFound` and `conflict`
+/// are the caller's mistakes and change nothing; the others are the machine's.
+public enum RegistryError: Error, CustomStringConvertible {
+    case invalidInput(String)
+    case notFound(String)
+    case conflict(String)
+    case keys(String)
+    case storage(SQLiteError)
+    case crypto(CryptoError)
+    case io(String)
+    case internalError(String)
+
+    public var description: String {
+        switch self {
+        case .invalidInput(let m), .notFound(let m), .conflict(let m), .keys(let m), .io(let m): return m
+        case .storage(let e):
+            if e.isDiskFull { return "the registry's disk is full; nothing was changed (\(e.message))" }
+            if e.isBusy { return "the registry is locked by another process; nothing was changed, try again" }
+            return "registry storage error: \(e)"
+        case .crypto(let e): return e.description
+        case .internalError(let m): return "internal error: \(m)"
+        }
+    }
+
+    /// True when the request itself was wrong (a 4xx over HTTP, a usage-like exit in the CLI).
+    public var isCallerError: Bool {
+        switch self {
+        case .invalidInput, .notFound, .conflict: return true
+        default: return false
+        }
+    }
+}
+
+extension ValidationError {
+    var registryError: RegistryError { .invalidInput(message) }
+}

@@ -1,0 +1,160 @@
+import Foundation
+internal import CSQLite3
+
+typealias SQLiteConnection = OpaquePointer
+typealias SQLiteStatement = OpaquePointer
+
+/// One SQLite connection, owned by this object and closed in `deinit`.
+/// Not Sendable: concurrent users go through one owner (a Mutex or a serial queue).
+final class Database {
+    private let handle: SQLiteConnection
+    let path: String
+
+    init(path: String) throws(SQLiteError) {
+        var handle: SQLiteConnection?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let handle { sqlite3_close_v2(handle) }
+            throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil)
+        }
+        self.handle = handle
+        self.path = path
+        sqlite3_extended_result_codes(handle, 1)
+        // Another process (patchctl beside patchd) may hold the write lock for the length of
+        // one publish; wait for it rather than failing.
+        sqlite3_busy_timeout(handle, 10_000)
+        try execute("PRAGMA journal_mode=WAL")
+        // FULL: a publish that was acknowledged survives power loss, not only a process crash.
+        try execute("PRAGMA synchronous=FULL")
+        try execute("PRAGMA foreign_keys=ON")
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func error(_ code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? "unknown error"
+            sqlite3_free(errorMessage)
+            throw SQLiteError(code: rc, message: message, sql: sql)
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(database: self, handle: handle, sql: sql)
+    }
+
+    /// Prepares, binds and steps a statement that returns no rows.
+    func run(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        while try statement.step() {}
+    }
+
+    /// All rows of a query, each mapped by `row`.
+    func query<T>(_ sql: String, _ values: [SQLValue] = [], row: (Statement) throws(SQLiteError) -> T) throws(SQLiteError) -> [T] {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        var out: [T] = []
+        while try statement.step() { out.append(try row(statement)) }
+        return out
+    }
+
+    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken up front so two
+    /// publishers never both read the same "next patch number". Any error rolls back.
+    func transaction<T, E: Error>(_ body: () throws(E) -> T) throws(RegistryError) -> T {
+        do { try execute("BEGIN IMMEDIATE") } catch { throw .storage(error) }
+        do {
+            let result = try body()
+            do { try execute("COMMIT") } catch {
+                try? execute("ROLLBACK")
+                throw RegistryError.storage(error)
+            }
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            if let registryError = error as? RegistryError { throw registryError }
+            if let sqliteError = error as? SQLiteError { throw .storage(sqliteError) }
+            throw .internalError(String(describing: error))
+        }
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+enum SQLValue {
+    case int(Int64)
+    case text(String)
+    case blob([UInt8])
+    case null
+}
+
+/// A prepared statement, finalized in `deinit`.
+final class Statement {
+    private let handle: SQLiteStatement
+    private unowned let database: Database
+    let sql: String
+
+    fileprivate init(database: Database, handle connection: SQLiteConnection, sql: String) throws(SQLiteError) {
+        var statement: SQLiteStatement?
+        let rc = sqlite3_prepare_v2(connection, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw database.error(rc, sql: sql) }
+        self.handle = statement
+        self.database = database
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func bind(_ values: [SQLValue]) throws(SQLiteError) {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .int(let v): rc = sqlite3_bind_int64(handle, index, v)
+            case .text(let s): rc = hp_sqlite3_bind_text(handle, index, s, Int32(s.utf8.count))
+            case .blob(let bytes):
+                rc = bytes.withUnsafeBytes { hp_sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+            case .null: rc = sqlite3_bind_null(handle, index)
+            }
+            guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+        }
+    }
+
+    /// True while a row is available.
+    func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw database.error(rc, sql: sql)
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func optionalText(_ column: Int32) -> String? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : text(column)
+    }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}
+
+@available(*, unavailable) extension Database: Sendable {}
+@available(*, unavailable) extension Statement: Sendable {}

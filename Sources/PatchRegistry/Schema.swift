@@ -1,0 +1,61 @@
+/// The registry schema. Patches and audit events are never deleted: a patch number is
+/// never reused, and the audit chain only grows.
+enum Schema {
+    static let version = 1
+
+    static let statements = """
+    CREATE TABLE IF NOT EXISTS schema_info(version INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS apps(
+        name TEXT PRIMARY KEY,
+        encrypted INTEGER NOT NULL,
+        content_key_id TEXT,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS blobs(
+        sha256 TEXT PRIMARY KEY,
+        bytes BLOB NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS patches(
+        app TEXT NOT NULL REFERENCES apps(name),
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL CHECK(number >= 1),
+        rollout INTEGER NOT NULL CHECK(rollout BETWEEN 0 AND 100),
+        state TEXT NOT NULL CHECK(state IN ('active', 'revoked')),
+        length INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        md5 TEXT NOT NULL,
+        served_length INTEGER NOT NULL,
+        served_sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+        served_md5 TEXT NOT NULL,
+        content_key_id TEXT,
+        published_at TEXT NOT NULL,
+        published_by TEXT NOT NULL,
+        revoked_at TEXT,
+        revoked_by TEXT,
+        PRIMARY KEY(app, app_version, number)
+    );
+    CREATE TABLE IF NOT EXISTS metadata(
+        app TEXT NOT NULL REFERENCES apps(name),
+        role TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        bytes BLOB NOT NULL,
+        expires TEXT NOT NULL,
+        PRIMARY KEY(app, role, version)
+    );
+    CREATE TABLE IF NOT EXISTS audit(
+        seq INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        app TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        details TEXT NOT NULL,
+        prev TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    """
+}

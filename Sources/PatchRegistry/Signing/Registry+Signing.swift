@@ -1,0 +1,86 @@
+import Foundation
+import PatchCore
+
+extension Registry {
+    /// Which patches targets metadata lists for one app version: the newest patch at 100%
+    /// and every newer one still rolling out (rollout > 0). Anything older than the newest
+    /// full rollout can never be chosen by a device, so it is left out.
+    static func listedPatches(_ patches: [PatchRecord]) -> [PatchRecord] {
+        var listed: [PatchRecord] = []
+        for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active && patch.rollout > 0 {
+            listed.append(patch)
+            if patch.rollout >= 100 { break }
+        }
+        return listed
+    }
+
+    /// The target entry for one patch: served length and hashes, and the signed `custom`
+    /// fields a client needs to pick and check it.
+    static func targetFile(for patch: PatchRecord) -> TargetFile {
+        var custom: [String: JSON] = [
+            "patch": .int(Int64(patch.number)),
+            "rollout": .int(Int64(patch.rollout)),
+            "published": .string(patch.publishedAt),
+            "plaintext": ["length": .int(Int64(patch.plaintext.length)), "sha256": .string(patch.plaintext.sha256), "md5": .string(patch.plaintext.md5)],
+        ]
+        if let keyID = patch.contentKeyID {
+            custom["encryption"] = ["alg": .string(BundleCipher.algorithm), "keyid": .string(keyID)]
+        }
+        return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: .object(custom))
+    }
+
+    func targetsBody(app: AppName, version: Int64, now: Date) throws(RegistryError) -> TargetsBody {
+        let grouped = Dictionary(grouping: try patches(app: app, appVersion: nil, activeOnly: true), by: \.appVersion)
+        var targets: [String: TargetFile] = [:]
+        for (_, patches) in grouped {
+            for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
+        }
+        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(expiry.targets)), targets: targets)
+    }
+
+    /// Signs new metadata for `from` and every role below it in the chain
+    /// (targets → snapshot → timestamp), each version one above the stored one.
+    /// Runs inside the caller's transaction; the keys must be in the key store.
+    func resign(app: AppName, from role: Role, root: RootBody, now: Date) throws(RegistryError) {
+        let chain: [Role]
+        switch role {
+        case .root, .targets: chain = [.targets, .snapshot, .timestamp]
+        case .snapshot: chain = [.snapshot, .timestamp]
+        case .timestamp: chain = [.timestamp]
+        }
+        var pinned: (version: Int64, bytes: [UInt8])?
+        for role in chain {
+            let version = ((try? latestMetadata(app: app, role: role))?.version ?? 0) + 1
+            // Snapshot pins the targets file just signed (or the stored one); timestamp pins snapshot.
+            let current: (version: Int64, bytes: [UInt8])
+            if let pinned { current = pinned } else if role == .targets { current = (0, []) } else {
+                current = try latestMetadata(app: app, role: role == .snapshot ? .targets : .snapshot)
+            }
+            let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
+            let expires = now.addingTimeInterval(expiry.lifetime(role))
+            let bytes: [UInt8]
+            do {
+                switch role {
+                case .targets:
+                    bytes = try SignedTargets(signing: try targetsBody(app: app, version: version, now: now), with: signingKeys).bytes
+                case .snapshot:
+                    let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
+                                            meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])
+                    bytes = try SignedSnapshot(signing: body, with: signingKeys).bytes
+                case .timestamp:
+                    let body = TimestampBody(common: CommonFields(version: version, expires: expires),
+                                             snapshot: MetaFile(version: current.version, bytes: current.bytes))
+                    bytes = try SignedTimestamp(signing: body, with: signingKeys).bytes
+                case .root:
+                    throw RegistryError.internalError("root is not re-signed in the chain")
+                }
+            } catch let error as CryptoError {
+                throw .crypto(error)
+            } catch let error as RegistryError {
+                throw error
+            } catch { throw .internalError("\(error)") }
+            do { try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) } catch { throw .storage(error) }
+            pinned = (version, bytes)
+        }
+    }
+}

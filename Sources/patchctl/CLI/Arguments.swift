@@ -1,0 +1,147 @@
+import Foundation
+import PatchCore
+
+/// A command-line option as a command declares it; the same declaration parses and prints help.
+struct Option {
+    let name: String
+    let value: String?
+    let help: String
+
+    /// `--name VALUE`
+    static func value(_ name: String, _ value: String, _ help: String) -> Option { Option(name: name, value: value, help: help) }
+    /// `--name`
+    static func flag(_ name: String, _ help: String) -> Option { Option(name: name, value: nil, help: help) }
+}
+
+/// What a command accepts: its words (`apps create`), options and positional arguments.
+struct CommandSpec {
+    let words: [String]
+    let summary: String
+    let positionals: [String]
+    let options: [Option]
+
+    init(_ words: String, summary: String, positionals: [String] = [], options: [Option] = []) {
+        self.words = words.split(separator: " ").map(String.init)
+        self.summary = summary
+        self.positionals = positionals
+        self.options = options
+    }
+
+    var usage: String {
+        var line = "patchctl " + words.joined(separator: " ")
+        for option in options { line += option.value.map { " [\(option.name) \($0)]" } ?? " [\(option.name)]" }
+        for positional in positionals { line += " \(positional)" }
+        return line
+    }
+
+    var help: String {
+        var text = "\(summary)\n\nUsage: \(usage)\n"
+        if !options.isEmpty {
+            text += "\nOptions:\n"
+            let width = options.map { $0.name.count + ($0.value.map { $0.count + 1 } ?? 0) }.max() ?? 0
+            for option in options {
+                let left = option.name + (option.value.map { " \($0)" } ?? "")
+                text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help + "\n"
+            }
+        }
+        return text
+    }
+}
+
+/// Parsed arguments of one command; accessors turn missing or malformed values into usage errors.
+struct Arguments {
+    let spec: CommandSpec
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+    var positionals: [String] = []
+
+    init(spec: CommandSpec, parsing words: [String]) throws(CLIError) {
+        self.spec = spec
+        var index = 0
+        var onlyPositionals = false
+        while index < words.count {
+            let word = words[index]
+            index += 1
+            if onlyPositionals || !word.hasPrefix("--") || word == "-" {
+                positionals.append(word)
+                continue
+            }
+            if word == "--" { onlyPositionals = true; continue }
+            var name = word
+            var inlineValue: String?
+            if let equals = word.firstIndex(of: "=") {
+                name = String(word[..<equals])
+                inlineValue = String(word[word.index(after: equals)...])
+            }
+            guard let option = spec.options.first(where: { $0.name == name }) else {
+                throw .usage("unknown option \(name.debugSanitized) for `patchctl \(spec.words.joined(separator: " "))`")
+            }
+            if option.value != nil {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard index < words.count else { throw .usage("\(name) needs a value (\(option.value!))") }
+                    values[name] = words[index]
+                    index += 1
+                }
+            } else {
+                guard inlineValue == nil else { throw .usage("\(name) takes no value") }
+                flags.insert(name)
+            }
+        }
+        guard positionals.count <= spec.positionals.count else {
+            throw .usage("unexpected argument \(positionals[spec.positionals.count].debugSanitized)")
+        }
+        guard positionals.count == spec.positionals.count else {
+            throw .usage("missing \(spec.positionals[positionals.count])")
+        }
+    }
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+    func value(_ name: String) -> String? { values[name] }
+
+    func required(_ name: String) throws(CLIError) -> String {
+        guard let value = values[name], !value.isEmpty else { throw .usage("\(name) is required") }
+        return value
+    }
+
+    func int(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw .usage("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), got \(text.debugSanitized)")
+        }
+        return value
+    }
+
+    func appName(_ name: String = "--app") throws(CLIError) -> AppName {
+        do { return try AppName(try required(name)) } catch let error as ValidationError { throw .usage(error.message) } catch let error as CLIError { throw error } catch { throw .usage("\(error)") }
+    }
+
+    func optionalAppName(_ name: String = "--app") throws(CLIError) -> AppName? {
+        guard values[name] != nil else { return nil }
+        return try appName(name)
+    }
+
+    func appVersion(_ name: String = "--app-version") throws(CLIError) -> AppVersion {
+        let text = try required(name)
+        do { return try AppVersion(text) } catch { throw .usage(error.message) }
+    }
+}
+
+/// How a command failed; each maps to one exit code (see README: Exit codes).
+enum CLIError: Error {
+    /// Bad flags or arguments: exit 64 (EX_USAGE), with the usage line.
+    case usage(String)
+    /// Something was checked and does not verify: exit 1.
+    case verificationFailed(String)
+    /// Refused or could not run: exit 2.
+    case failed(String)
+
+    var exitCode: Int32 {
+        switch self {
+        case .usage: return 64
+        case .verificationFailed: return 1
+        case .failed: return 2
+        }
+    }
+}

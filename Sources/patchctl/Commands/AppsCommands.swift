@@ -1,0 +1,69 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+struct AppsCreateCommand: Command {
+    static let spec = CommandSpec("apps create", summary: "Create an app: signing keys for every role, 1.root.json, empty targets",
+                                  positionals: ["NAME"],
+                                  options: [.flag("--encrypt", "encrypt bundles with AES-256-GCM (writes KEYS/NAME/content.key)"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let name: AppName
+        do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
+        let context = Context(arguments: arguments)
+        let registry = try context.openRegistry()
+        let encrypted = arguments.flag("--encrypt")
+        do { try registry.createApp(name, encrypted: encrypted, actor: context.actor) } catch { throw error.cliError }
+        let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
+        if arguments.flag("--json") {
+            Output.json(["app": .string(name.rawValue), "encrypted": .bool(encrypted), "keys": .string(rootPath)])
+            return
+        }
+        Output.line("created app \(name)\(encrypted ? " (encrypted)" : "")")
+        Output.line("keys:         \(rootPath)/ (private, mode 0600: keep the root key offline)")
+        if encrypted { Output.line("content key:  \(registry.keys.contentKeyURL(app: name).path) (ship it inside the app)") }
+        Output.line("trusted root: patchctl apps root \(name) > \(name).root.json  (embed in the app)")
+    }
+}
+
+struct AppsRootCommand: Command {
+    static let spec = CommandSpec("apps root", summary: "Print an app's initial trusted root (1.root.json), the file an app embeds",
+                                  positionals: ["NAME"], options: Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let name: AppName
+        do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
+        let registry = try Context(arguments: arguments).openRegistry()
+        let bytes: [UInt8]
+        do { bytes = try registry.initialRoot(app: name) } catch { throw error.cliError }
+        FileHandle.standardOutput.write(Data(bytes + [0x0A]))
+    }
+}
+
+struct KeysRotateCommand: Command {
+    static let spec = CommandSpec("keys rotate", summary: "Replace one role's key; writes root N+1 signed by the old and new root keys",
+                                  options: [.value("--app", "NAME", "the app"),
+                                            .value("--role", "ROLE", "root, targets, snapshot or timestamp"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let name = try arguments.appName()
+        let roleName = try arguments.required("--role")
+        guard let role = Role(rawValue: roleName) else { throw .usage("--role must be root, targets, snapshot or timestamp, got \(roleName.debugSanitized)") }
+        let context = Context(arguments: arguments)
+        let registry = try context.openRegistry()
+        let rotation: KeyRotation
+        do { rotation = try registry.rotateKey(app: name, role: role, actor: context.actor) } catch { throw error.cliError }
+        if arguments.flag("--json") {
+            Output.json(["app": .string(name.rawValue), "role": .string(role.rawValue), "newKeyID": .string(rotation.newKeyID),
+                         "oldKeyIDs": .array(rotation.oldKeyIDs.map { .string($0) }), "rootVersion": .int(rotation.rootVersion)])
+            return
+        }
+        Output.line("rotated the \(role.rawValue) key of \(name): new keyid \(rotation.newKeyID)")
+        Output.line("root is now version \(rotation.rootVersion) (signed by the old and the new root keys; devices follow the chain)")
+        if !rotation.oldKeyIDs.isEmpty {
+            Output.line("the replaced key file is no longer used by the registry")
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import PatchCore
+
+struct VerifyCommand: Command {
+    static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
+                                  options: [.value("--repo", "DIR", "an exported repository (patchctl export)"),
+                                            .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
+                                            .value("--app", "NAME", "the app name (needed with --key to check decrypted bundles)"),
+                                            .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
+                                            .flag("--json", "print JSON")])
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let repo = try arguments.required("--repo")
+        let rootBytes = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
+        let app = try arguments.optionalAppName()
+        var contentKey: [UInt8]?
+        if let keyPath = arguments.value("--key") {
+            guard app != nil else { throw .usage("--key needs --app (the app name is part of the encryption's associated data)") }
+            do { contentKey = try BundleCipher.parseKeyFile(try Output.readFile(keyPath, what: "content key", limit: 4096)) } catch let error as CryptoError {
+                throw .failed("\(keyPath): \(error)")
+            } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: repo, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .failed("could not verify: \(repo.debugSanitized) is not a directory")
+        }
+        let report: VerificationReport
+        do {
+            report = try RepositoryVerifier.verify(source: DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true)),
+                                                   trustedRoot: rootBytes, app: app?.rawValue, contentKey: contentKey)
+        } catch {
+            if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
+            switch error {
+            case .rejected: throw .verificationFailed(error.description)
+            case .couldNotRun: throw .failed(error.description)
+            }
+        }
+        VerifyOutput.print(report, json: arguments.flag("--json"))
+        if !report.ok {
+            throw .verificationFailed("verification failed: \(report.targets.filter { !$0.ok }.count) of \(report.targets.count) patches do not verify")
+        }
+    }
+}
+
+/// Shared by every way of verifying (a directory now, a server later).
+enum VerifyOutput {
+    static func print(_ report: VerificationReport, json: Bool) {
+        if json {
+            Output.json([
+                "ok": .bool(report.ok), "rootVersion": .int(report.rootVersion), "timestampVersion": .int(report.timestampVersion),
+                "snapshotVersion": .int(report.snapshotVersion), "targetsVersion": .int(report.targetsVersion),
+                "timestampExpires": .string(TUFTime.format(report.timestampExpires)),
+                "targets": .array(report.targets.map { t in
+                    var entry: [String: JSON] = ["path": .string(t.path), "length": .int(Int64(t.length)), "ok": .bool(t.ok),
+                                                 "encrypted": .bool(t.encrypted), "plaintextChecked": .bool(t.plaintextChecked)]
+                    if let patch = t.patch { entry["patch"] = .int(Int64(patch)) }
+                    if let rollout = t.rollout { entry["rollout"] = .int(Int64(rollout)) }
+                    if let problem = t.problem { entry["problem"] = .string(problem) }
+                    return .object(entry)
+                }),
+            ])
+            return
+        }
+        Output.line("root v\(report.rootVersion), timestamp v\(report.timestampVersion) (expires \(TUFTime.format(report.timestampExpires))), snapshot v\(report.snapshotVersion), targets v\(report.targetsVersion)")
+        for t in report.targets {
+            let note = t.encrypted && !t.plaintextChecked ? " (encrypted; plaintext not checked without --key)" : ""
+            Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(note)" : "FAIL  \(t.path): \(t.problem!)")
+        }
+        Output.line(report.ok ? "verified \(report.targets.count) active patch(es)" : "verification FAILED")
+    }
+}
