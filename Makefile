@@ -1,0 +1,55 @@
+# hotpatch: two commands set up a fresh Debian 12 machine that has the Swift toolchain.
+#   make run   installs what is missing, builds, creates the demo app, publishes
+#              patches/demo/2.3/main.js and serves it
+#   make test  installs what is missing, builds and runs every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+APT_PACKAGES := libssl-dev libsqlite3-dev libmicrohttpd-dev python3-venv curl
+VENV := .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DATA ?= data
+KEYS ?= keys
+LISTEN ?= 127.0.0.1:8080
+
+.PHONY: deps apt venv build release test test-swift test-interop run clean
+
+deps: apt venv
+
+# Installs only what dpkg says is missing, so a prepared machine is not touched.
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+
+# python-tuf is the external TUF client our repositories must satisfy; cryptography and
+# securesystemslib check our signatures and ciphertexts independently.
+venv: $(VENV)/.ready
+$(VENV)/.ready: Tests/interop/requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r Tests/interop/requirements.txt
+	touch $@
+
+build: apt
+	swift build
+
+release: apt
+	swift build -c release
+
+test: deps
+	swift build --build-tests
+	$(MAKE) test-swift test-interop
+
+test-swift:
+	swift test --skip-build
+
+test-interop:
+	PATCHCTL=$(CURDIR)/.build/debug/patchctl $(PY) -m pytest -q Tests/interop
+
+run: deps release
+	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
+
+clean:
+	rm -rf .build $(VENV)
