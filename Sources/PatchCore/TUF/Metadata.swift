@@ -28,8 +28,10 @@ public struct CommonFields: Sendable, Equatable {
         guard let expiresText = json["expires"]?.stringValue, let expires = TUFTime.parse(expiresText) else {
             throw .malformed(role: role.rawValue, reason: "expires must be YYYY-MM-DDTHH:MM:SSZ")
         }
-        guard let spec = json["spec_version"]?.stringValue, spec.split(separator: ".").first == "1",
-            (2...3).contains(spec.split(separator: ".", omittingEmptySubsequences: false).count) else {
+        // As python-tuf: two or three dot-separated numbers, major version 1.
+        guard let spec = json["spec_version"]?.stringValue,
+            case let parts = spec.split(separator: ".", omittingEmptySubsequences: false), (2...3).contains(parts.count),
+            parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }), parts[0] == "1" else {
             throw .malformed(role: role.rawValue, reason: "spec_version must be 1.0 or 1.0.x")
         }
         self.version = version
