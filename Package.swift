@@ -24,7 +24,7 @@ let package = Package(
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore"]),
+        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
     ],
     swiftLanguageModes: [.v6]
 )
