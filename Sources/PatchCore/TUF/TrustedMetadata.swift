@@ -27,13 +27,15 @@ public struct TrustedMetadata: Sendable {
         self.referenceTime = referenceTime
     }
 
-    /// Resumes from state persisted by an earlier run (client cache): every file is checked
-    /// again as if it were new, so a cache edited on disk cannot widen trust.
+    /// Resumes from state persisted by an earlier run (client cache). Each file goes through
+    /// the same checks as a downloaded one except expiry (an expired file is still a floor
+    /// against rollback, as in python-tuf); one that fails is dropped, with those after it,
+    /// so a cache edited on disk cannot widen trust.
     public init(trustedRoot: [UInt8], timestamp: [UInt8]?, snapshot: [UInt8]?, targets: [UInt8]?, referenceTime: Date = Date()) throws(TUFError) {
         try self.init(trustedRoot: trustedRoot, referenceTime: referenceTime)
-        if let timestamp { try loadTrusted(timestamp: timestamp) }
-        if let snapshot, self.timestamp != nil { try? loadTrusted(snapshot: snapshot) }
-        if let targets, self.snapshot != nil { try? loadTrusted(targets: targets) }
+        guard let timestamp, (try? updateTimestamp(timestamp, allowExpired: true)) != nil else { return }
+        guard let snapshot, (try? updateSnapshot(snapshot, allowExpired: true)) != nil else { return }
+        if let targets { try? updateTargets(targets, allowExpired: true) }
     }
 
     /// Spec 5.3.4–5.3.8: the next root must be version N+1, signed by a threshold of the
@@ -53,7 +55,12 @@ public struct TrustedMetadata: Sendable {
     /// unexpired and never older than the one trusted.
     @discardableResult
     public mutating func updateTimestamp(_ bytes: [UInt8]) throws(TUFError) -> Bool {
-        guard !root.body.isExpired(at: referenceTime) else { throw .expired(role: "root", expires: TUFTime.format(root.body.expires)) }
+        try updateTimestamp(bytes, allowExpired: false)
+    }
+
+    @discardableResult
+    private mutating func updateTimestamp(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) -> Bool {
+        guard allowExpired || !root.body.isExpired(at: referenceTime) else { throw .expired(role: "root", expires: TUFTime.format(root.body.expires)) }
         let new = try SignedTimestamp(bytes: bytes, maxLength: Self.maxTimestampLength)
         try new.verify(role: .timestamp, delegator: root.body)
         if let old = timestamp {
@@ -65,24 +72,23 @@ public struct TrustedMetadata: Sendable {
             }
             if new.body.version == old.body.version {
                 // Same version: nothing changed, keep what we have (python-tuf does the same).
-                guard !old.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(old.body.expires)) }
+                guard allowExpired || !old.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(old.body.expires)) }
                 return false
             }
         }
-        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(new.body.expires)) }
+        guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(new.body.expires)) }
         timestamp = new
         return true
     }
 
-    private mutating func loadTrusted(timestamp bytes: [UInt8]) throws(TUFError) {
-        let new = try SignedTimestamp(bytes: bytes, maxLength: Self.maxTimestampLength)
-        try new.verify(role: .timestamp, delegator: root.body)
-        timestamp = new
-    }
 
     /// Spec 5.5: length and hashes as pinned by timestamp, signed, the version timestamp
     /// names, no role going backwards, not expired.
     public mutating func updateSnapshot(_ bytes: [UInt8]) throws(TUFError) {
+        try updateSnapshot(bytes, allowExpired: false)
+    }
+
+    private mutating func updateSnapshot(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) {
         guard let timestamp else { throw .missingRole("timestamp") }
         let pin = timestamp.body.snapshot
         try check(bytes, against: pin, what: "snapshot metadata")
@@ -95,34 +101,28 @@ public struct TrustedMetadata: Sendable {
                 guard newMeta.version >= oldMeta.version else { throw .rollback(role: name, trusted: oldMeta.version, offered: newMeta.version) }
             }
         }
-        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
+        guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
         snapshot = new
         targets = nil
     }
 
-    private mutating func loadTrusted(snapshot bytes: [UInt8]) throws(TUFError) {
-        let new = try SignedSnapshot(bytes: bytes, maxLength: Self.maxSnapshotLength)
-        try new.verify(role: .snapshot, delegator: root.body)
-        snapshot = new
-    }
 
     /// Spec 5.6: as pinned by snapshot, signed, the version snapshot names, not expired.
     public mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) {
+        try updateTargets(bytes, allowExpired: false)
+    }
+
+    private mutating func updateTargets(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) {
         guard let snapshot else { throw .missingRole("snapshot") }
         guard let pin = snapshot.body.meta["targets.json"] else { throw .malformed(role: "snapshot", reason: "no targets.json") }
         try check(bytes, against: pin, what: "targets metadata")
         let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
         try new.verify(role: .targets, delegator: root.body)
         guard new.body.version == pin.version else { throw .versionMismatch(role: "targets", expected: pin.version, got: new.body.version) }
-        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "targets", expires: TUFTime.format(new.body.expires)) }
+        guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "targets", expires: TUFTime.format(new.body.expires)) }
         targets = new
     }
 
-    private mutating func loadTrusted(targets bytes: [UInt8]) throws(TUFError) {
-        let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
-        try new.verify(role: .targets, delegator: root.body)
-        targets = new
-    }
 
     /// The size cap to apply when downloading the snapshot or targets file.
     public var snapshotLengthLimit: Int { timestamp?.body.snapshot.length ?? Self.maxSnapshotLength }
