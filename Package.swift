@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "PatchCore", targets: ["PatchCore"]),
         .library(name: "PatchRegistry", targets: ["PatchRegistry"]),
         .executable(name: "patchctl", targets: ["patchctl"]),
+        .executable(name: "patchd", targets: ["patchd"]),
     ],
     targets: [
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
@@ -20,11 +21,14 @@ let package = Package(
                        providers: [.apt(["libmicrohttpd-dev"])]),
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3"]),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CMicroHTTPD"]),
         .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry"]),
+        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,7 +3,77 @@
 #include <sys/types.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <string.h>
 #include <microhttpd.h>
+
+// MHD_start_daemon, MHD_get_connection_info and MHD_get_daemon_info are variadic, which
+// Swift cannot call; these fixed-signature wrappers are all the Swift side uses.
+
+struct hp_mhd_config {
+    unsigned int flags;
+    const struct sockaddr *address;
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    unsigned int connection_timeout;
+    size_t connection_memory_limit;
+    unsigned int per_ip_connection_limit;
+    const char *tls_key_pem;   /* NULL: plain HTTP */
+    const char *tls_cert_pem;
+};
+
+static inline struct MHD_Daemon *hp_mhd_start(const struct hp_mhd_config *c,
+                                              MHD_AccessHandlerCallback handler, void *handler_cls,
+                                              MHD_RequestCompletedCallback completed, void *completed_cls) {
+    if (c->tls_key_pem != NULL && c->tls_cert_pem != NULL) {
+        return MHD_start_daemon(c->flags | MHD_USE_TLS, 0, NULL, NULL, handler, handler_cls,
+                                MHD_OPTION_SOCK_ADDR, c->address,
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                                MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
+                                MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
+                                MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+                                MHD_OPTION_HTTPS_MEM_KEY, c->tls_key_pem,
+                                MHD_OPTION_HTTPS_MEM_CERT, c->tls_cert_pem,
+                                MHD_OPTION_END);
+    }
+    return MHD_start_daemon(c->flags, 0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_SOCK_ADDR, c->address,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
+                            MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+                            MHD_OPTION_END);
+}
+
+/// The port the daemon is bound to (useful after binding port 0), or 0.
+static inline uint16_t hp_mhd_bound_port(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
+static inline unsigned int hp_mhd_current_connections(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+/// Writes the client's IP address as text into buf; returns 0 on success.
+static inline int hp_mhd_client_ip(struct MHD_Connection *c, char *buf, socklen_t len) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return -1;
+    const struct sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET) {
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, len) ? 0 : -1;
+    }
+    if (sa->sa_family == AF_INET6) {
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, len) ? 0 : -1;
+    }
+    return -1;
+}
 #endif

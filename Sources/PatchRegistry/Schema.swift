@@ -53,6 +53,21 @@ enum Schema {
         prev TEXT NOT NULL,
         hash TEXT NOT NULL
     );
+    CREATE TABLE IF NOT EXISTS throttle(
+        app TEXT PRIMARY KEY REFERENCES apps(name),
+        min_interval INTEGER NOT NULL CHECK(min_interval >= 0),
+        ip_rate INTEGER NOT NULL CHECK(ip_rate >= 0)
+    );
+    CREATE TABLE IF NOT EXISTS tokens(
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        app TEXT,
+        role TEXT NOT NULL CHECK(role IN ('publisher', 'auditor')),
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        revoked_at TEXT
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit

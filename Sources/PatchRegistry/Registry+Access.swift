@@ -1,0 +1,143 @@
+import Foundation
+import PatchCore
+
+/// Per-app throttling rules the server enforces and clients mirror.
+public struct ThrottleRules: Sendable, Equatable {
+    /// Seconds a device must wait between two checks (the simple check or timestamp.json).
+    public var minInterval: Int
+    /// Requests per minute per client IP for this app; 0 turns the limit off.
+    public var ipRatePerMinute: Int
+
+    public static let defaults = ThrottleRules(minInterval: 3600, ipRatePerMinute: 600)
+
+    public init(minInterval: Int, ipRatePerMinute: Int) {
+        self.minInterval = minInterval
+        self.ipRatePerMinute = ipRatePerMinute
+    }
+
+    public var json: JSON { ["minInterval": .int(Int64(minInterval)), "ipRatePerMinute": .int(Int64(ipRatePerMinute))] }
+}
+
+public enum TokenRole: String, Sendable, CaseIterable {
+    /// Publishes, revokes, changes rollouts, and reads what an auditor reads.
+    case publisher
+    /// Reads the patch listing and the audit log.
+    case auditor
+}
+
+/// An API token as the registry knows it: never the token itself, only its SHA-256.
+public struct TokenRecord: Sendable, Equatable {
+    public let id: String
+    /// nil: every app.
+    public let app: AppName?
+    public let role: TokenRole
+    public let name: String
+
+    /// The actor a change made with this token is recorded as.
+    public var actor: Actor { Actor("\(name) (token \(id))") }
+
+    public func allows(_ role: TokenRole, app: AppName?) -> Bool {
+        guard self.role == .publisher || role == .auditor else { return false }
+        guard let scope = self.app else { return true }
+        return app == scope
+    }
+}
+
+/// A freshly issued token: `secret` is shown once and never stored.
+public struct IssuedToken: Sendable {
+    public let record: TokenRecord
+    public let secret: String
+}
+
+extension Registry {
+    // MARK: Throttling rules
+
+    public func throttleRules(app: AppName) throws(RegistryError) -> ThrottleRules {
+        _ = try self.app(app)
+        do {
+            return try db.query("SELECT min_interval, ip_rate FROM throttle WHERE app = ?", [.text(app.rawValue)]) {
+                ThrottleRules(minInterval: Int($0.int(0)), ipRatePerMinute: Int($0.int(1)))
+            }.first ?? .defaults
+        } catch { throw .storage(error) }
+    }
+
+    public func setThrottleRules(app: AppName, _ rules: ThrottleRules, actor: Actor, now: Date = Date()) throws(RegistryError) {
+        guard (0...86_400 * 30).contains(rules.minInterval) else { throw .invalidInput("--min-interval must be 0 to 2592000 seconds") }
+        guard (0...10_000_000).contains(rules.ipRatePerMinute) else { throw .invalidInput("--ip-rate must be 0 (off) to 10000000 per minute") }
+        let old = try throttleRules(app: app)
+        try db.transaction { () throws(RegistryError) in
+            do throws(SQLiteError) {
+                try db.run("INSERT INTO throttle(app, min_interval, ip_rate) VALUES (?,?,?) ON CONFLICT(app) DO UPDATE SET min_interval = excluded.min_interval, ip_rate = excluded.ip_rate",
+                           [.text(app.rawValue), .int(Int64(rules.minInterval)), .int(Int64(rules.ipRatePerMinute))])
+                try AuditLog.append(db, app: app.rawValue, actor: actor, action: "app.throttle",
+                                    details: ["from": old.json, "to": rules.json], at: now)
+            } catch { throw .storage(error) }
+        }
+    }
+
+    // MARK: Tokens
+
+    /// Issues a token of 256 random bits, stored only as its SHA-256. Scoped to one app, or
+    /// to every app when `app` is nil.
+    public func createToken(app: AppName?, role: TokenRole, name: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> IssuedToken {
+        if let app { _ = try self.app(app) }
+        let label = Actor(name).name
+        guard !label.isEmpty else { throw .invalidInput("a token needs a name (who or what uses it)") }
+        let secretBytes: [UInt8]
+        do { secretBytes = try SecureRandom.bytes(32) } catch { throw .crypto(error) }
+        let secret = "hp_" + Hex.encode(secretBytes)
+        let hash = Digest.sha256Hex(Array(secret.utf8))
+        // The id is public (it appears in the audit log); it is not derived from the secret.
+        let idBytes: [UInt8]
+        do { idBytes = try SecureRandom.bytes(6) } catch { throw .crypto(error) }
+        let record = TokenRecord(id: Hex.encode(idBytes), app: app, role: role, name: label)
+        try db.transaction { () throws(RegistryError) in
+            do throws(SQLiteError) {
+                try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
+                           [.text(record.id), .text(hash), app.map { .text($0.rawValue) } ?? .null, .text(role.rawValue), .text(label),
+                            .text(TUFTime.format(now)), .text(actor.name)])
+                try AuditLog.append(db, app: app?.rawValue ?? "*", actor: actor, action: "token.create",
+                                    details: ["id": .string(record.id), "role": .string(role.rawValue), "name": .string(label),
+                                              "scope": .string(app?.rawValue ?? "*")], at: now)
+            } catch { throw .storage(error) }
+        }
+        return IssuedToken(record: record, secret: secret)
+    }
+
+    /// Looks a presented token up by its hash. Lookup by hash means the comparison never
+    /// touches the secret itself, so its timing reveals nothing about it.
+    public func token(presented secret: String) throws(RegistryError) -> TokenRecord? {
+        guard secret.hasPrefix("hp_"), secret.utf8.count == 67 else { return nil }
+        let hash = Digest.sha256Hex(Array(secret.utf8))
+        do {
+            return try db.query("SELECT id, app, role, name FROM tokens WHERE hash = ? AND revoked_at IS NULL", [.text(hash)]) { s in
+                TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
+                            role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3))
+            }.first
+        } catch { throw .storage(error) }
+    }
+
+    /// A cheap value that changes whenever another connection commits, so a long-running
+    /// server notices changes made by `patchctl` on the same registry file.
+    public func dataVersion() throws(RegistryError) -> Int64 {
+        do { return try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0 } catch { throw .storage(error) }
+    }
+}
+
+extension Registry {
+    /// Per app, a string that changes whenever anything a server serves for it changes:
+    /// the newest version of each role's metadata and the throttling rules.
+    public func servingFingerprints() throws(RegistryError) -> [AppName: String] {
+        do {
+            var out: [AppName: String] = [:]
+            let rows = try db.query("""
+                SELECT a.name,
+                       (SELECT group_concat(role || ':' || v, ',') FROM (SELECT role, MAX(version) AS v FROM metadata WHERE app = a.name GROUP BY role)),
+                       COALESCE((SELECT min_interval || '/' || ip_rate FROM throttle WHERE app = a.name), '')
+                FROM apps a
+                """) { s in (s.text(0), s.text(1) + "|" + s.text(2)) }
+            for (name, fingerprint) in rows { if let app = try? AppName(name) { out[app] = fingerprint } }
+            return out
+        } catch { throw .storage(error) }
+    }
+}

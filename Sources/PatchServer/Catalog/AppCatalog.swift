@@ -1,0 +1,125 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+/// Everything the server sends for one app, prepared once per registry change: metadata
+/// files, bundles under each hash, and the simple-check answers. Requests only look up.
+public struct AppCatalog: Sendable {
+    /// One patch a device of its app version may get, newest first in `versions`.
+    public struct CheckEntry: Sendable {
+        public let number: Int
+        public let rollout: Int
+        public let etag: String
+        public let ok: HTTPResponse
+        public let notModified: HTTPResponse
+    }
+
+    public let app: AppName
+    public let rules: ThrottleRules
+    public let metadata: [String: HTTPResponse]
+    public let targets: [String: HTTPResponse]
+    public let versions: [String: [CheckEntry]]
+
+    static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
+    /// How many older snapshot/targets versions stay servable, so a client that read the
+    /// timestamp just before a publish can still fetch what it names.
+    static let keptVersions: Int64 = 3
+
+    public static func build(_ registry: Registry, app: AppName) throws(RegistryError) -> AppCatalog {
+        let rules = try registry.throttleRules(app: app)
+        var metadata: [String: HTTPResponse] = [:]
+        let rootVersion = try registry.latestMetadata(app: app, role: .root).version
+        for version in 1...rootVersion {
+            if let bytes = try registry.metadata(app: app, role: .root, version: version) {
+                metadata["\(version).root.json"] = metadataResponse(bytes, immutable: true)
+            }
+        }
+        for role in [Role.snapshot, .targets] {
+            let latest = try registry.latestMetadata(app: app, role: role).version
+            for version in max(1, latest - keptVersions + 1)...latest {
+                if let bytes = try registry.metadata(app: app, role: role, version: version) {
+                    metadata["\(version).\(role.rawValue).json"] = metadataResponse(bytes, immutable: true)
+                }
+            }
+        }
+        metadata["timestamp.json"] = metadataResponse(try registry.latestMetadata(app: app, role: .timestamp).bytes, immutable: false)
+
+        let targetsBytes = try registry.latestMetadata(app: app, role: .targets).bytes
+        let body: TargetsBody
+        do { body = try SignedTargets(bytes: targetsBytes).body } catch { throw .internalError("stored targets of \(app) do not parse: \(error)") }
+        var targets: [String: HTTPResponse] = [:]
+        var versions: [String: [CheckEntry]] = [:]
+        for (path, file) in body.targets {
+            guard let info = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"] else { continue }
+            let bytes = try registry.servedBytes(sha256: sha256)
+            let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
+            let etag = "\"\(sha256)\""
+            for hash in file.hashes.values {
+                targets[info.servedPath(hash: hash)] = HTTPResponse(status: 200, headers: [
+                    ("Content-Type", contentType), immutable, ("ETag", etag),
+                ], body: bytes, prepared: true)
+            }
+            var patchHeaders = [
+                ("X-Patch-Number", String(info.patch)), ("X-Patch-SHA256", sha256), ("X-Patch-MD5", file.hashes["md5"] ?? ""),
+                ("ETag", etag),
+            ]
+            if let encryption = info.encryption {
+                patchHeaders += [("X-Patch-Encryption", encryption.algorithm), ("X-Patch-Plaintext-SHA256", info.plaintext.sha256)]
+            }
+            // The answer depends on the device (rollout), so shared caches must not reuse it.
+            let common = [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")]
+            versions[info.appVersion, default: []].append(CheckEntry(
+                number: info.patch, rollout: info.rollout, etag: etag,
+                ok: HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + patchHeaders + common, body: bytes, prepared: true),
+                notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
+        }
+        for key in versions.keys { versions[key]!.sort { $0.number > $1.number } }
+        return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions)
+    }
+
+    private static func metadataResponse(_ bytes: [UInt8], immutable: Bool) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [
+            ("Content-Type", "application/json"),
+            immutable ? AppCatalog.immutable : ("Cache-Control", "no-cache"),
+            ("ETag", "\"\(Digest.sha256Hex(bytes).prefix(32))\""),
+        ], body: bytes, prepared: true)
+    }
+
+    /// The patch this device should run: the newest listed patch whose rollout includes it.
+    /// Without a device ID only full (100%) rollouts apply.
+    public func patch(for appVersion: String, deviceID: String?) -> CheckEntry? {
+        guard let entries = versions[appVersion] else { return nil }
+        return entries.first { entry in
+            guard let deviceID else { return entry.rollout >= 100 }
+            return Rollout.includes(percent: entry.rollout, app: app.rawValue, appVersion: appVersion, patch: entry.number, deviceID: deviceID)
+        }
+    }
+}
+
+/// The current catalogs of all apps. Replaced whole per app on every change.
+public final class Catalog: Sendable {
+    private let apps = Locked<[AppName: AppCatalog]>([:])
+    private let fingerprints = Locked<[AppName: String]>([:])
+
+    public init() {}
+
+    public func app(_ name: AppName) -> AppCatalog? { apps.withLock { $0[name] } }
+
+    public var appCount: Int { apps.withLock { $0.count } }
+
+    public func install(_ catalog: AppCatalog) { apps.withLock { $0[catalog.app] = catalog } }
+
+    /// Rebuilds the catalogs whose registry fingerprint changed; returns the apps rebuilt.
+    @discardableResult
+    public func refresh(from registry: Registry) throws(RegistryError) -> [AppName] {
+        let current = try registry.servingFingerprints()
+        let known = fingerprints.withLock { $0 }
+        var rebuilt: [AppName] = []
+        for (app, fingerprint) in current where known[app] != fingerprint {
+            install(try AppCatalog.build(registry, app: app))
+            fingerprints.withLock { $0[app] = fingerprint }
+            rebuilt.append(app)
+        }
+        return rebuilt
+    }
+}

@@ -1,0 +1,57 @@
+import PatchCore
+import PatchRegistry
+
+/// Every error the API answers with: a status and `{"error":{"code":…,"message":…}}`.
+/// Anything thrown that is not an HTTPError becomes a 500 whose body says nothing more.
+public struct HTTPError: Error, Equatable {
+    public let status: Int
+    public let code: String
+    public let message: String
+    public var headers: [(String, String)] = []
+
+    public init(_ status: Int, _ code: String, _ message: String, headers: [(String, String)] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public static func == (lhs: HTTPError, rhs: HTTPError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message
+    }
+
+    public var response: HTTPResponse {
+        .json(["error": ["code": .string(code), "message": .string(message)]], status: status, headers: headers)
+    }
+
+    public static func badRequest(_ message: String) -> HTTPError { HTTPError(400, "bad_request", message) }
+    public static func notFound(_ message: String = "no such resource") -> HTTPError { HTTPError(404, "not_found", message) }
+    public static let unauthorized = HTTPError(401, "unauthorized", "a bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
+    public static let forbidden = HTTPError(403, "forbidden", "this token may not do that")
+    public static func methodNotAllowed(_ allowed: String) -> HTTPError {
+        HTTPError(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
+    }
+    public static func tooLarge(_ limit: Int) -> HTTPError { HTTPError(413, "too_large", "the request body exceeds \(limit) bytes") }
+    public static func throttled(retryAfter: Int, _ message: String) -> HTTPError {
+        HTTPError(429, "throttled", message, headers: [("Retry-After", String(max(1, retryAfter)))])
+    }
+    public static let internalError = HTTPError(500, "internal", "internal server error")
+}
+
+extension RegistryError {
+    /// The caller's mistakes map to 4xx with the registry's message; anything else is a 500
+    /// that reveals nothing (the detail goes to the server log).
+    var httpError: HTTPError {
+        switch self {
+        case .invalidInput(let m): return .badRequest(m)
+        case .notFound(let m): return .notFound(m)
+        case .conflict(let m): return HTTPError(409, "conflict", m)
+        case .storage(let e) where e.isBusy: return HTTPError(503, "busy", "the registry is busy; retry", headers: [("Retry-After", "1")])
+        default: return .internalError
+        }
+    }
+}
+
+extension ValidationError {
+    var httpError: HTTPError { .badRequest(message) }
+}

@@ -1,0 +1,44 @@
+/// One HTTP request as the router sees it. Headers and query arguments are looked up on
+/// demand: the transport answers from its own parsed copy, so a request that reads two
+/// headers costs two lookups, not a dictionary of all of them.
+public struct HTTPRequest {
+    public let method: String
+    /// The decoded path, without the query string.
+    public let path: String
+    public let body: [UInt8]
+    /// The client's IP address as text ("127.0.0.1", "::1").
+    public let remoteAddress: String
+    private let headerLookup: (String) -> String?
+    private let queryLookup: (String) -> String?
+
+    /// For tests and in-process callers: header names match case-insensitively.
+    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
+                body: [UInt8] = [], remoteAddress: String = "127.0.0.1") {
+        let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        self.init(method: method, path: path, body: body, remoteAddress: remoteAddress,
+                  headerLookup: { lowered[$0.lowercased()] }, queryLookup: { query[$0] })
+    }
+
+    init(method: String, path: String, body: [UInt8], remoteAddress: String,
+         headerLookup: @escaping (String) -> String?, queryLookup: @escaping (String) -> String?) {
+        self.method = method
+        self.path = path
+        self.body = body
+        self.remoteAddress = remoteAddress
+        self.headerLookup = headerLookup
+        self.queryLookup = queryLookup
+    }
+
+    public func header(_ name: String) -> String? { headerLookup(name) }
+    public func query(_ name: String) -> String? { queryLookup(name) }
+
+    /// The bearer token of an `Authorization: Bearer …` header.
+    public var bearerToken: String? {
+        guard let value = header("Authorization") else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+}
+
+import Foundation

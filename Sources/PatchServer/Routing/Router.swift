@@ -1,0 +1,74 @@
+/// Path parameters captured by a route pattern (`:app` → `params["app"]`).
+public struct PathParameters: Sendable {
+    var values: [String: String] = [:]
+    public subscript(name: String) -> String { values[name] ?? "" }
+}
+
+/// Matches method and path segments to handlers. Knows nothing of sockets: it turns an
+/// `HTTPRequest` into an `HTTPResponse`, so every route is testable in process.
+public struct Router<Context>: Sendable {
+    /// Handlers get the context (the service) per call, so the router holds no reference to it.
+    public typealias Handler = @Sendable (Context, HTTPRequest, PathParameters) throws(HTTPError) -> HTTPResponse
+
+    struct Route: Sendable {
+        let method: String
+        let segments: [String]
+        let metric: Metrics.Route
+        let handler: Handler
+    }
+
+    private(set) var routes: [Route] = []
+
+    public init() {}
+
+    /// Adds a route. `pattern` segments starting with `:` capture one segment; a last
+    /// segment like `:hash.main.js` captures what precedes the literal suffix.
+    public mutating func add(_ method: String, _ pattern: String, metric: Metrics.Route, _ handler: @escaping Handler) {
+        routes.append(Route(method: method, segments: pattern.split(separator: "/").map(String.init), metric: metric, handler: handler))
+    }
+
+    public struct Match {
+        public let metric: Metrics.Route
+        public let result: Result<(Handler, PathParameters), HTTPError>
+    }
+
+    /// Finds the route for a request: 404 when no pattern matches the path, 405 when one does
+    /// but not for this method. HEAD is served as GET (the transport drops the body).
+    public func match(method: String, path: String) -> Match {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        guard path.hasPrefix("/"), !segments.contains(where: \.isEmpty) || segments == [""] else {
+            return Match(metric: .unknown, result: .failure(.notFound()))
+        }
+        let effective = method == "HEAD" ? "GET" : method
+        var allowed: [String] = []
+        var metric = Metrics.Route.unknown
+        for route in routes {
+            guard let params = Router.capture(route.segments, segments) else { continue }
+            if route.method == effective { return Match(metric: route.metric, result: .success((route.handler, params))) }
+            allowed.append(route.method)
+            metric = route.metric
+        }
+        if allowed.isEmpty { return Match(metric: .unknown, result: .failure(.notFound())) }
+        return Match(metric: metric, result: .failure(.methodNotAllowed(allowed.joined(separator: ", "))))
+    }
+
+    static func capture(_ pattern: [String], _ segments: [String]) -> PathParameters? {
+        guard pattern.count == segments.count else { return nil }
+        var params = PathParameters()
+        for (p, s) in zip(pattern, segments) {
+            if p.hasPrefix(":") {
+                let name = p.dropFirst()
+                if let dot = name.firstIndex(of: ".") {
+                    let suffix = String(name[dot...])
+                    guard s.hasSuffix(suffix), s.count > suffix.count else { return nil }
+                    params.values[String(name[..<dot])] = String(s.dropLast(suffix.count))
+                } else {
+                    params.values[String(name)] = s
+                }
+            } else if p != s {
+                return nil
+            }
+        }
+        return params
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import Synchronization
+
+/// Settings of the patch service beyond the transport's.
+public struct ServiceConfiguration: Sendable {
+    /// Requests per minute per IP on routes outside any app (health, metrics, audit).
+    public var globalIPRatePerMinute = 600
+    public var maxTrackedDevices = 4_000_000
+    public init() {}
+}
+
+/// hotpatch's HTTP API: the routes, authorization, throttling and metrics. Reads are
+/// answered from the prepared `Catalog`; writes go through the registry under one lock and
+/// rebuild the app's catalog before answering.
+public final class PatchService: Sendable {
+    let registry: Mutex<Registry>
+    public let catalog = Catalog()
+    public let metrics = Metrics()
+    public let devices: DeviceThrottle
+    public let ipLimiter: IPRateLimiter
+    let configuration: ServiceConfiguration
+    private let log: @Sendable (String) -> Void
+    private let router: Router<PatchService>
+
+    public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
+                devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
+                log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("patchd: " + $0 + "\n").utf8)) }) throws(RegistryError) {
+        self.devices = devices ?? DeviceThrottle(capacity: configuration.maxTrackedDevices)
+        self.ipLimiter = ipLimiter ?? IPRateLimiter()
+        self.configuration = configuration
+        self.log = log
+        try catalog.refresh(from: registry)
+        self.registry = Mutex(registry)
+        self.router = PatchService.routes()
+    }
+
+    /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        let started = IPRateLimiter.monotonicTime()
+        let match = router.match(method: request.method, path: request.path)
+        let response: HTTPResponse
+        switch match.result {
+        case .failure(let error):
+            response = error.response
+        case .success(let (handler, params)):
+            do throws(HTTPError) {
+                try limitIP(request, app: params.values["app"])
+                response = try handler(self, request, params)
+            } catch {
+                response = error.response
+            }
+        }
+        metrics.record(route: match.metric, status: response.status, bodyBytes: response.body.count,
+                       seconds: IPRateLimiter.monotonicTime() - started)
+        return response
+    }
+
+    private func limitIP(_ request: HTTPRequest, app: String?) throws(HTTPError) {
+        var scope = "*"
+        var rate = configuration.globalIPRatePerMinute
+        if let app, let name = try? AppName(app), let catalog = catalog.app(name) {
+            scope = app
+            rate = catalog.rules.ipRatePerMinute
+        }
+        if let wait = ipLimiter.take(scope: scope, ip: request.remoteAddress, ratePerMinute: rate) {
+            throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
+        }
+    }
+
+    // MARK: Helpers for handlers
+
+    func appCatalog(_ raw: String) throws(HTTPError) -> AppCatalog {
+        let name: AppName
+        do { name = try AppName(raw) } catch { throw error.httpError }
+        guard let catalog = catalog.app(name) else { throw .notFound("unknown app \"\(raw.debugSanitized)\"") }
+        return catalog
+    }
+
+    func appVersion(_ raw: String) throws(HTTPError) -> AppVersion {
+        do { return try AppVersion(raw) } catch { throw error.httpError }
+    }
+
+    /// The per-device minimum interval, applied to checks that carry X-Device-ID.
+    func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog) throws(HTTPError) {
+        guard let device = request.header("X-Device-ID") else { return }
+        guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
+        if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval) {
+            throw .throttled(retryAfter: wait, "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s")
+        }
+    }
+
+    /// The token of the request, if it may act as `role` on `app` (nil: every app).
+    func authorize(_ request: HTTPRequest, _ role: TokenRole, app: AppName?) throws(HTTPError) -> TokenRecord {
+        guard let presented = request.bearerToken else { throw .unauthorized }
+        let record: TokenRecord?
+        do { record = try registry.withLock { registry throws(RegistryError) in try registry.token(presented: presented) } } catch {
+            log("token lookup failed: \(error)")
+            throw error.httpError
+        }
+        guard let record else { throw HTTPError(401, "unauthorized", "unknown or revoked token", headers: [("WWW-Authenticate", "Bearer")]) }
+        guard record.allows(role, app: app) else { throw .forbidden }
+        return record
+    }
+
+    /// Runs a registry change, then rebuilds the app's catalog before the answer goes out,
+    /// so a client that changed something sees it on its next request.
+    func change<T: Sendable>(app: AppName, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
+        do {
+            return try registry.withLock { registry throws(RegistryError) -> T in
+                let result = try body(registry)
+                catalog.install(try AppCatalog.build(registry, app: app))
+                return result
+            }
+        } catch {
+            if !error.isCallerError { log("change to \(app) failed: \(error)") }
+            throw error.httpError
+        }
+    }
+
+    func read<T: Sendable>(_ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
+        do { return try registry.withLock { registry throws(RegistryError) -> T in try body(registry) } } catch {
+            if !error.isCallerError { log("read failed: \(error)") }
+            throw error.httpError
+        }
+    }
+
+    // MARK: Background work
+
+    /// Picks up changes other processes (patchctl on the same registry) committed.
+    public func reloadChanged() {
+        registry.withLock { registry in
+            do {
+                let rebuilt = try catalog.refresh(from: registry)
+                if !rebuilt.isEmpty { log("reloaded \(rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
+            } catch { log("reload failed: \(error)") }
+        }
+    }
+
+    /// Re-signs online roles that are within half their lifetime of expiring, for every app
+    /// whose keys this server holds, so a quiet app never serves stale metadata.
+    public func refreshExpiring(now: Date = Date()) {
+        registry.withLock { registry in
+            guard let apps = try? registry.apps() else { return }
+            for app in apps {
+                do {
+                    let roles = try registry.refreshExpiring(app: app.name, now: now)
+                    if !roles.isEmpty {
+                        catalog.install(try AppCatalog.build(registry, app: app.name))
+                        log("re-signed \(roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
+                    }
+                } catch {
+                    log("cannot re-sign metadata of \(app.name): \(error)")
+                }
+            }
+        }
+    }
+}

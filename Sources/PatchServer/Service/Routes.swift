@@ -1,0 +1,158 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+extension PatchService {
+    /// Every route of the v1 API (documented in docs/openapi.yaml and docs/PROTOCOL.md).
+    static func routes() -> Router<PatchService> {
+        var r = Router<PatchService>()
+        r.add("GET", "/healthz", metric: .health) { _, _, _ in .json(["status": "ok"]) }
+        r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
+        r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
+        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
+        r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
+        r.add("POST", "/v1/apps/:app/patches", metric: .publish) { s, q, p throws(HTTPError) in try s.publish(q, p) }
+        r.add("GET", "/v1/apps/:app/patches", metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p, number: nil) }
+        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke) { s, q, p throws(HTTPError) in
+            try s.revoke(q, p, number: try PatchService.patchNumber(p["patch"]))
+        }
+        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
+        r.add("GET", "/v1/audit", metric: .audit) { s, q, _ throws(HTTPError) in try s.audit(q) }
+        return r
+    }
+
+    static func patchNumber(_ raw: String) throws(HTTPError) -> Int {
+        guard let n = Int(raw), n >= 1, n <= Int(Int32.max), String(n) == raw else { throw .badRequest("patch must be a positive integer") }
+        return n
+    }
+
+    // MARK: TUF repository
+
+    func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"])
+        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) }
+        guard let response = app.metadata[p["file"]] else { throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"") }
+        return response
+    }
+
+    func target(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"])
+        let version = try appVersion(p["version"])
+        let number = try PatchService.patchNumber(p["patch"])
+        guard let response = app.targets["\(version)/\(number)/\(p["hash"]).main.js"] else {
+            throw .notFound("no such target (revoked, or never published)")
+        }
+        return response
+    }
+
+    // MARK: The simple check
+
+    func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"])
+        let version = try appVersion(p["version"])
+        try throttleDevice(request, catalog: app)
+        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID")) else {
+            return PatchService.noPatch
+        }
+        if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
+            return entry.notModified
+        }
+        return entry.ok
+    }
+
+    /// 204: nothing is active for this version; the app must drop any cached patch.
+    static let noPatch = HTTPResponse(status: 204, headers: [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")], prepared: true)
+
+    // MARK: Publishing
+
+    func publish(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try authorize(request, .publisher, app: app)
+        guard let rawVersion = request.query("appVersion") else { throw .badRequest("appVersion query parameter is required") }
+        let version = try appVersion(rawVersion)
+        var rollout = 100
+        if let raw = request.query("rollout") {
+            guard let value = Int(raw), (0...100).contains(value) else { throw .badRequest("rollout must be an integer from 0 to 100") }
+            rollout = value
+        }
+        let bundle = request.body
+        let published = try change(app: app) { registry throws(RegistryError) in
+            try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, actor: token.actor)
+        }
+        metrics.recordPublish()
+        var json = published.patch.json.objectValue!
+        json["targetsVersion"] = .int(published.targetsVersion)
+        return .json(.object(json), status: 201)
+    }
+
+    func revoke(_ request: HTTPRequest, _ p: PathParameters, number: Int?) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try authorize(request, .publisher, app: app)
+        let version = try appVersion(p["version"])
+        let revoked = try change(app: app) { registry throws(RegistryError) in
+            try registry.revoke(app: app, appVersion: version, number: number, actor: token.actor)
+        }
+        return .json(.array(revoked.map(\.json)))
+    }
+
+    func rollout(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try authorize(request, .publisher, app: app)
+        let version = try appVersion(p["version"])
+        let number = try PatchService.patchNumber(p["patch"])
+        let body: JSON
+        do { body = try JSONParser.parse(request.body, maxLength: 4096) } catch { throw .badRequest("body must be JSON like {\"percent\": 50}: \(error)") }
+        guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
+            throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
+        }
+        let patch = try change(app: app) { registry throws(RegistryError) in
+            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), actor: token.actor)
+        }
+        return .json(patch.json)
+    }
+
+    // MARK: Audit listing
+
+    func list(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        _ = try authorize(request, .auditor, app: app)
+        let activeOnly: Bool
+        switch request.query("active") {
+        case nil, "false": activeOnly = false
+        case "true": activeOnly = true
+        default: throw .badRequest("active must be true or false")
+        }
+        let patches = try read { registry throws(RegistryError) in try registry.patches(app: app, appVersion: nil, activeOnly: activeOnly) }
+        return .json(.array(patches.map(\.json)))
+    }
+
+    func audit(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        var app: AppName?
+        if let raw = request.query("app") { app = try appCatalog(raw).app }
+        let token = try authorize(request, .auditor, app: app)
+        // A token scoped to one app sees only that app's events.
+        if app == nil, let scope = token.app { app = scope }
+        let verify = request.query("verify") == "true"
+        let filter = app
+        let (events, chain) = try read { registry throws(RegistryError) in
+            (try registry.auditEvents(app: filter), verify ? try registry.verifyAudit() : nil)
+        }
+        var out: [String: JSON] = ["events": .array(events.map(\.json))]
+        switch chain {
+        case .intact(let count, let head)?: out["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
+        case .broken(let seq, let reason)?: out["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
+        case nil: break
+        }
+        return .json(.object(out))
+    }
+
+    // MARK: Operations
+
+    func renderMetrics() -> HTTPResponse {
+        .text(metrics.render(gauges: [
+            ("hotpatch_tracked_devices", "Devices in the minimum-interval table.", devices.count),
+            ("hotpatch_apps", "Apps served.", catalog.appCount),
+        ]), contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+}

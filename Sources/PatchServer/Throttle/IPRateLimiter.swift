@@ -1,0 +1,61 @@
+import Foundation
+import Synchronization
+
+/// A token bucket per (scope, client IP): `ratePerMinute` tokens a minute, bursting up to a
+/// minute's worth. Anonymous requests (no X-Device-ID) are limited only by this, so a
+/// carrier NAT with thousands of devices behind one address is not cut to one check an hour.
+public final class IPRateLimiter: Sendable {
+    private struct Bucket: Sendable {
+        var tokens: Double
+        var updated: Double
+    }
+
+    private static let shardCount = 32
+    private let shards: [Locked<[UInt64: Bucket]>]
+    private let seed: UInt64
+    private let clock: @Sendable () -> Double
+    private let maxEntriesPerShard: Int
+
+    public init(maxEntries: Int = 1_000_000, clock: @escaping @Sendable () -> Double = IPRateLimiter.monotonicTime) {
+        shards = (0..<IPRateLimiter.shardCount).map { _ in Locked([:]) }
+        var generator = SystemRandomNumberGenerator()
+        seed = generator.next()
+        self.clock = clock
+        maxEntriesPerShard = max(64, maxEntries / IPRateLimiter.shardCount)
+    }
+
+    public static func monotonicTime() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// nil when allowed, else the seconds until one token is available. A rate of 0 is off.
+    public func take(scope: String, ip: String, ratePerMinute: Int) -> Int? {
+        guard ratePerMinute > 0 else { return nil }
+        var hasher = Hasher()
+        hasher.combine(seed)
+        hasher.combine(scope)
+        hasher.combine(ip)
+        let key = UInt64(bitPattern: Int64(hasher.finalize()))
+        let now = clock()
+        let rate = Double(ratePerMinute) / 60
+        let burst = Double(ratePerMinute)
+        return shards[Int(key % UInt64(IPRateLimiter.shardCount))].withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) * rate)
+            bucket.updated = now
+            guard bucket.tokens >= 1 else {
+                buckets[key] = bucket
+                return Int(((1 - bucket.tokens) / rate).rounded(.up))
+            }
+            bucket.tokens -= 1
+            if buckets.count >= maxEntriesPerShard, buckets[key] == nil {
+                // Full buckets carry no information: drop them to stay bounded.
+                buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < burst }
+            }
+            buckets[key] = bucket
+            return nil
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+internal import CMicroHTTPD
+
+/// Limits and settings of the HTTP transport.
+public struct HTTPServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port; `HTTPServer.port` tells which.
+    public var port: UInt16 = 8080
+    /// Worker threads, each with its own epoll loop.
+    public var threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    public var maxConnections: Int = 10_000
+    public var maxConnectionsPerIP: Int = 0
+    /// Seconds an idle or stalled connection is kept (slowloris protection).
+    public var connectionTimeout: Int = 30
+    /// Per-connection buffer for the request line and headers: bounds header size.
+    public var connectionMemoryLimit: Int = 32 * 1024
+    public var maxBodySize: Int = 11 << 20
+    /// PEM text of a certificate and key for HTTPS; nil for plain HTTP.
+    public var tlsCertificatePEM: String?
+    public var tlsKeyPEM: String?
+
+    public init() {}
+}
+
+public struct HTTPServerError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// The libmicrohttpd transport. It owns the daemon and knows nothing of patches: it turns
+/// each request into an `HTTPRequest`, calls the handler and sends the `HTTPResponse`.
+public final class HTTPServer: @unchecked Sendable {
+    // The daemon pointer is only used by MHD calls that are thread-safe (quiesce, info, stop).
+
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    private let daemon: OpaquePointer
+    private let context: Unmanaged<ServerContext>
+    public let port: UInt16
+    public let scheme: String
+
+    public init(configuration: HTTPServerConfiguration, handler: @escaping Handler) throws(HTTPServerError) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = configuration.port.bigEndian
+        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
+            throw HTTPServerError(message: "listen address must be an IPv4 address, got \(configuration.host)")
+        }
+        let context = Unmanaged.passRetained(ServerContext(handler: handler, maxBodySize: configuration.maxBodySize))
+        // Epoll with a pool of internal threads: each thread accepts and serves its own
+        // connections, so no request waits on a dispatcher thread.
+        let flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue)
+        let started: OpaquePointer? = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                configuration.tlsKeyPEM.withOptionalCString { key in
+                    configuration.tlsCertificatePEM.withOptionalCString { cert in
+                        var c = hp_mhd_config(
+                            flags: flags, address: sa, thread_pool_size: UInt32(configuration.threads),
+                            connection_limit: UInt32(configuration.maxConnections),
+                            connection_timeout: UInt32(configuration.connectionTimeout),
+                            connection_memory_limit: configuration.connectionMemoryLimit,
+                            per_ip_connection_limit: UInt32(configuration.maxConnectionsPerIP),
+                            tls_key_pem: key, tls_cert_pem: cert)
+                        return hp_mhd_start(&c, accessHandler, context.toOpaque(), requestCompleted, context.toOpaque())
+                    }
+                }
+            }
+        }
+        guard let started else {
+            context.release()
+            throw HTTPServerError(message: "cannot listen on \(configuration.host):\(configuration.port) (address in use, or a bad TLS certificate/key)")
+        }
+        self.daemon = started
+        self.context = context
+        self.port = hp_mhd_bound_port(started)
+        self.scheme = configuration.tlsKeyPEM == nil ? "http" : "https"
+    }
+
+    /// Stops accepting new connections, waits up to `timeout` for open ones to finish their
+    /// requests, then stops. In-flight requests complete; idle keep-alive connections close.
+    public func drain(timeout: TimeInterval = 10) {
+        _ = MHD_quiesce_daemon(daemon)
+        let deadline = Date().addingTimeInterval(timeout)
+        while context.takeUnretainedValue().inFlight.load(ordering: .acquiring) > 0, Date() < deadline {
+            usleep(10_000)
+        }
+    }
+
+    public var openConnections: Int { Int(hp_mhd_current_connections(daemon)) }
+
+    deinit {
+        MHD_stop_daemon(daemon)
+        context.release()
+    }
+}
+
+extension Optional where Wrapped == String {
+    fileprivate func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
+        switch self {
+        case .some(let s): return s.withCString { body($0) }
+        case .none: return body(nil)
+        }
+    }
+}

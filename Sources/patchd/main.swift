@@ -1,0 +1,105 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import PatchServer
+
+/// patchd: serves every app in a registry over HTTP(S).
+/// Options, each also read from an environment variable:
+///   --data DIR (HOTPATCH_DATA, ./data)  --keys DIR (HOTPATCH_KEYS, ./keys)
+///   --listen HOST:PORT (HOTPATCH_LISTEN, 127.0.0.1:8080; port 0 picks a free one)
+///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
+///   --threads N (HOTPATCH_THREADS)
+let usage = """
+    Usage: patchd [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
+    Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
+    HOTPATCH_DATA, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS.
+    SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
+
+    """
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("patchd: \(message)\n".utf8))
+    exit(code)
+}
+
+var options: [String: String] = [:]
+let environment = ProcessInfo.processInfo.environment
+for (flag, variable) in [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
+                         ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS")] {
+    if let value = environment[variable] { options[flag] = value }
+}
+var words = Array(CommandLine.arguments.dropFirst())
+while !words.isEmpty {
+    let word = words.removeFirst()
+    if word == "--help" || word == "-h" { print(usage, terminator: ""); exit(0) }
+    guard ["--data", "--keys", "--listen", "--tls-cert", "--tls-key", "--threads"].contains(word) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
+    guard !words.isEmpty else { fail("\(word) needs a value", code: 64) }
+    options[word] = words.removeFirst()
+}
+
+var configuration = HTTPServerConfiguration()
+let listen = options["--listen"] ?? "127.0.0.1:8080"
+guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+    fail("--listen must be HOST:PORT, got \(listen.debugSanitized)", code: 64)
+}
+configuration.host = String(listen[..<colon])
+configuration.port = port
+if let threads = options["--threads"] {
+    guard let n = Int(threads), (1...256).contains(n) else { fail("--threads must be 1 to 256", code: 64) }
+    configuration.threads = n
+}
+switch (options["--tls-cert"], options["--tls-key"]) {
+case (let cert?, let key?):
+    guard let certPEM = try? String(contentsOfFile: cert, encoding: .utf8) else { fail("cannot read --tls-cert \(cert)") }
+    guard let keyPEM = try? String(contentsOfFile: key, encoding: .utf8) else { fail("cannot read --tls-key \(key)") }
+    configuration.tlsCertificatePEM = certPEM
+    configuration.tlsKeyPEM = keyPEM
+case (nil, nil): break
+default: fail("--tls-cert and --tls-key go together", code: 64)
+}
+
+let registry: Registry
+do {
+    registry = try Registry(dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true),
+                            keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true))
+} catch { fail("cannot open the registry: \(error)") }
+
+let service: PatchService
+do { service = try PatchService(registry: registry) } catch { fail("cannot load the registry: \(error)") }
+service.refreshExpiring()
+
+let server: HTTPServer
+do { server = try HTTPServer(configuration: configuration) { service.respond(to: $0) } } catch { fail("\(error)") }
+
+// Background upkeep: pick up changes patchctl commits to the same registry (every second),
+// and re-sign online roles before they expire (every minute).
+let upkeep = DispatchQueue(label: "patchd.upkeep")
+let reloadTimer = DispatchSource.makeTimerSource(queue: upkeep)
+reloadTimer.schedule(deadline: .now() + 1, repeating: 1)
+reloadTimer.setEventHandler { service.reloadChanged() }
+reloadTimer.resume()
+let refreshTimer = DispatchSource.makeTimerSource(queue: upkeep)
+refreshTimer.schedule(deadline: .now() + 60, repeating: 60)
+refreshTimer.setEventHandler { service.refreshExpiring() }
+refreshTimer.resume()
+
+// Signals arrive on a dispatch source, not in a C handler, so draining runs as normal code.
+let signalQueue = DispatchQueue(label: "patchd.signals")
+var signalSources: [DispatchSourceSignal] = []
+for sig in [SIGTERM, SIGINT] {
+    signal(sig, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+    source.setEventHandler {
+        FileHandle.standardError.write(Data("patchd: draining (signal \(sig))\n".utf8))
+        server.drain(timeout: 10)
+        FileHandle.standardError.write(Data("patchd: stopped\n".utf8))
+        exit(0)
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
+// Written straight to the file descriptor: a pipe-reading supervisor (or test) sees the
+// line at once, whatever stdio buffering is in force.
+FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(configuration.host):\(server.port)\n".utf8))
+dispatchMain()
