@@ -119,15 +119,15 @@ extension Registry {
 
     /// A cheap value that changes whenever another connection commits, so a long-running
     /// server notices changes made by `patchctl` on the same registry file.
-    public func dataVersion() throws(RegistryError) -> Int64 {
-        do { return try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0 } catch { throw .storage(error) }
+    public func dataVersion() throws(RegistryError) -> Int {
+        do { return Int(try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0) } catch { throw .storage(error) }
     }
 }
 
 extension Registry {
     /// Per app, a string that changes whenever anything a server serves for it changes:
     /// the newest version of each role's metadata and the throttling rules.
-    public func servingFingerprints() throws(RegistryError) -> [AppName: String] {
+    public func servingFingerprints(app: AppName? = nil) throws(RegistryError) -> [AppName: String] {
         do {
             var out: [AppName: String] = [:]
             let rows = try db.query("""
@@ -135,7 +135,7 @@ extension Registry {
                        (SELECT group_concat(role || ':' || v, ',') FROM (SELECT role, MAX(version) AS v FROM metadata WHERE app = a.name GROUP BY role)),
                        COALESCE((SELECT min_interval || '/' || ip_rate FROM throttle WHERE app = a.name), '')
                 FROM apps a
-                """) { s in (s.text(0), s.text(1) + "|" + s.text(2)) }
+                """ + (app == nil ? "" : " WHERE a.name = ?"), app.map { [.text($0.rawValue)] } ?? []) { s in (s.text(0), s.text(1) + "|" + s.text(2)) }
             for (name, fingerprint) in rows { if let app = try? AppName(name) { out[app] = fingerprint } }
             return out
         } catch { throw .storage(error) }

@@ -107,12 +107,12 @@ public final class Catalog: Sendable {
 
     public var appCount: Int { apps.withLock { $0.count } }
 
-    public func install(_ catalog: AppCatalog) { apps.withLock { $0[catalog.app] = catalog } }
+    func install(_ catalog: AppCatalog) { apps.withLock { $0[catalog.app] = catalog } }
 
     /// Rebuilds the catalogs whose registry fingerprint changed; returns the apps rebuilt.
     @discardableResult
-    public func refresh(from registry: Registry) throws(RegistryError) -> [AppName] {
-        let current = try registry.servingFingerprints()
+    public func refresh(from registry: Registry, app: AppName? = nil) throws(RegistryError) -> [AppName] {
+        let current = try registry.servingFingerprints(app: app)
         let known = fingerprints.withLock { $0 }
         var rebuilt: [AppName] = []
         for (app, fingerprint) in current where known[app] != fingerprint {

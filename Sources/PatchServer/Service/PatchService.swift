@@ -23,6 +23,7 @@ public final class PatchService: Sendable {
     let configuration: ServiceConfiguration
     private let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
+    private let lastDataVersion = AtomicCounter(-1)
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
@@ -110,7 +111,7 @@ public final class PatchService: Sendable {
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)
-                catalog.install(try AppCatalog.build(registry, app: app))
+                try catalog.refresh(from: registry, app: app)
                 return result
             }
         } catch {
@@ -128,10 +129,14 @@ public final class PatchService: Sendable {
 
     // MARK: Background work
 
-    /// Picks up changes other processes (patchctl on the same registry) committed.
+    /// Picks up changes other processes (patchctl on the same registry) committed. SQLite's
+    /// data_version moves only when another connection commits, so an idle poll is one pragma.
     public func reloadChanged() {
         registry.withLock { registry in
             do {
+                let version = try registry.dataVersion()
+                guard lastDataVersion.load != version else { return }
+                lastDataVersion.store(version)
                 let rebuilt = try catalog.refresh(from: registry)
                 if !rebuilt.isEmpty { log("reloaded \(rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
             } catch { log("reload failed: \(error)") }
@@ -147,7 +152,7 @@ public final class PatchService: Sendable {
                 do {
                     let roles = try registry.refreshExpiring(app: app.name, now: now)
                     if !roles.isEmpty {
-                        catalog.install(try AppCatalog.build(registry, app: app.name))
+                        try catalog.refresh(from: registry, app: app.name)
                         log("re-signed \(roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
                     }
                 } catch {

@@ -49,7 +49,8 @@ public final class HTTPServer: @unchecked Sendable {
         let context = Unmanaged.passRetained(ServerContext(handler: handler, maxBodySize: configuration.maxBodySize))
         // Epoll with a pool of internal threads: each thread accepts and serves its own
         // connections, so no request waits on a dispatcher thread.
-        let flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue)
+        // ITC (an inter-thread pipe) lets MHD_quiesce_daemon wake the workers when draining.
+        let flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue) | UInt32(MHD_USE_ITC.rawValue)
         let started: OpaquePointer? = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 configuration.tlsKeyPEM.withOptionalCString { key in

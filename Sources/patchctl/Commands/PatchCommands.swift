@@ -2,36 +2,41 @@ import Foundation
 import PatchCore
 import PatchRegistry
 
+// Each of these commands acts on the local registry, or with --server on a patchd over its
+// HTTP API. Both paths produce the same JSON, and one printer renders it, so the output
+// cannot differ between them.
+
 struct PublishCommand: Command {
     static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version (hash, encrypt, sign, audit)",
                                   positionals: ["FILE"],
                                   options: [.value("--app", "NAME", "the app"),
                                             .value("--app-version", "V", "the app version the patch is for, e.g. 2.3"),
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.appName()
         let version = try arguments.appVersion()
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
         let bundle = try Output.readFile(arguments.positionals[0], what: "bundle", limit: Registry.maxBundleSize)
-        let context = Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let published: PublishedPatch
-        do { published = try registry.publish(app: name, appVersion: version, bundle: bundle, rollout: rollout, actor: context.actor) } catch {
-            throw error.cliError
+        let patch: JSON
+        if let remote = try Remote.from(arguments) {
+            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: ["appVersion": version.rawValue, "rollout": String(rollout)], body: bundle)
+        } else {
+            let context = Context(arguments: arguments)
+            let registry = try context.openRegistry()
+            do {
+                let published = try registry.publish(app: name, appVersion: version, bundle: bundle, rollout: rollout, actor: context.actor)
+                var json = published.patch.json.objectValue!
+                json["targetsVersion"] = .int(published.targetsVersion)
+                patch = .object(json)
+            } catch { throw error.cliError }
         }
-        let patch = published.patch
-        if arguments.flag("--json") {
-            var json = patch.json.objectValue!
-            json["targetsVersion"] = .int(published.targetsVersion)
-            Output.json(.object(json))
-            return
-        }
-        Output.line("published \(name) \(version) patch \(patch.number) (rollout \(patch.rollout)%\(patch.encrypted ? ", encrypted" : ""))")
-        Output.line("sha256 \(patch.plaintext.sha256)")
-        Output.line("md5    \(patch.plaintext.md5)")
-        Output.line("target \(patch.targetPath) in targets version \(published.targetsVersion)")
+        if arguments.flag("--json") { Output.json(patch); return }
+        Output.line("published \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))")
+        Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
+        Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
+        Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
     }
 }
 
@@ -40,21 +45,25 @@ struct RevokeCommand: Command {
                                   options: [.value("--app", "NAME", "the app"),
                                             .value("--app-version", "V", "the app version"),
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.appName()
         let version = try arguments.appVersion()
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
-        let context = Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let revoked: [PatchRecord]
-        do { revoked = try registry.revoke(app: name, appVersion: version, number: number, actor: context.actor) } catch { throw error.cliError }
-        if arguments.flag("--json") {
-            Output.json(.array(revoked.map(\.json)))
-            return
+        let revoked: JSON
+        if let remote = try Remote.from(arguments) {
+            let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
+            revoked = try remote.json("POST", path)
+        } else {
+            let context = Context(arguments: arguments)
+            let registry = try context.openRegistry()
+            do { revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, actor: context.actor).map(\.json)) } catch {
+                throw error.cliError
+            }
         }
-        for patch in revoked { Output.line("revoked \(name) \(version) patch \(patch.number)") }
+        if arguments.flag("--json") { Output.json(revoked); return }
+        for patch in revoked.arrayValue ?? [] { Output.line("revoked \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
     }
 }
 
@@ -64,49 +73,55 @@ struct RolloutCommand: Command {
                                             .value("--app-version", "V", "the app version"),
                                             .value("--patch", "N", "the patch number"),
                                             .value("--percent", "PCT", "new rollout percentage, 0-100"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.appName()
         let version = try arguments.appVersion()
         guard let number = try arguments.int("--patch", in: 1...Int(Int32.max)) else { throw .usage("--patch is required") }
         guard let percent = try arguments.int("--percent", in: 0...100) else { throw .usage("--percent is required") }
-        let context = Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let patch: PatchRecord
-        do { patch = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, actor: context.actor) } catch {
-            throw error.cliError
+        let patch: JSON
+        if let remote = try Remote.from(arguments) {
+            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
+                                    body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
+        } else {
+            let context = Context(arguments: arguments)
+            let registry = try context.openRegistry()
+            do { patch = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, actor: context.actor).json } catch {
+                throw error.cliError
+            }
         }
-        if arguments.flag("--json") { Output.json(patch.json); return }
-        Output.line("\(name) \(version) patch \(number) now rolls out to \(patch.rollout)% of devices")
+        if arguments.flag("--json") { Output.json(patch); return }
+        Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
     }
 }
 
 struct ListCommand: Command {
     static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, who and when",
-                                  options: [.value("--app", "NAME", "only this app"),
+                                  options: [.value("--app", "NAME", "only this app (required with --server)"),
                                             .flag("--active", "only active patches"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
-        let registry = try Context(arguments: arguments).openRegistry()
-        let patches: [PatchRecord]
-        do {
-            if let name { _ = try registry.app(name) }
-            patches = try registry.patches(app: name, appVersion: nil, activeOnly: arguments.flag("--active"))
-        } catch { throw error.cliError }
-        if arguments.flag("--json") {
-            Output.json(.array(patches.map(\.json)))
-            return
+        let active = arguments.flag("--active")
+        let patches: [JSON]
+        if let remote = try Remote.from(arguments) {
+            guard let name else { throw .usage("--app is required with --server") }
+            patches = try remote.json("GET", "/v1/apps/\(name)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? []
+        } else {
+            let registry = try Context(arguments: arguments).openRegistry()
+            do {
+                if let name { _ = try registry.app(name) }
+                patches = try registry.patches(app: name, appVersion: nil, activeOnly: active).map(\.json)
+            } catch { throw error.cliError }
         }
-        guard !patches.isEmpty else {
-            Output.line(arguments.flag("--active") ? "no active patches" : "no patches")
-            return
-        }
+        if arguments.flag("--json") { Output.json(.array(patches)); return }
+        guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
         Output.line(table(["APP", "VERSION", "PATCH", "ROLLOUT", "STATE", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
-            [p.app.rawValue, p.appVersion.rawValue, String(p.number), "\(p.rollout)%", p.state.rawValue + (p.encrypted ? "+enc" : ""),
-             String(p.plaintext.length), p.plaintext.sha256, p.plaintext.md5, p.publishedAt, p.publishedBy]
+            [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
+             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), String(p["length"]?.intValue ?? 0),
+             p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
     }
 }
@@ -115,38 +130,44 @@ struct AuditCommand: Command {
     static let spec = CommandSpec("audit", summary: "Show the audit log of every change; --verify checks its hash chain",
                                   options: [.value("--app", "NAME", "only this app's events"),
                                             .flag("--verify", "verify the hash chain (exit 1 if broken)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
-        let registry = try Context(arguments: arguments).openRegistry()
-        let events: [AuditEvent]
-        var verification: AuditVerification?
-        do {
-            if let name { _ = try registry.app(name) }
-            events = try registry.auditEvents(app: name)
-            if arguments.flag("--verify") { verification = try registry.verifyAudit() }
-        } catch { throw error.cliError }
-        if arguments.flag("--json") {
-            var out: [String: JSON] = ["events": .array(events.map(\.json))]
-            switch verification {
-            case .intact(let count, let head)?: out["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
-            case .broken(let seq, let reason)?: out["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
-            case nil: break
-            }
-            Output.json(.object(out))
+        let verify = arguments.flag("--verify")
+        var result: [String: JSON]
+        if let remote = try Remote.from(arguments) {
+            var query: [String: String] = verify ? ["verify": "true"] : [:]
+            if let name { query["app"] = name.rawValue }
+            result = try remote.json("GET", "/v1/audit", query: query).objectValue ?? [:]
         } else {
-            Output.line(table(["SEQ", "AT", "APP", "ACTOR", "ACTION", "DETAILS"], events.map { e in
-                [String(e.seq), e.at, e.app, e.actor, e.action, e.details.canonicalString]
+            let registry = try Context(arguments: arguments).openRegistry()
+            do {
+                if let name { _ = try registry.app(name) }
+                result = ["events": .array(try registry.auditEvents(app: name).map(\.json))]
+                switch verify ? try registry.verifyAudit() : nil {
+                case .intact(let count, let head)?: result["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
+                case .broken(let seq, let reason)?: result["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
+                case nil: break
+                }
+            } catch { throw error.cliError }
+        }
+        let chain = result["chain"]
+        if arguments.flag("--json") {
+            Output.json(.object(result))
+        } else {
+            Output.line(table(["SEQ", "AT", "APP", "ACTOR", "ACTION", "DETAILS"], (result["events"]?.arrayValue ?? []).map { e in
+                [String(e["seq"]?.intValue ?? 0), e["at"]?.stringValue ?? "", e["app"]?.stringValue ?? "", e["actor"]?.stringValue ?? "",
+                 e["action"]?.stringValue ?? "", e["details"]?.canonicalString ?? ""]
             }))
-            switch verification {
-            case .intact(let count, let head)?: Output.line("audit chain intact: \(count) events, head \(head)")
-            case .broken(let seq, let reason)?: Output.line("audit chain BROKEN at event \(seq): \(reason)")
-            case nil: break
+            if let chain {
+                Output.line(chain["intact"]?.boolValue == true
+                    ? "audit chain intact: \(chain["events"]?.intValue ?? 0) events, head \(chain["head"]?.stringValue ?? "")"
+                    : "audit chain BROKEN at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")")
             }
         }
-        if case .broken(let seq, let reason)? = verification {
-            throw .verificationFailed("audit chain broken at event \(seq): \(reason)")
+        if let chain, chain["intact"]?.boolValue != true {
+            throw .verificationFailed("audit chain broken at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")")
         }
     }
 }

@@ -4,13 +4,16 @@ import PatchCore
 struct VerifyCommand: Command {
     static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
                                   options: [.value("--repo", "DIR", "an exported repository (patchctl export)"),
+                                            .value("--server", "URL", "a running patchd (with --app)"),
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
-                                            .value("--app", "NAME", "the app name (needed with --key to check decrypted bundles)"),
+                                            .value("--app", "NAME", "the app (required with --server and with --key)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
                                             .flag("--json", "print JSON")])
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let repo = try arguments.required("--repo")
+        let repo = arguments.value("--repo")
+        let server = arguments.value("--server")
+        guard (repo == nil) != (server == nil) else { throw .usage("give exactly one of --repo DIR or --server URL") }
         let rootBytes = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
         let app = try arguments.optionalAppName()
         var contentKey: [UInt8]?
@@ -20,14 +23,21 @@ struct VerifyCommand: Command {
                 throw .failed("\(keyPath): \(error)")
             } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: repo, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .failed("could not verify: \(repo.debugSanitized) is not a directory")
+        let source: any RepositorySource
+        if let server {
+            guard let app else { throw .usage("--server needs --app") }
+            source = ServerSource(remote: Remote(base: try Remote.url(server), token: nil), app: app)
+        } else {
+            let repo = repo!
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: repo, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw .failed("could not verify: \(repo.debugSanitized) is not a directory")
+            }
+            source = DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true))
         }
         let report: VerificationReport
         do {
-            report = try RepositoryVerifier.verify(source: DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true)),
-                                                   trustedRoot: rootBytes, app: app?.rawValue, contentKey: contentKey)
+            report = try RepositoryVerifier.verify(source: source, trustedRoot: rootBytes, app: app?.rawValue, contentKey: contentKey)
         } catch {
             if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
             switch error {

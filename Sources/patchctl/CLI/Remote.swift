@@ -1,0 +1,114 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PatchCore
+
+/// A patchd server for the commands that work remotely (`--server URL --token T`, or
+/// `HOTPATCH_SERVER` / `HOTPATCH_TOKEN`).
+struct Remote {
+    let base: URL
+    let token: String?
+
+    static let options: [Option] = [
+        .value("--server", "URL", "act on a patchd server instead of the local registry (or $HOTPATCH_SERVER)"),
+        .value("--token", "TOKEN", "bearer token for --server (or $HOTPATCH_TOKEN)"),
+    ]
+
+    /// nil when the command should act on the local registry.
+    static func from(_ arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) -> Remote? {
+        guard let server = arguments.value("--server") ?? environment["HOTPATCH_SERVER"] else { return nil }
+        return Remote(base: try url(server), token: arguments.value("--token") ?? environment["HOTPATCH_TOKEN"])
+    }
+
+    static func url(_ text: String) throws(CLIError) -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            throw .usage("--server must be an http:// or https:// URL, got \(text.debugSanitized)")
+        }
+        return url
+    }
+
+    struct Response {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+    }
+
+    /// One request, synchronously. Transport failures are "could not run" (exit 2).
+    func send(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8]? = nil, timeout: TimeInterval = 30) throws(CLIError) -> Response {
+        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
+        if !query.isEmpty { components.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
+        guard let url = components.url else { throw .usage("cannot build a URL for \(path.debugSanitized)") }
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = Data(body)
+            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        }
+        let result = Locked<(Data?, URLResponse?, Error?)>((nil, nil, nil))
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            result.set((data, response, error))
+            done.signal()
+        }.resume()
+        done.wait()
+        let (data, response, error) = result.get()
+        guard let http = response as? HTTPURLResponse else {
+            throw .failed("cannot reach \(base.absoluteString): \(error?.localizedDescription ?? "no response")")
+        }
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields { headers[String(describing: key).lowercased()] = String(describing: value) }
+        return Response(status: http.statusCode, headers: headers, body: Array(data ?? Data()))
+    }
+
+    /// Sends and returns the JSON body of a 2xx answer; any other answer becomes the
+    /// server's own error message.
+    func json(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8]? = nil) throws(CLIError) -> JSON {
+        let response = try send(method, path, query: query, body: body)
+        let parsed = try? JSONParser.parse(response.body)
+        guard (200..<300).contains(response.status) else {
+            let message = parsed?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
+            throw .failed("server refused (\(response.status)): \(message)")
+        }
+        guard let parsed else { throw .failed("server sent a body that is not JSON") }
+        return parsed
+    }
+}
+
+/// A tiny lock for handing a value across threads in the synchronous wrapper above.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
+    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+/// Reads a repository from a running patchd: CI's `verify --server`.
+struct ServerSource: RepositorySource {
+    let remote: Remote
+    let app: AppName
+
+    func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
+        try fetch("/v1/apps/\(app)/metadata/\(name)", maxLength: maxLength)
+    }
+
+    func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
+        try fetch("/v1/apps/\(app)/targets/\(path)", maxLength: maxLength)
+    }
+
+    private func fetch(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
+        let response: Remote.Response
+        do { response = try remote.send("GET", path) } catch {
+            if case .failed(let message) = error { throw SourceError(message) }
+            throw SourceError("\(error)")
+        }
+        switch response.status {
+        case 200: return response.body
+        case 404, 403: return nil
+        default: throw SourceError("GET \(path) answered HTTP \(response.status)")
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+struct TokensCreateCommand: Command {
+    static let spec = CommandSpec("tokens create", summary: "Issue an API token for patchd (printed once, alone on the last line; stored only as a hash)",
+                                  options: [.value("--app", "NAME", "scope the token to one app"),
+                                            .flag("--all", "scope the token to every app"),
+                                            .value("--role", "ROLE", "publisher (publish, revoke, rollout, read) or auditor (read); default publisher"),
+                                            .value("--name", "LABEL", "who or what uses it, recorded as the actor (default: the token's creator)")]
+                                      + Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let app = try arguments.optionalAppName()
+        guard (app == nil) == arguments.flag("--all") else { throw .usage("give exactly one of --app NAME or --all") }
+        let roleName = arguments.value("--role") ?? "publisher"
+        guard let role = TokenRole(rawValue: roleName) else { throw .usage("--role must be publisher or auditor, got \(roleName.debugSanitized)") }
+        let context = Context(arguments: arguments)
+        let registry = try context.openRegistry()
+        let issued: IssuedToken
+        do { issued = try registry.createToken(app: app, role: role, name: arguments.value("--name") ?? context.actor.name, actor: context.actor) } catch {
+            throw error.cliError
+        }
+        Output.line("token \(issued.record.id): \(role.rawValue) for \(app?.rawValue ?? "every app"), acting as \"\(issued.record.name)\"")
+        Output.line("store it now: it is shown only once and kept only as a SHA-256 hash")
+        Output.line(issued.secret)
+    }
+}
+
+struct AppsThrottleCommand: Command {
+    static let spec = CommandSpec("apps throttle", summary: "Show or set an app's throttling rules (minimum refetch interval per device, per-IP rate)",
+                                  positionals: ["NAME"],
+                                  options: [.value("--min-interval", "SECONDS", "minimum seconds between two checks of one device (default 3600)"),
+                                            .value("--ip-rate", "N/min", "requests per minute per client IP, or 'off' (default 600/min)"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let name: AppName
+        do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
+        let context = Context(arguments: arguments)
+        let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30))
+        let rate = try arguments.value("--ip-rate").map { (text) throws(CLIError) in try parseRate(text) }
+        let registry = try context.openRegistry()
+        var rules: ThrottleRules
+        do {
+            rules = try registry.throttleRules(app: name)
+            if interval != nil || rate != nil {
+                rules.minInterval = interval ?? rules.minInterval
+                rules.ipRatePerMinute = rate ?? rules.ipRatePerMinute
+                try registry.setThrottleRules(app: name, rules, actor: context.actor)
+            }
+        } catch { throw error.cliError }
+        if arguments.flag("--json") { Output.json(rules.json); return }
+        Output.line("\(name): a device may check once every \(rules.minInterval) s; " +
+                    (rules.ipRatePerMinute == 0 ? "no per-IP limit" : "\(rules.ipRatePerMinute) requests/min per IP"))
+    }
+
+    static func parseRate(_ text: String) throws(CLIError) -> Int {
+        if text == "off" || text == "0" { return 0 }
+        let number = text.hasSuffix("/min") ? String(text.dropLast(4)) : text
+        guard let value = Int(number), (1...10_000_000).contains(value) else {
+            throw .usage("--ip-rate must look like 120/min, or be 'off'; got \(text.debugSanitized)")
+        }
+        return value
+    }
+}
