@@ -1,0 +1,359 @@
+import Foundation
+import PatchCore
+import Testing
+
+// Keeps docs/PROTOCOL.md true: every ```vector block in it is re-computed with PatchCore,
+// and the example repository of its section 4 (the ```json file=NAME blocks) is
+// canonicalised and verified as a TUF client would verify it. Editing a vector or an
+// example file in the doc without the code agreeing fails here.
+
+/// One fenced block of the doc: its info string (what follows the opening backticks),
+/// the line number of the opening fence and the lines between the fences.
+private struct DocBlock {
+    let info: String
+    let line: Int
+    let lines: [String]
+}
+
+/// One `key: value` line of a vector block.
+struct DocVectorField: Sendable {
+    let key: String
+    let value: String
+}
+
+/// A ```vector block: `key: value` lines, keys may repeat.
+struct DocVector: Sendable, CustomTestStringConvertible {
+    let line: Int
+    let fields: [DocVectorField]
+
+    var kind: String { fields.first { $0.key == "kind" }?.value ?? "" }
+    var testDescription: String { "\(kind) vector at docs/PROTOCOL.md:\(line)" }
+
+    func values(_ key: String) -> [String] { fields.filter { $0.key == key }.map(\.value) }
+
+    /// The value of a key that must occur exactly once.
+    func value(_ key: String) throws -> String {
+        let found = values(key)
+        guard found.count == 1 else { throw ProtocolDoc.Problem("\(testDescription): expected one \"\(key)\", found \(found.count)") }
+        return found[0]
+    }
+
+    func optionalValue(_ key: String) throws -> String? {
+        let found = values(key)
+        guard found.count <= 1 else { throw ProtocolDoc.Problem("\(testDescription): \"\(key)\" occurs \(found.count) times") }
+        return found.first
+    }
+
+    func int(_ key: String) throws -> Int {
+        let text = try value(key)
+        guard let number = Int(text) else { throw ProtocolDoc.Problem("\(testDescription): \"\(key)\" is not an integer: \(text)") }
+        return number
+    }
+
+    func hex(_ key: String) throws -> [UInt8] { try ProtocolDoc.decodeHex(value(key), what: "\(testDescription) \(key)") }
+}
+
+enum ProtocolDoc {
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// `{package root}/docs/PROTOCOL.md`; this file is `{package root}/Tests/PatchCoreTests/ProtocolDocTests.swift`.
+    static let url = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // Tests/PatchCoreTests
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()  // the package root
+        .appendingPathComponent("docs")
+        .appendingPathComponent("PROTOCOL.md")
+
+    /// The keys each kind of vector may use; anything else is a typo that would skip a check.
+    static let knownKeys: [String: Set<String>] = [
+        "canonical-json": ["input", "canonical", "canonical-hex"],
+        "json-refused": ["input"],
+        "ed25519": ["seed", "public", "key-object", "keyid", "signed", "signature"],
+        "aes-gcm": ["app", "appVersion", "patch", "key", "keyid", "nonce", "aad", "plaintext-hex", "combined"],
+        "rollout": ["app", "appVersion", "patch", "deviceID", "sha256-input", "first4", "bucket"],
+        "audit-event": ["seq", "at", "app", "actor", "action", "details", "prev", "input", "hash"],
+        "app-names": ["valid", "invalid"],
+        "app-versions": ["valid", "invalid"],
+        "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
+    ]
+
+    fileprivate static func blocks() throws -> [DocBlock] {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch { throw Problem("cannot read \(url.path): \(error)") }
+        guard let text = String(data: data, encoding: .utf8) else { throw Problem("\(url.path) is not UTF-8") }
+        var blocks: [DocBlock] = []
+        var open: (info: String, line: Int, lines: [String])?
+        for (index, rawLine) in text.components(separatedBy: "\n").enumerated() {
+            let line = rawLine.hasSuffix("\r") ? String(rawLine.dropLast()) : rawLine
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if var current = open {
+                if trimmed == "```" {
+                    blocks.append(DocBlock(info: current.info, line: current.line, lines: current.lines))
+                    open = nil
+                } else {
+                    current.lines.append(line)
+                    open = current
+                }
+            } else if trimmed.hasPrefix("```") {
+                open = (String(trimmed.dropFirst(3)).trimmingCharacters(in: .whitespaces), index + 1, [])
+            }
+        }
+        if let open { throw Problem("the fenced block opened at docs/PROTOCOL.md:\(open.line) is never closed") }
+        return blocks
+    }
+
+    /// Every ```vector block, parsed. A line is `key: value` (the value runs to the end of
+    /// the line, trailing spaces dropped) or `key:` for the empty string.
+    static func vectors() throws -> [DocVector] {
+        try blocks().filter { $0.info == "vector" }.map { block in
+            var fields: [DocVectorField] = []
+            for (offset, line) in block.lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+                guard let colon = line.firstIndex(of: ":") else {
+                    throw Problem("docs/PROTOCOL.md:\(block.line + 1 + offset): expected \"key: value\", got \(line)")
+                }
+                let key = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+                var value = line[line.index(after: colon)...]
+                if value.first == " " { value = value.dropFirst() }
+                while let last = value.last, last == " " || last == "\t" { value = value.dropLast() }
+                fields.append(DocVectorField(key: key, value: String(value)))
+            }
+            return DocVector(line: block.line, fields: fields)
+        }
+    }
+
+    static func vectors(kind: String) throws -> [DocVector] { try vectors().filter { $0.kind == kind } }
+
+    /// The example repository's metadata files: each ```json file=NAME block, as served
+    /// (the canonical JSON of the pretty-printed block).
+    static func exampleFiles() throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for block in try blocks() {
+            let words = block.info.split(separator: " ")
+            guard words.first == "json", let attribute = words.dropFirst().first(where: { $0.hasPrefix("file=") }) else { continue }
+            let name = String(attribute.dropFirst("file=".count))
+            let json: JSON
+            do { json = try JSONParser.parse(block.lines.joined(separator: "\n")) } catch {
+                throw Problem("the example \(name) at docs/PROTOCOL.md:\(block.line) is not valid JSON: \(error)")
+            }
+            guard files[name] == nil else { throw Problem("the example \(name) appears twice") }
+            files[name] = json.canonicalBytes
+        }
+        return files
+    }
+
+    static func decodeHex(_ text: String, what: String) throws -> [UInt8] {
+        guard let bytes = Hex.decode(text) else { throw Problem("\(what) is not hex: \(text)") }
+        return bytes
+    }
+}
+
+/// Compares bytes exactly (Swift's String `==` would equate canonically equivalent text)
+/// and shows both sides readably when they differ.
+private func expectBytes(_ actual: [UInt8], _ expected: [UInt8], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    guard actual != expected else { return }
+    Issue.record("""
+        \(what) differs
+          computed: \(String(decoding: actual, as: UTF8.self).debugDescription)
+                    \(Hex.encode(actual))
+          the doc:  \(String(decoding: expected, as: UTF8.self).debugDescription)
+                    \(Hex.encode(expected))
+        """, sourceLocation: sourceLocation)
+}
+
+/// The example repository, served from memory as a CDN would serve the exported directory.
+private struct MemoryRepository: RepositorySource {
+    let metadataFiles: [String: [UInt8]]
+    let targetFiles: [String: [UInt8]]
+
+    func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
+        metadataFiles[name].map { Array($0.prefix(maxLength + 1)) }
+    }
+
+    func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
+        targetFiles[path].map { Array($0.prefix(maxLength + 1)) }
+    }
+}
+
+@Suite("docs/PROTOCOL.md vectors")
+struct ProtocolDocTests {
+    @Test("every vector has a known kind, only known keys, and every kind is present")
+    func structure() throws {
+        let vectors = try ProtocolDoc.vectors()
+        for vector in vectors {
+            guard let keys = ProtocolDoc.knownKeys[vector.kind] else {
+                Issue.record("\(vector.testDescription): unknown kind \"\(vector.kind)\"")
+                continue
+            }
+            #expect(vector.values("kind").count == 1, "\(vector.testDescription): one kind per block")
+            for field in vector.fields where field.key != "kind" && !keys.contains(field.key) {
+                Issue.record("\(vector.testDescription): unknown key \"\(field.key)\"")
+            }
+        }
+        // Deleting vectors must not make the suite pass vacuously.
+        let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
+                       "app-names": 1, "app-versions": 1, "example-repository": 1]
+        for (kind, count) in minimum {
+            let found = vectors.filter { $0.kind == kind }.count
+            #expect(found >= count, "docs/PROTOCOL.md has \(found) \(kind) vector(s), expected at least \(count)")
+        }
+        // The doc promises the RFC 8032 test 1 key and a genesis audit event.
+        #expect(try vectors.filter { $0.kind == "ed25519" }.contains { try $0.value("public") == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a" })
+        #expect(try vectors.filter { $0.kind == "audit-event" }.contains { try $0.int("seq") == 1 })
+    }
+
+    @Test("canonical JSON", arguments: try ProtocolDoc.vectors(kind: "canonical-json"))
+    func canonicalJSON(_ vector: DocVector) throws {
+        let computed = try JSONParser.parse(vector.value("input")).canonicalBytes
+        let texts = vector.values("canonical")
+        let hexes = vector.values("canonical-hex")
+        #expect(!(texts.isEmpty && hexes.isEmpty), "\(vector.testDescription) needs canonical or canonical-hex")
+        for text in texts { expectBytes(computed, Array(text.utf8), "canonical JSON of \(vector.testDescription)") }
+        for hex in hexes {
+            expectBytes(computed, try ProtocolDoc.decodeHex(hex, what: "canonical-hex"), "canonical JSON bytes of \(vector.testDescription)")
+        }
+    }
+
+    @Test("refused JSON", arguments: try ProtocolDoc.vectors(kind: "json-refused"))
+    func refusedJSON(_ vector: DocVector) {
+        #expect(!vector.values("input").isEmpty)
+        for input in vector.values("input") {
+            #expect(throws: JSONError.self, "\(vector.testDescription): \(input) must be refused") { try JSONParser.parse(input) }
+        }
+    }
+
+    @Test("Ed25519 key id and signature", arguments: try ProtocolDoc.vectors(kind: "ed25519"))
+    func ed25519(_ vector: DocVector) throws {
+        let key = try Ed25519PrivateKey(rawRepresentation: vector.hex("seed"))
+        #expect(key.publicKey.hex == (try vector.value("public")))
+        let keyObject = try vector.value("key-object")
+        expectBytes(key.tufKey.json.canonicalBytes, Array(keyObject.utf8), "canonical key object")
+        #expect(key.tufKey.keyID == (try vector.value("keyid")))
+        #expect(Digest.sha256Hex(Array(keyObject.utf8)) == (try vector.value("keyid")))
+
+        // `signed` is given in canonical form: re-canonicalising must not change a byte.
+        let message = Array(try vector.value("signed").utf8)
+        expectBytes(try JSONParser.parse(message).canonicalBytes, message, "the signed message is canonical")
+        let signature = try vector.hex("signature")
+        #expect(Hex.encode(try key.signature(for: message)) == Hex.encode(signature))
+        #expect(key.publicKey.isValidSignature(signature, for: message))
+    }
+
+    @Test("AES-256-GCM bundle", arguments: try ProtocolDoc.vectors(kind: "aes-gcm"))
+    func aesGCM(_ vector: DocVector) throws {
+        let app = try vector.value("app"), appVersion = try vector.value("appVersion"), patch = try vector.int("patch")
+        let key = try vector.hex("key"), nonce = try vector.hex("nonce"), plaintext = try vector.hex("plaintext-hex")
+        let combined = try vector.hex("combined")
+        expectBytes(BundleCipher.associatedData(app: app, appVersion: appVersion, patch: patch), Array(try vector.value("aad").utf8), "AAD")
+        #expect(BundleCipher.keyID(key) == (try vector.value("keyid")))
+        let sealed = try BundleCipher.seal(plaintext, key: key, app: app, appVersion: appVersion, patch: patch, nonce: nonce)
+        #expect(Hex.encode(sealed) == Hex.encode(combined))
+        #expect(combined.count == AESGCM.nonceByteCount + plaintext.count + AESGCM.tagByteCount)
+        #expect(Array(combined.prefix(AESGCM.nonceByteCount)) == nonce)
+        #expect(try BundleCipher.open(combined, key: key, app: app, appVersion: appVersion, patch: patch) == plaintext)
+    }
+
+    @Test("rollout bucket", arguments: try ProtocolDoc.vectors(kind: "rollout"))
+    func rollout(_ vector: DocVector) throws {
+        let app = try vector.value("app"), appVersion = try vector.value("appVersion")
+        let patch = try vector.int("patch"), deviceID = try vector.value("deviceID"), bucket = try vector.int("bucket")
+        let input = Array("\(app)|\(appVersion)|\(patch)|\(deviceID)".utf8)
+        expectBytes(input, Array(try vector.value("sha256-input").utf8), "rollout hash input")
+        let first4 = Array(Digest.sha256(input).prefix(4))
+        #expect(Hex.encode(first4) == (try vector.value("first4")))
+        let bigEndian = first4.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        #expect(Int(bigEndian % 100) == bucket)
+        #expect(Rollout.bucket(app: app, appVersion: appVersion, patch: patch, deviceID: deviceID) == bucket)
+        #expect(!Rollout.includes(percent: bucket, app: app, appVersion: appVersion, patch: patch, deviceID: deviceID))
+        #expect(Rollout.includes(percent: bucket + 1, app: app, appVersion: appVersion, patch: patch, deviceID: deviceID))
+    }
+
+    static let auditDetails: [String: Set<String>] = [
+        "app.create": ["encrypted", "rootVersion", "rootKeyID", "targetsKeyID", "snapshotKeyID", "timestampKeyID"],
+        "patch.publish": ["appVersion", "patch", "rollout", "length", "sha256", "md5", "servedSha256"],
+        "patch.revoke": ["appVersion", "patches"],
+        "patch.rollout": ["appVersion", "patch", "from", "to"],
+        "key.rotate": ["role", "oldKeyIDs", "newKeyID", "rootVersion"],
+    ]
+
+    @Test("audit event hash", arguments: try ProtocolDoc.vectors(kind: "audit-event"))
+    func auditEvent(_ vector: DocVector) throws {
+        let seq = try vector.int("seq"), action = try vector.value("action"), prev = try vector.value("prev")
+        let details = try JSONParser.parse(vector.value("details"))
+        let object: JSON = .object([
+            "seq": .int(Int64(seq)), "at": .string(try vector.value("at")), "app": .string(try vector.value("app")),
+            "actor": .string(try vector.value("actor")), "action": .string(action), "details": details, "prev": .string(prev),
+        ])
+        let input = object.canonicalBytes
+        if let given = try vector.optionalValue("input") { expectBytes(input, Array(given.utf8), "audit hash input") }
+        #expect(Digest.sha256Hex(input) == (try vector.value("hash")))
+        #expect(TUFTime.parse(try vector.value("at")) != nil, "at is a TUF time")
+        let expectedDetails = try #require(Self.auditDetails[action], "unknown action \(action)")
+        #expect(Set(details.objectValue?.keys.map { $0 } ?? []) == expectedDetails)
+        if seq == 1 { #expect(prev == String(repeating: "0", count: 64), "the genesis event links to 64 zeros") }
+    }
+
+    @Test("audit events given in sequence link to each other")
+    func auditChain() throws {
+        let events = try ProtocolDoc.vectors(kind: "audit-event").map { (seq: try $0.int("seq"), prev: try $0.value("prev"), hash: try $0.value("hash")) }
+            .sorted { $0.seq < $1.seq }
+        for (earlier, later) in zip(events, events.dropFirst()) where later.seq == earlier.seq + 1 {
+            #expect(later.prev == earlier.hash, "event \(later.seq) must link to event \(earlier.seq)")
+        }
+    }
+
+    @Test("app names", arguments: try ProtocolDoc.vectors(kind: "app-names"))
+    func appNames(_ vector: DocVector) {
+        for name in vector.values("valid") { #expect((try? AppName(name)) != nil, "\(name) is a valid app name") }
+        for name in vector.values("invalid") {
+            #expect(throws: ValidationError.self, "\(name) is not a valid app name") { try AppName(name) }
+        }
+    }
+
+    @Test("app versions", arguments: try ProtocolDoc.vectors(kind: "app-versions"))
+    func appVersions(_ vector: DocVector) {
+        for version in vector.values("valid") { #expect((try? AppVersion(version)) != nil, "\(version) is a valid app version") }
+        for version in vector.values("invalid") {
+            #expect(throws: ValidationError.self, "\(version) is not a valid app version") { try AppVersion(version) }
+        }
+    }
+
+    @Test("the example repository verifies and its patch decrypts", arguments: try ProtocolDoc.vectors(kind: "example-repository"))
+    func exampleRepository(_ vector: DocVector) throws {
+        let files = try ProtocolDoc.exampleFiles()
+        let rootName = try vector.value("trusted-root")
+        let trustedRoot = try #require(files[rootName], "no ```json file=\(rootName) block")
+        // The served sizes the doc states: "NAME BYTES" per file, and every example file is stated.
+        let lengths = vector.values("metadata-length")
+        #expect(Set(lengths.compactMap { $0.split(separator: " ").first.map(String.init) }) == Set(files.keys))
+        for entry in lengths {
+            let parts = entry.split(separator: " ")
+            let name = parts.first.map(String.init) ?? ""
+            #expect(parts.count == 2 && files[name]?.count == Int(parts[1]), "\(name) is \(files[name]?.count ?? -1) bytes as served; the doc says \(entry)")
+        }
+        let served = try vector.hex("served-hex")
+        let servedAs = vector.values("served-as")
+        #expect(servedAs.count == 2, "a target is served under its md5 and its sha256")
+        let app = try vector.value("app")
+        let contentKey = try vector.hex("content-key")
+        // content.key holds the 64 hex characters and a newline.
+        #expect(try BundleCipher.parseKeyFile(Array((try vector.value("content-key") + "\n").utf8)) == contentKey)
+        let now = try #require(TUFTime.parse(try vector.value("now")))
+
+        let source = MemoryRepository(metadataFiles: files, targetFiles: Dictionary(uniqueKeysWithValues: servedAs.map { ($0, served) }))
+        let report = try RepositoryVerifier.verify(source: source, trustedRoot: trustedRoot, app: app, contentKey: contentKey, now: now)
+        #expect(report.ok, "\(report.targets.compactMap(\.problem))")
+        #expect(report.targets.map(\.path) == [try vector.value("target")])
+        for target in report.targets {
+            #expect(target.encrypted && target.plaintextChecked, "\(target.path) was decrypted and checked against its signed digests")
+        }
+
+        // And the plaintext is the one the doc shows.
+        let parts = try vector.value("target").split(separator: "/")
+        let patch = try #require(Int(parts[1]))
+        let plaintext = try BundleCipher.open(served, key: contentKey, app: app, appVersion: String(parts[0]), patch: patch)
+        #expect(Hex.encode(plaintext) == (try vector.value("plaintext-hex")))
+    }
+}
