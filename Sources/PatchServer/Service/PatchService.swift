@@ -94,6 +94,13 @@ public final class PatchService: Sendable {
 
     /// The token of the request, if it may act as `role` on `app` (nil: every app).
     func authorize(_ request: HTTPRequest, _ role: TokenRole, app: AppName?) throws(HTTPError) -> TokenRecord {
+        let record = try authenticate(request)
+        guard record.allows(role, app: app) else { throw .forbidden }
+        return record
+    }
+
+    /// The token of the request, whatever it may do: 401 without a known token.
+    func authenticate(_ request: HTTPRequest) throws(HTTPError) -> TokenRecord {
         guard let presented = request.bearerToken else { throw .unauthorized }
         let record: TokenRecord?
         do { record = try registry.withLock { registry throws(RegistryError) in try registry.token(presented: presented) } } catch {
@@ -101,7 +108,6 @@ public final class PatchService: Sendable {
             throw error.httpError
         }
         guard let record else { throw HTTPError(401, "unauthorized", "unknown or revoked token", headers: [("WWW-Authenticate", "Bearer")]) }
-        guard record.allows(role, app: app) else { throw .forbidden }
         return record
     }
 

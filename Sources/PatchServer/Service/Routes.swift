@@ -130,9 +130,10 @@ extension PatchService {
     func audit(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
         var app: AppName?
         if let raw = request.query("app") { app = try appCatalog(raw).app }
-        let token = try authorize(request, .auditor, app: app)
+        let token = try authenticate(request)
         // A token scoped to one app sees only that app's events.
-        if app == nil, let scope = token.app { app = scope }
+        if app == nil { app = token.app }
+        guard token.allows(.auditor, app: app) else { throw .forbidden }
         let verify = request.query("verify") == "true"
         let filter = app
         let (events, chain) = try read { registry throws(RegistryError) in

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+import PatchCore
+import PatchRegistry
+@testable import PatchServer
+
+@Suite("Routes, in process")
+struct RouterTests {
+    @Test("the simple check serves this device's patch with digests, 304 on a matching ETag, 204 when none")
+    func simpleCheck() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1"]).status == 204)
+        #expect(f.publish("fix()").status == 201)
+        let ok = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1"])
+        #expect(ok.status == 200)
+        #expect(ok.bodyString == "fix()")
+        #expect(ok.header("X-Patch-Number") == "1")
+        #expect(ok.header("X-Patch-SHA256") == Digest.sha256Hex(Array("fix()".utf8)))
+        #expect(ok.header("X-Patch-MD5") == Digest.md5Hex(Array("fix()".utf8)))
+        let etag = try #require(ok.header("ETag"))
+        let cached = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1", "If-None-Match": etag])
+        #expect(cached.status == 304 && cached.body.isEmpty)
+        #expect(f.post("/v1/apps/demo/versions/2.3/revoke", token: f.publisherToken).status == 200)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1"]).status == 204)
+    }
+
+    @Test("devices in and out of a 30% rollout get what the rollout rule says")
+    func rollout() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        f.publish("base()")
+        f.publish("canary()", rollout: 30)
+        var inRollout = 0
+        for i in 0..<200 {
+            let device = "device-\(i)"
+            let expected = Rollout.includes(percent: 30, app: "demo", appVersion: "2.3", patch: 2, deviceID: device) ? "2" : "1"
+            let response = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": device])
+            #expect(response.header("X-Patch-Number") == expected)
+            if expected == "2" { inRollout += 1 }
+        }
+        #expect((30...90).contains(inRollout))
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch").header("X-Patch-Number") == "1", "no device ID: only full rollouts")
+    }
+
+    @Test("a second check inside the interval is 429 with Retry-After; other devices are unaffected; after the interval it passes")
+    func deviceThrottle() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        f.publish("fix()")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).status == 200)
+        let again = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"])
+        #expect(again.status == 429)
+        #expect(again.header("Retry-After") == "3600")
+        #expect(try f.json(again)["error"]?["code"]?.stringValue == "throttled")
+        #expect(f.get("/v1/apps/demo/metadata/timestamp.json", headers: ["X-Device-ID": "a"]).status == 429, "timestamp.json is a check too")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "b"]).status == 200)
+        #expect(f.get("/v1/apps/demo/metadata/1.root.json", headers: ["X-Device-ID": "a"]).status == 200, "downloads after a check are not throttled")
+        f.clock.advance(1800)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).header("Retry-After") == "1800")
+        f.clock.advance(1800)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).status == 200)
+    }
+
+    @Test("the per-IP token bucket limits every route, per address")
+    func ipLimit() throws {
+        let f = try ServiceFixture(minInterval: 0, ipRate: 5)
+        for _ in 0..<5 { #expect(f.get("/v1/apps/demo/metadata/1.root.json", from: "10.0.0.1").status == 200) }
+        let limited = f.get("/v1/apps/demo/metadata/1.root.json", from: "10.0.0.1")
+        #expect(limited.status == 429)
+        #expect(limited.header("Retry-After") == "12")
+        #expect(f.get("/v1/apps/demo/metadata/1.root.json", from: "10.0.0.2").status == 200)
+        f.clock.advance(12)
+        #expect(f.get("/v1/apps/demo/metadata/1.root.json", from: "10.0.0.1").status == 200)
+    }
+
+    @Test("TUF files are served with cache headers; timestamp is no-cache, the rest immutable")
+    func tufFiles() throws {
+        let f = try ServiceFixture()
+        let published = try f.json(f.publish("fix()"))
+        let timestamp = f.get("/v1/apps/demo/metadata/timestamp.json")
+        #expect(timestamp.status == 200 && timestamp.header("Cache-Control") == "no-cache")
+        let parsed = try SignedTimestamp(bytes: timestamp.body)
+        let snapshot = f.get("/v1/apps/demo/metadata/\(parsed.body.snapshot.version).snapshot.json")
+        #expect(snapshot.status == 200 && snapshot.header("Cache-Control") == "public, max-age=31536000, immutable")
+        #expect(snapshot.header("ETag") != nil)
+        let md5 = try #require(published["served"]?["md5"]?.stringValue)
+        let target = f.get("/v1/apps/demo/targets/2.3/1/\(md5).main.js")
+        #expect(target.status == 200 && target.bodyString == "fix()")
+        #expect(target.header("Cache-Control") == "public, max-age=31536000, immutable")
+        #expect(f.get("/v1/apps/demo/metadata/99.root.json").status == 404)
+        #expect(f.get("/v1/apps/demo/targets/2.3/1/\(String(repeating: "0", count: 32)).main.js").status == 404)
+    }
+
+    @Test("publishing needs a publisher token for that app")
+    func auth() throws {
+        let f = try ServiceFixture()
+        let none = f.post("/v1/apps/demo/patches", body: "x()", token: nil, query: ["appVersion": "2.3"])
+        #expect(none.status == 401 && none.header("WWW-Authenticate") == "Bearer")
+        #expect(f.post("/v1/apps/demo/patches", body: "x()", token: "hp_" + String(repeating: "0", count: 64), query: ["appVersion": "2.3"]).status == 401)
+        #expect(f.post("/v1/apps/demo/patches", body: "x()", token: f.auditorToken, query: ["appVersion": "2.3"]).status == 403)
+        #expect(f.post("/v1/apps/demo/patches", body: "x()", token: f.otherAppToken, query: ["appVersion": "2.3"]).status == 403)
+        #expect(f.get("/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(f.auditorToken)"]).status == 200)
+        #expect(f.get("/v1/apps/demo/patches").status == 401)
+        #expect(f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.publisherToken)"]).status == 200)
+    }
+
+    @Test("tokens are stored only as hashes")
+    func tokenAtRest() throws {
+        let f = try ServiceFixture()
+        let file = try Data(contentsOf: f.dataDirectory.appendingPathComponent("registry.sqlite"))
+        let wal = (try? Data(contentsOf: f.dataDirectory.appendingPathComponent("registry.sqlite-wal"))) ?? Data()
+        for token in [f.publisherToken, f.auditorToken] {
+            #expect(file.range(of: Data(token.utf8)) == nil && wal.range(of: Data(token.utf8)) == nil)
+        }
+    }
+
+    @Test("publish, rollout, revoke, list and audit over the API are recorded with the token's actor")
+    func writes() throws {
+        let f = try ServiceFixture()
+        let created = f.publish("one()")
+        #expect(created.status == 201)
+        #expect(try f.json(created)["publishedBy"]?.stringValue?.hasPrefix("ci (token ") == true)
+        let rollout = f.post("/v1/apps/demo/versions/2.3/patches/1/rollout", body: "{\"percent\": 40}", token: f.publisherToken)
+        #expect(rollout.status == 200)
+        #expect(try f.json(rollout)["rollout"]?.intValue == 40)
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/1/revoke", token: f.publisherToken).status == 200)
+        let list = f.get("/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(f.auditorToken)"], query: ["active": "true"])
+        #expect(try f.json(list).arrayValue?.isEmpty == true)
+        let audit = f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.auditorToken)"], query: ["app": "demo", "verify": "true"])
+        let events = try f.json(audit)
+        #expect(events["chain"]?["intact"]?.boolValue == true)
+        #expect(events["events"]?.arrayValue?.suffix(3).compactMap { $0["action"]?.stringValue } == ["patch.publish", "patch.rollout", "patch.revoke"])
+    }
+
+    @Test("bad input gets a JSON error and the right status, never a 500", arguments: [
+        ("GET", "/v1/apps/Demo/metadata/timestamp.json", 400), ("GET", "/v1/apps/ghost/metadata/timestamp.json", 404),
+        ("GET", "/v1/apps/demo/versions/2.03/patch", 400), ("GET", "/v1/apps/demo/versions/../patch", 400),
+        ("GET", "/v1/apps/../metadata/timestamp.json", 400), ("GET", "/v1/apps/demo/targets/2.3/x/a.main.js", 400),
+        ("GET", "/v1/apps/demo/targets/2.3/0/a.main.js", 400), ("GET", "/v1/apps//metadata/timestamp.json", 404),
+        ("GET", "/nope", 404), ("DELETE", "/v1/apps/demo/patches", 405), ("GET", "/v1/apps/demo/metadata/../../x", 404),
+        ("POST", "/v1/apps/demo/versions/2.3/patches/1/rollout", 400), ("GET", "/v1/apps/demo/versions/2.3/patch?", 400),
+    ])
+    func badInput(method: String, path: String, status: Int) throws {
+        let f = try ServiceFixture()
+        var headers: [String: String] = ["Authorization": "Bearer \(f.publisherToken)"]
+        if path.hasSuffix("?") { headers["X-Device-ID"] = String(repeating: "x", count: 300) }
+        let response = f.service.respond(to: HTTPRequest(method: method, path: path.hasSuffix("?") ? String(path.dropLast()) : path,
+                                                         headers: headers, body: Array("{not json".utf8)))
+        #expect(response.status == status)
+        #expect(try f.json(response)["error"]?["code"]?.stringValue != nil)
+    }
+
+    @Test("bad publish input is refused and changes nothing")
+    func badPublish() throws {
+        let f = try ServiceFixture()
+        #expect(f.post("/v1/apps/demo/patches", body: "x()", token: f.publisherToken).status == 400, "appVersion missing")
+        #expect(f.publish("", version: "2.3").status == 400)
+        #expect(f.publish("x()", version: "2.3", rollout: 101).status == 400)
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/9/revoke", token: f.publisherToken).status == 404)
+        let list = f.get("/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(f.auditorToken)"])
+        #expect(try f.json(list).arrayValue?.isEmpty == true)
+    }
+
+    @Test("health and Prometheus metrics")
+    func operations() throws {
+        let f = try ServiceFixture()
+        #expect(f.get("/healthz").status == 200)
+        f.publish("x()")
+        _ = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "m"])
+        _ = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "m"])
+        let metrics = f.get("/metrics").bodyString
+        #expect(metrics.contains("hotpatch_requests_total{route=\"check\",status=\"200\"} 1"))
+        #expect(metrics.contains("hotpatch_throttled_total 1"))
+        #expect(metrics.contains("hotpatch_publishes_total 1"))
+        #expect(metrics.contains("hotpatch_request_duration_seconds_count"))
+        #expect(metrics.contains("hotpatch_tracked_devices 1"))
+        #expect(!metrics.contains(f.publisherToken))
+    }
+
+    @Test("changes made by another process are picked up by reloadChanged")
+    func reload() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        let other = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("elsewhere()".utf8), actor: Actor("cli"))
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204)
+        f.service.reloadChanged()
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+@testable import PatchServer
+
+/// A registry on disk with a demo app, and a service over it: requests go through the
+/// router in process, no socket.
+final class ServiceFixture {
+    let root: URL
+    let service: PatchService
+    let dataDirectory: URL
+    let keysDirectory: URL
+    let publisherToken: String
+    let auditorToken: String
+    let otherAppToken: String
+    let clock: FakeClock
+
+    init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
+        dataDirectory = root.appendingPathComponent("data")
+        keysDirectory = root.appendingPathComponent("keys")
+        let registry = try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory)
+        let actor = Actor("fixture")
+        let demo = try AppName("demo")
+        try registry.createApp(demo, encrypted: encrypted, actor: actor)
+        try registry.createApp(try AppName("other"), encrypted: false, actor: actor)
+        try registry.setThrottleRules(app: demo, ThrottleRules(minInterval: minInterval, ipRatePerMinute: ipRate), actor: actor)
+        publisherToken = try registry.createToken(app: demo, role: .publisher, name: "ci", actor: actor).secret
+        auditorToken = try registry.createToken(app: nil, role: .auditor, name: "auditor", actor: actor).secret
+        otherAppToken = try registry.createToken(app: try AppName("other"), role: .publisher, name: "other-ci", actor: actor).secret
+        let clock = FakeClock()
+        self.clock = clock
+        service = try PatchService(registry: registry, devices: DeviceThrottle(clock: { clock.seconds }),
+                                   ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), log: { _ in })
+    }
+
+    deinit { try? FileManager.default.removeItem(at: root) }
+
+    func get(_ path: String, headers: [String: String] = [:], query: [String: String] = [:], from ip: String = "127.0.0.1") -> HTTPResponse {
+        service.respond(to: HTTPRequest(method: "GET", path: path, headers: headers, query: query, remoteAddress: ip))
+    }
+
+    func post(_ path: String, body: String = "", token: String?, query: [String: String] = [:]) -> HTTPResponse {
+        var headers: [String: String] = [:]
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        return service.respond(to: HTTPRequest(method: "POST", path: path, headers: headers, query: query, body: Array(body.utf8)))
+    }
+
+    @discardableResult
+    func publish(_ text: String, version: String = "2.3", rollout: Int = 100) -> HTTPResponse {
+        post("/v1/apps/demo/patches", body: text, token: publisherToken, query: ["appVersion": version, "rollout": String(rollout)])
+    }
+
+    func json(_ response: HTTPResponse) throws -> JSON { try JSONParser.parse(response.body) }
+}
+
+/// A clock tests move by hand, shared by both throttles.
+final class FakeClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: UInt32 = 1_000
+    var seconds: UInt32 { lock.lock(); defer { lock.unlock() }; return now }
+    func advance(_ by: UInt32) { lock.lock(); now += by; lock.unlock() }
+}
