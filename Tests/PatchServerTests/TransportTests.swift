@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import PatchServer
+
+/// The libmicrohttpd transport on a loopback port the test picks, spoken to with raw
+/// sockets so keep-alive and limits are seen exactly as a client sees them.
+@Suite("HTTP transport on loopback")
+struct TransportTests {
+    static func server(maxBody: Int = 1024, memory: Int = 8 * 1024) throws -> HTTPServer {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.maxBodySize = maxBody
+        configuration.connectionMemoryLimit = memory
+        let prepared = HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("prepared".utf8), prepared: true)
+        return try HTTPServer(configuration: configuration) { request in
+            if request.path == "/prepared" { return prepared }
+            return .text("\(request.method) \(request.path) body=\(request.body.count) q=\(request.query("q") ?? "-") h=\(request.header("x-test") ?? "-")")
+        }
+    }
+
+    /// Sends raw bytes on one connection and reads until `responses` complete responses arrived or the peer closed.
+    static func exchange(port: UInt16, _ payload: String, responses: Int) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = payload.withCString { send(fd, $0, strlen($0), 0) }
+        var received = ""
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while received.components(separatedBy: "HTTP/1.1 ").count - 1 < responses || !lastResponseComplete(received) {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return received
+    }
+
+    /// Whether the last response has all the body its Content-Length announces.
+    static func lastResponseComplete(_ text: String) -> Bool {
+        guard let head = text.range(of: "HTTP/1.1 ", options: .backwards),
+            let end = text.range(of: "\r\n\r\n", range: head.upperBound..<text.endIndex) else { return false }
+        let headers = text[head.upperBound..<end.lowerBound]
+        guard let line = headers.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+            let length = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { return true }
+        return text[end.upperBound...].utf8.count >= length
+    }
+
+    @Test("two requests on one connection are both answered and the connection stays open")
+    func keepAlive() throws {
+        let server = try Self.server()
+        let request = "GET /a?q=1 HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\n\r\n"
+        let answer = try Self.exchange(port: server.port, request + request.replacingOccurrences(of: "/a", with: "/prepared"), responses: 2)
+        #expect(answer.components(separatedBy: "HTTP/1.1 200").count == 3)
+        #expect(answer.contains("GET /a body=0 q=1 h=yes"))
+        #expect(answer.contains("prepared"))
+        #expect(!answer.lowercased().contains("connection: close"))
+    }
+
+    @Test("a request body is delivered whole; one over the limit is 413 before it is read")
+    func bodies() throws {
+        let server = try Self.server(maxBody: 16)
+        let ok = try Self.exchange(port: server.port, "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789", responses: 1)
+        #expect(ok.contains("POST /p body=10"))
+        let big = try Self.exchange(port: server.port, "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n", responses: 1)
+        #expect(big.hasPrefix("HTTP/1.1 413"))
+        #expect(big.contains("too_large"))
+        let chunked = "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n14\r\n01234567890123456789\r\n0\r\n\r\n"
+        #expect(try Self.exchange(port: server.port, chunked, responses: 1).hasPrefix("HTTP/1.1 413"), "a chunked body over the limit too")
+    }
+
+    @Test("headers beyond the connection memory limit are refused, not buffered")
+    func headerLimit() throws {
+        let server = try Self.server(memory: 4 * 1024)
+        let huge = "GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 16 * 1024))\r\n\r\n"
+        let answer = try Self.exchange(port: server.port, huge, responses: 1)
+        #expect(answer.hasPrefix("HTTP/1.1 431") || answer.hasPrefix("HTTP/1.1 413") || answer.isEmpty)
+        // The server is still healthy afterwards.
+        #expect(try Self.exchange(port: server.port, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n", responses: 1).hasPrefix("HTTP/1.1 200"))
+    }
+
+    @Test("drain finishes promptly with no requests in flight")
+    func drain() throws {
+        let server = try Self.server()
+        _ = try Self.exchange(port: server.port, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", responses: 1)
+        let started = Date()
+        server.drain(timeout: 5)
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+}
