@@ -18,6 +18,8 @@ struct RotationTests {
         #expect(root.body.roles[role]!.keyIDs == [rotation.newKeyID])
         #expect(root.body.roles[role]!.keyIDs != oldKey)
         #expect(Set(root.body.keys.keys) == Set(root.body.roles.values.flatMap(\.keyIDs)), "retired keys are dropped from root")
+        let keyFiles = try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("keys/demo").path)
+        #expect(keyFiles.filter { $0.hasPrefix("\(role.rawValue).") } == ["\(role.rawValue).\(rotation.newKeyID).pem"], "the replaced key file is deleted")
         let report = try t.verify(app, trustedRoot: pinned)
         #expect(report.ok && report.rootVersion == 2 && report.targets.count == 1)
         // Publishing after the rotation signs with the new key.

@@ -55,6 +55,10 @@ extension Registry {
             keys.discard([keyURL])
             throw error
         }
+        // The replaced key signs nothing any more; leaving it on disk would only keep a
+        // secret around for an attacker. Removed after the commit, so a crash can only
+        // leave it behind, never lose the key the registry uses.
+        keys.discard(oldKeyIDs.map { keys.signingKeyURL(app: name, role: role, keyID: $0) })
         return KeyRotation(role: role, oldKeyIDs: oldKeyIDs, newKeyID: newKeyID, rootVersion: root.version)
     }
 

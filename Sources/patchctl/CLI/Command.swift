@@ -46,8 +46,12 @@ enum PatchCtl {
             try command.run(arguments)
             return 0
         } catch {
-            Output.error(message(error))
-            if case .usage = error { Output.error("usage: \(command.spec.usage)") }
+            // One line: the reason, and for usage errors where to read more.
+            if case .usage = error {
+                Output.error("\(message(error)) (see `patchctl \(command.spec.words.joined(separator: " ")) --help`)")
+            } else {
+                Output.error(message(error))
+            }
             return error.exitCode
         }
     }

@@ -63,7 +63,7 @@ struct KeysRotateCommand: Command {
         Output.line("rotated the \(role.rawValue) key of \(name): new keyid \(rotation.newKeyID)")
         Output.line("root is now version \(rotation.rootVersion) (signed by the old and the new root keys; devices follow the chain)")
         if !rotation.oldKeyIDs.isEmpty {
-            Output.line("the replaced key file is no longer used by the registry")
+            Output.line("the replaced key file was deleted")
         }
     }
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make run`: the demo app, its patch for 2.3, and patchd serving it. Safe to run again:
+# the app is created once, and the patch is published only if it is not already live.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:-data} KEYS=${2:-keys} LISTEN=${3:-127.0.0.1:8080}
+BIN=.build/release
+PATCH=patches/demo/2.3/main.js
+ctl() { "$BIN/patchctl" "$@" --data "$DATA" --keys "$KEYS"; }
+
+if ! ctl list --app demo >/dev/null 2>&1; then
+  ctl apps create demo
+fi
+sha=$(sha256sum "$PATCH" | cut -d' ' -f1)
+if ctl list --app demo --active | grep -q " 2.3 .*$sha"; then
+  echo "demo 2.3 already serves $PATCH ($sha)"
+else
+  ctl publish --app demo --app-version 2.3 "$PATCH"
+fi
+ctl apps root demo > "$DATA/demo.root.json"
+
+url="http://$LISTEN"
+cat <<MSG
+
+Fetch the patch a device gets (X-Device-ID picks its rollout bucket; a second check from
+the same device within the app's interval, 3600 s by default, answers 429):
+  curl -i -H 'X-Device-ID: my-phone' $url/v1/apps/demo/versions/2.3/patch
+
+Verify every active patch the server serves, from the root the app embeds (what CI runs):
+  $BIN/patchctl verify --server $url --app demo --root $DATA/demo.root.json
+
+Publish over HTTP: create a token, then
+  $BIN/patchctl tokens create --app demo --data $DATA --keys $KEYS
+  $BIN/patchctl publish --server $url --token TOKEN --app demo --app-version 2.3 FILE
+
+Starting patchd (Ctrl-C stops it cleanly):
+MSG
+exec "$BIN/patchd" --data "$DATA" --keys "$KEYS" --listen "$LISTEN"
