@@ -23,6 +23,7 @@ struct hp_mhd_config {
     unsigned int per_ip_connection_limit;
     const char *tls_key_pem;   /* NULL: plain HTTP */
     const char *tls_cert_pem;
+    size_t (*unescape)(void *cls, struct MHD_Connection *c, char *s);
 };
 
 static inline struct MHD_Daemon *hp_mhd_start(const struct hp_mhd_config *c,
@@ -37,6 +38,7 @@ static inline struct MHD_Daemon *hp_mhd_start(const struct hp_mhd_config *c,
                                 MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+                                MHD_OPTION_UNESCAPE_CALLBACK, c->unescape, NULL,
                                 MHD_OPTION_HTTPS_MEM_KEY, c->tls_key_pem,
                                 MHD_OPTION_HTTPS_MEM_CERT, c->tls_cert_pem,
                                 MHD_OPTION_END);
@@ -49,6 +51,7 @@ static inline struct MHD_Daemon *hp_mhd_start(const struct hp_mhd_config *c,
                             MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+                            MHD_OPTION_UNESCAPE_CALLBACK, c->unescape, NULL,
                             MHD_OPTION_END);
 }
 

@@ -61,7 +61,7 @@ public final class HTTPServer: @unchecked Sendable {
                             connection_timeout: UInt32(configuration.connectionTimeout),
                             connection_memory_limit: configuration.connectionMemoryLimit,
                             per_ip_connection_limit: UInt32(configuration.maxConnectionsPerIP),
-                            tls_key_pem: key, tls_cert_pem: cert)
+                            tls_key_pem: key, tls_cert_pem: cert, unescape: unescapeKeepingNUL)
                         return hp_mhd_start(&c, accessHandler, context.toOpaque(), requestCompleted, context.toOpaque())
                     }
                 }

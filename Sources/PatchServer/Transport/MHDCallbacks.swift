@@ -117,3 +117,33 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     conCls.pointee = nil
     Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .relaxed)
 }
+
+/// Percent-decodes a path or query value in place, as MHD's default does, except `%00`,
+/// which is left as the three characters. Decoded, a NUL would end the C string early and
+/// `/healthz%00xyz` would be served as `/healthz`, or `appVersion=2.3%00evil` read as `2.3`;
+/// kept literal, it fails validation like any other bad character.
+let unescapeKeepingNUL: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?) -> Int = { _, _, text in
+    guard let text else { return 0 }
+    func hexValue(_ c: CChar) -> Int? {
+        switch UInt8(bitPattern: c) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(c) - 48
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(c) - 87
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(c) - 55
+        default: return nil
+        }
+    }
+    var read = 0, write = 0
+    while text[read] != 0 {
+        if text[read] == CChar(UInt8(ascii: "%")), text[read + 1] != 0, let high = hexValue(text[read + 1]),
+            text[read + 2] != 0, let low = hexValue(text[read + 2]), high << 4 | low != 0 {
+            text[write] = CChar(bitPattern: UInt8(high << 4 | low))
+            read += 3
+        } else {
+            text[write] = text[read]
+            read += 1
+        }
+        write += 1
+    }
+    text[write] = 0
+    return write
+}
