@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
-import PatchRegistry
+@testable import PatchRegistry
 @testable import PatchServer
 
 @Suite("Routes, in process")
@@ -184,4 +184,24 @@ struct RouterTests {
         f.service.reloadChanged()
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
     }
+
+    @Test("an app whose stored state is damaged is not served, and every other app still is")
+    func damagedApp() throws {
+        let f = try ServiceFixture()
+        f.publish("fix()")
+        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        try registry.db.execute("PRAGMA foreign_keys=OFF; DELETE FROM blobs")
+        let logged = LogLines()
+        let service = try PatchService(registry: registry, log: { logged.append($0) })
+        #expect(service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/demo/metadata/1.root.json")).status == 404)
+        #expect(service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/other/metadata/1.root.json")).status == 200)
+        #expect(logged.lines.contains { $0.hasPrefix("not serving demo") })
+    }
+}
+
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func append(_ line: String) { lock.lock(); stored.append(line); lock.unlock() }
+    var lines: [String] { lock.lock(); defer { lock.unlock() }; return stored }
 }

@@ -109,17 +109,28 @@ public final class Catalog: Sendable {
 
     func install(_ catalog: AppCatalog) { apps.withLock { $0[catalog.app] = catalog } }
 
-    /// Rebuilds the catalogs whose registry fingerprint changed; returns the apps rebuilt.
+    public struct Refresh {
+        public var rebuilt: [AppName] = []
+        /// Apps whose stored state could not be prepared: they keep their previous catalog
+        /// (or stay absent), and every other app is served as usual.
+        public var failed: [(AppName, RegistryError)] = []
+    }
+
+    /// Rebuilds the catalogs whose registry fingerprint changed.
     @discardableResult
-    public func refresh(from registry: Registry, app: AppName? = nil) throws(RegistryError) -> [AppName] {
+    public func refresh(from registry: Registry, app: AppName? = nil) throws(RegistryError) -> Refresh {
         let current = try registry.servingFingerprints(app: app)
         let known = fingerprints.withLock { $0 }
-        var rebuilt: [AppName] = []
+        var result = Refresh()
         for (app, fingerprint) in current where known[app] != fingerprint {
-            install(try AppCatalog.build(registry, app: app))
-            fingerprints.withLock { $0[app] = fingerprint }
-            rebuilt.append(app)
+            do {
+                install(try AppCatalog.build(registry, app: app))
+                fingerprints.withLock { $0[app] = fingerprint }
+                result.rebuilt.append(app)
+            } catch {
+                result.failed.append((app, error))
+            }
         }
-        return rebuilt
+        return result
     }
 }

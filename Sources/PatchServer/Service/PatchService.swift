@@ -32,7 +32,7 @@ public final class PatchService: Sendable {
         self.ipLimiter = ipLimiter ?? IPRateLimiter()
         self.configuration = configuration
         self.log = log
-        try catalog.refresh(from: registry)
+        for (app, error) in try catalog.refresh(from: registry).failed { log("not serving \(app): \(error)") }
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
     }
@@ -117,7 +117,7 @@ public final class PatchService: Sendable {
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)
-                try catalog.refresh(from: registry, app: app)
+                for (app, error) in try catalog.refresh(from: registry, app: app).failed { log("not serving \(app): \(error)") }
                 return result
             }
         } catch {
@@ -143,8 +143,9 @@ public final class PatchService: Sendable {
                 let version = try registry.dataVersion()
                 guard lastDataVersion.load != version else { return }
                 lastDataVersion.store(version)
-                let rebuilt = try catalog.refresh(from: registry)
-                if !rebuilt.isEmpty { log("reloaded \(rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
+                let refresh = try catalog.refresh(from: registry)
+                if !refresh.rebuilt.isEmpty { log("reloaded \(refresh.rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
+                for (app, error) in refresh.failed { log("not serving the new state of \(app): \(error)") }
             } catch { log("reload failed: \(error)") }
         }
     }
@@ -158,7 +159,7 @@ public final class PatchService: Sendable {
                 do {
                     let roles = try registry.refreshExpiring(app: app.name, now: now)
                     if !roles.isEmpty {
-                        try catalog.refresh(from: registry, app: app.name)
+                        for (app, error) in try catalog.refresh(from: registry, app: app.name).failed { log("not serving \(app): \(error)") }
                         log("re-signed \(roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
                     }
                 } catch {
