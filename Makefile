@@ -46,7 +46,7 @@ test-swift:
 	swift test --skip-build
 
 test-interop:
-	PATCHCTL=$(CURDIR)/.build/debug/patchctl $(PY) -m pytest -q Tests/interop
+	PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 
 run: deps release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
