@@ -59,4 +59,21 @@ struct RotationTests {
         #expect(try t.verify(app).ok)
         #expect(try t.registry.latestMetadata(app: app, role: .timestamp).version == before + 1)
     }
+
+    @Test("an offline targets key does not stop the timestamp from being kept fresh")
+    func refreshWithOfflineTargetsKey() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        let later = Date().addingTimeInterval(80 * 86_400)
+        let keyDir = t.root.appendingPathComponent("keys/demo")
+        for file in try FileManager.default.contentsOfDirectory(atPath: keyDir.path) where file.hasPrefix("targets.") {
+            try FileManager.default.removeItem(at: keyDir.appendingPathComponent(file))
+        }
+        let refresh = try t.registry.refreshExpiring(app: app, now: later)
+        #expect(refresh.roles == [.snapshot, .timestamp])
+        #expect("\(refresh.failure.map { "\($0)" } ?? "")".contains("targets key"))
+        let timestamp = try SignedTimestamp(bytes: try t.registry.latestMetadata(app: app, role: .timestamp).bytes)
+        #expect(timestamp.body.expires > later)
+    }
 }
+

@@ -185,6 +185,19 @@ struct RouterTests {
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
     }
 
+    @Test("the server re-signs a timestamp that nears expiry and serves the new one")
+    func onlineResigning() throws {
+        let f = try ServiceFixture()
+        let before = try SignedTimestamp(bytes: f.get("/v1/apps/demo/metadata/timestamp.json").body)
+        f.service.refreshExpiring(now: Date())
+        #expect(try SignedTimestamp(bytes: f.get("/v1/apps/demo/metadata/timestamp.json").body).body.version == before.body.version,
+                "nothing to do while fresh")
+        f.service.refreshExpiring(now: Date().addingTimeInterval(13 * 3600))
+        let after = try SignedTimestamp(bytes: f.get("/v1/apps/demo/metadata/timestamp.json").body)
+        #expect(after.body.version == before.body.version + 1)
+        #expect(after.body.expires > before.body.expires)
+    }
+
     @Test("an app whose stored state is damaged is not served, and every other app still is")
     func damagedApp() throws {
         let f = try ServiceFixture()

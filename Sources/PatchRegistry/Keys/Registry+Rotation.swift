@@ -62,13 +62,22 @@ extension Registry {
         return KeyRotation(role: role, oldKeyIDs: oldKeyIDs, newKeyID: newKeyID, rootVersion: root.version)
     }
 
+    /// What `refreshExpiring` did: the roles re-signed, and why a role that needed it was not.
+    public struct Refresh: Sendable {
+        public var roles: [Role] = []
+        public var failure: RegistryError?
+    }
+
     /// Re-signs the online roles whose metadata expires within half its lifetime, so an
-    /// export (or, later, the server) never hands out metadata about to go stale. Not an
-    /// audited change: the listed patches stay the same.
+    /// export (or the server) never hands out metadata about to go stale. Not an audited
+    /// change: the listed patches stay the same. A role whose key is not here (an offline
+    /// targets key) is skipped and the roles below it are still kept fresh.
     @discardableResult
-    public func refreshExpiring(app name: AppName, now: Date = Date()) throws(RegistryError) -> [Role] {
+    public func refreshExpiring(app name: AppName, now: Date = Date()) throws(RegistryError) -> Refresh {
         let root = try currentRoot(app: name).body
-        for role in [Role.targets, .snapshot, .timestamp] {
+        let chain = [Role.targets, .snapshot, .timestamp]
+        var result = Refresh()
+        for role in chain {
             let stored = try latestMetadata(app: name, role: role)
             let expires: Date
             switch role {
@@ -76,11 +85,15 @@ extension Registry {
             case .snapshot: expires = (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? now
             default: expires = (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? now
             }
-            if expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 {
+            guard expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 else { continue }
+            do throws(RegistryError) {
                 try db.transaction { () throws(RegistryError) in try resign(app: name, from: role, root: root, now: now) }
-                return Array([Role.targets, .snapshot, .timestamp].drop { $0 != role })
+                result.roles = Array(chain.drop { $0 != role })
+                return result
+            } catch {
+                if result.failure == nil { result.failure = error }
             }
         }
-        return []
+        return result
     }
 }

@@ -24,6 +24,7 @@ public final class PatchService: Sendable {
     private let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
+    private let loggedOnce = Locked<Set<String>>([])
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
@@ -151,21 +152,27 @@ public final class PatchService: Sendable {
     }
 
     /// Re-signs online roles that are within half their lifetime of expiring, for every app
-    /// whose keys this server holds, so a quiet app never serves stale metadata.
+    /// whose keys this server holds, so a quiet app never serves stale metadata. A missing
+    /// (offline) key is logged once per app, not every minute.
     public func refreshExpiring(now: Date = Date()) {
         registry.withLock { registry in
             guard let apps = try? registry.apps() else { return }
             for app in apps {
                 do {
-                    let roles = try registry.refreshExpiring(app: app.name, now: now)
-                    if !roles.isEmpty {
+                    let refresh = try registry.refreshExpiring(app: app.name, now: now)
+                    if !refresh.roles.isEmpty {
                         for (app, error) in try catalog.refresh(from: registry, app: app.name).failed { log("not serving \(app): \(error)") }
-                        log("re-signed \(roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
+                        log("re-signed \(refresh.roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
                     }
+                    if let failure = refresh.failure { logOnce("cannot re-sign metadata of \(app.name): \(failure)") }
                 } catch {
-                    log("cannot re-sign metadata of \(app.name): \(error)")
+                    logOnce("cannot re-sign metadata of \(app.name): \(error)")
                 }
             }
         }
+    }
+
+    private func logOnce(_ message: String) {
+        if loggedOnce.withLock({ $0.insert(message).inserted }) { log(message) }
     }
 }
