@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "PatchCore", targets: ["PatchCore"]),
         .library(name: "PatchRegistry", targets: ["PatchRegistry"]),
+        .library(name: "PatchClient", targets: ["PatchClient"]),
         .executable(name: "patchctl", targets: ["patchctl"]),
         .executable(name: "patchd", targets: ["patchd"]),
     ],
@@ -22,12 +23,14 @@ let package = Package(
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3"]),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CMicroHTTPD"]),
-        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry"]),
+        .target(name: "PatchClient", dependencies: ["PatchCore"]),
+        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
         .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl"]),
     ],
     swiftLanguageModes: [.v6]

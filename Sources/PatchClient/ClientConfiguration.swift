@@ -1,0 +1,105 @@
+import Foundation
+import PatchCore
+
+/// Everything a `PatchClient` needs. The trusted root is the `1.root.json` the app ships
+/// (`patchctl apps root NAME`); the content key is needed only for encrypted apps.
+public struct ClientConfiguration: Sendable {
+    public var server: URL
+    public var app: AppName
+    public var appVersion: AppVersion
+    public var deviceID: String
+    public var trustedRoot: [UInt8]
+    public var contentKey: [UInt8]?
+    public var cacheDirectory: URL
+    /// No network request is made when the last check is younger than this (seconds).
+    public var minimumInterval: TimeInterval = 3600
+    /// Per request: connecting and waiting for data.
+    public var requestTimeout: TimeInterval = 20
+    /// The longest one sync may take, all requests included.
+    public var syncTimeout: TimeInterval = 60
+    /// Caps for files whose length no signed metadata gives yet.
+    public var maxRootSize = TrustedMetadata.maxRootLength
+    public var maxTimestampSize = TrustedMetadata.maxTimestampLength
+    /// The largest bundle the client accepts, whatever the metadata says.
+    public var maxBundleSize = 10 << 20
+    /// A new patch not confirmed within this many launches is rolled back.
+    public var maxUnconfirmedLaunches = 2
+    /// How many new root versions one sync may walk (spec 5.3.3's bound on the chain).
+    public var maxRootRotations = 32
+
+    public init(server: URL, app: AppName, appVersion: AppVersion, deviceID: String, trustedRoot: [UInt8],
+                contentKey: [UInt8]? = nil, cacheDirectory: URL) {
+        self.server = server
+        self.app = app
+        self.appVersion = appVersion
+        self.deviceID = deviceID
+        self.trustedRoot = trustedRoot
+        self.contentKey = contentKey
+        self.cacheDirectory = cacheDirectory
+    }
+
+    /// `{cache}/{app}`: trusted metadata, shared by every app version.
+    var appDirectory: URL { cacheDirectory.appendingPathComponent(app.rawValue, isDirectory: true) }
+    var metadataDirectory: URL { appDirectory.appendingPathComponent("metadata", isDirectory: true) }
+    /// `{cache}/{app}/{appVersion}`: the installed script and the client state.
+    var versionDirectory: URL { appDirectory.appendingPathComponent(appVersion.rawValue, isDirectory: true) }
+    var scriptURL: URL { versionDirectory.appendingPathComponent("main.js") }
+    var goodScriptURL: URL { versionDirectory.appendingPathComponent("good.js") }
+    var stateURL: URL { versionDirectory.appendingPathComponent("state.json") }
+}
+
+/// Why a sync failed. The installed patch is untouched whenever one of these is reported.
+public enum PatchClientError: Error, Equatable, CustomStringConvertible {
+    /// The server could not be reached, or the connection failed.
+    case network(String)
+    case timeout
+    /// The server answered with an unexpected status.
+    case server(status: Int, url: String)
+    /// Metadata or a bundle did not verify (signature, version, expiry, length, hash).
+    case verification(TUFError)
+    /// The server sent more bytes than the signed length or the configured cap.
+    case tooLarge(what: String, limit: Int)
+    /// Decryption failed: wrong content key, or a ciphertext for another app/version/patch.
+    case decryption(String)
+    /// The patch is encrypted and no content key was configured.
+    case missingContentKey
+    /// The target entry is not a hotpatch patch (bad path or custom fields).
+    case malformedTarget(String)
+    /// Reading or writing the cache directory failed.
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case .network(let m): return "network error: \(m)"
+        case .timeout: return "timed out"
+        case .server(let status, let url): return "server answered HTTP \(status) for \(url)"
+        case .verification(let e): return "verification failed: \(e)"
+        case .tooLarge(let what, let limit): return "\(what) exceeds \(limit) bytes (endless data?)"
+        case .decryption(let m): return "decryption failed: \(m)"
+        case .missingContentKey: return "the patch is encrypted and no content key is configured"
+        case .malformedTarget(let m): return "malformed target: \(m)"
+        case .storage(let m): return "cache error: \(m)"
+        }
+    }
+}
+
+/// The patch a device runs.
+public struct InstalledPatch: Sendable, Equatable {
+    public let number: Int
+    /// `{cache}/{app}/{appVersion}/main.js`.
+    public let path: URL
+    public let sha256: String
+    /// Whether the app confirmed a good launch with it.
+    public let confirmed: Bool
+}
+
+/// What one `sync()` did.
+public enum SyncOutcome: Sendable, Equatable {
+    case updated(InstalledPatch)
+    case unchanged(InstalledPatch?)
+    /// No active patch for this version (or this device) any more: the cached script was deleted.
+    case removed
+    /// Not checked: the last check is younger than the interval, or the server asked to wait.
+    case throttled(until: Date)
+    case failed(PatchClientError)
+}

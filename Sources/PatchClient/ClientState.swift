@@ -1,0 +1,85 @@
+import Foundation
+import PatchCore
+
+/// What the client remembers per app version, in `state.json`. Written atomically (temp
+/// file, fsync, rename) after the files it names are in place, so a kill at any point
+/// leaves either the previous state or the new one.
+struct ClientState: Codable, Equatable {
+    struct Patch: Codable, Equatable {
+        var number: Int
+        var sha256: String
+        var confirmed: Bool
+        var launches: Int
+    }
+
+    /// When the last network check was made (seconds since 1970).
+    var lastCheck: Double?
+    /// A server's Retry-After, as an absolute time.
+    var retryAfter: Double?
+    /// The patch in `main.js`.
+    var installed: Patch?
+    /// The last confirmed patch, kept in `good.js` for rollbacks.
+    var good: Patch?
+    /// A patch being written: lets a restart finish an install cut short between the rename
+    /// of main.js and this file.
+    var installing: Patch?
+    /// Patches rolled back after unconfirmed launches are not retried; only a newer number is.
+    var rolledBackThrough: Int = 0
+    /// The highest patch number ever installed: never install a lower one from the server.
+    var highestInstalled: Int = 0
+}
+
+/// File operations of the cache: atomic writes and reads, with storage errors typed.
+enum CacheFiles {
+    static func read(_ url: URL) -> [UInt8]? {
+        FileManager.default.contents(atPath: url.path).map { Array($0) }
+    }
+
+    /// temp file in the same directory → fsync → rename → fsync the directory.
+    static func write(_ bytes: [UInt8], to url: URL) throws(PatchClientError) {
+        let directory = url.deletingLastPathComponent()
+        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+            throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
+        }
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage("cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
+        let written = bytes.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n <= 0 { return false }
+                offset += n
+            }
+            return fsync(fd) == 0
+        }
+        close(fd)
+        guard written, rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw .storage("cannot write \(url.path): \(reason)")
+        }
+        let dirfd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd >= 0 {
+            fsync(dirfd)
+            close(dirfd)
+        }
+    }
+
+    static func remove(_ url: URL) {
+        unlink(url.path)
+    }
+
+    static func loadState(_ url: URL) -> ClientState {
+        guard let bytes = read(url), let state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return ClientState() }
+        return state
+    }
+
+    static func saveState(_ state: ClientState, to url: URL) throws(PatchClientError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(state) } catch { throw .storage("cannot encode state: \(error)") }
+        try write(Array(data), to: url)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import PatchClient
+import PatchCore
+
+/// Runs the client library once, as an app would: what a developer uses to try the client
+/// and what tests drive.
+struct FetchCommand: Command {
+    static let spec = CommandSpec("fetch", summary: "Run the client library once: update, verify and decrypt the patch for one device into a cache",
+                                  options: [.value("--server", "URL", "the patchd server"),
+                                            .value("--app", "NAME", "the app"),
+                                            .value("--app-version", "V", "the app version of this device"),
+                                            .value("--device-id", "ID", "the device ID (picks the rollout bucket)"),
+                                            .value("--root", "FILE", "the trusted root the app embeds (1.root.json)"),
+                                            .value("--key", "FILE", "content key file, for encrypted apps"),
+                                            .value("--cache", "DIR", "the client's cache directory"),
+                                            .value("--min-interval", "SECONDS", "local minimum interval between checks (default 3600)"),
+                                            .value("--timeout", "SECONDS", "per-request timeout (default 20)"),
+                                            .flag("--force", "check even if the last check is younger than the interval"),
+                                            .flag("--json", "print JSON")])
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let server = try Remote.url(try arguments.required("--server"))
+        let app = try arguments.appName()
+        let version = try arguments.appVersion()
+        let device = try arguments.required("--device-id")
+        let root = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
+        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device, trustedRoot: root,
+                                                cacheDirectory: URL(fileURLWithPath: try arguments.required("--cache"), isDirectory: true))
+        if let keyPath = arguments.value("--key") {
+            do { configuration.contentKey = try BundleCipher.parseKeyFile(try Output.readFile(keyPath, what: "content key", limit: 4096)) } catch let error as CryptoError {
+                throw .failed("\(keyPath): \(error)")
+            } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
+        }
+        if let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30)) { configuration.minimumInterval = TimeInterval(interval) }
+        if let timeout = try arguments.int("--timeout", in: 1...600) { configuration.requestTimeout = TimeInterval(timeout) }
+
+        let client = PatchClient(configuration: configuration)
+        let outcome = Locked<SyncOutcome?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let force = arguments.flag("--force")
+        Task {
+            outcome.set(await client.sync(force: force))
+            done.signal()
+        }
+        done.wait()
+        let result = outcome.get()!
+        print(result, json: arguments.flag("--json"))
+        if case .failed(let error) = result {
+            if case .verification = error { throw .verificationFailed(error.description) }
+            throw .failed(error.description)
+        }
+    }
+
+    private static func print(_ outcome: SyncOutcome, json: Bool) {
+        var fields: [String: JSON] = [:]
+        let text: String
+        switch outcome {
+        case .updated(let patch):
+            fields = ["outcome": "updated", "patch": .int(Int64(patch.number)), "path": .string(patch.path.path), "sha256": .string(patch.sha256)]
+            text = "updated: patch \(patch.number) → \(patch.path.path) (sha256 \(patch.sha256))"
+        case .unchanged(let patch?):
+            fields = ["outcome": "unchanged", "patch": .int(Int64(patch.number)), "path": .string(patch.path.path), "sha256": .string(patch.sha256)]
+            text = "unchanged: patch \(patch.number) at \(patch.path.path)"
+        case .unchanged(nil):
+            fields = ["outcome": "unchanged"]
+            text = "unchanged: no patch for this device"
+        case .removed:
+            fields = ["outcome": "removed"]
+            text = "removed: no active patch for this version any more; the cached script was deleted"
+        case .throttled(let until):
+            fields = ["outcome": "throttled", "until": .string(TUFTime.format(until))]
+            text = "throttled: not checking before \(TUFTime.format(until))"
+        case .failed(let error):
+            fields = ["outcome": "failed", "error": .string(error.description)]
+            text = "failed: \(error)"
+        }
+        if json { Output.json(.object(fields)) } else { Output.line(text) }
+    }
+}
