@@ -29,30 +29,22 @@ struct hp_mhd_config {
 static inline struct MHD_Daemon *hp_mhd_start(const struct hp_mhd_config *c,
                                               MHD_AccessHandlerCallback handler, void *handler_cls,
                                               MHD_RequestCompletedCallback completed, void *completed_cls) {
-    if (c->tls_key_pem != NULL && c->tls_cert_pem != NULL) {
-        return MHD_start_daemon(c->flags | MHD_USE_TLS, 0, NULL, NULL, handler, handler_cls,
-                                MHD_OPTION_SOCK_ADDR, c->address,
-                                MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                                MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
-                                MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
-                                MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
-                                MHD_OPTION_UNESCAPE_CALLBACK, c->unescape, NULL,
-                                MHD_OPTION_HTTPS_MEM_KEY, c->tls_key_pem,
-                                MHD_OPTION_HTTPS_MEM_CERT, c->tls_cert_pem,
-                                MHD_OPTION_END);
-    }
-    return MHD_start_daemon(c->flags, 0, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_SOCK_ADDR, c->address,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
-                            MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
-                            MHD_OPTION_UNESCAPE_CALLBACK, c->unescape, NULL,
-                            MHD_OPTION_END);
+    int tls = c->tls_key_pem != NULL && c->tls_cert_pem != NULL;
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_SOCK_ADDR, 0, (void *)c->address },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
+        { MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size, NULL },
+        { MHD_OPTION_CONNECTION_LIMIT, c->connection_limit, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->connection_memory_limit, NULL },
+        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit, NULL },
+        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)c->unescape, NULL },
+        { tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)c->tls_key_pem },
+        { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)c->tls_cert_pem },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    return MHD_start_daemon(c->flags | (tls ? MHD_USE_TLS : 0), 0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /// The port the daemon is bound to (useful after binding port 0), or 0.

@@ -25,11 +25,7 @@ public final class Registry {
             } else if let stored, stored > Int64(Schema.version) {
                 throw RegistryError.io("the registry was written by a newer hotpatch (schema \(stored)); upgrade patchctl")
             }
-        } catch let error as SQLiteError {
-            throw .storage(error)
-        } catch let error as RegistryError {
-            throw error
-        } catch { throw .internalError("\(error)") }
+        } catch { throw .wrapping(error) }
         keys = KeyStore(directory: keysDirectory)
     }
 

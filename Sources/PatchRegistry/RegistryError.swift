@@ -33,6 +33,18 @@ public enum RegistryError: Error, CustomStringConvertible {
     }
 }
 
+extension RegistryError {
+    /// Any error from the layers below, as the registry reports it.
+    static func wrapping(_ error: any Error) -> RegistryError {
+        switch error {
+        case let error as RegistryError: return error
+        case let error as SQLiteError: return .storage(error)
+        case let error as CryptoError: return .crypto(error)
+        default: return .internalError(String(describing: error))
+        }
+    }
+}
+
 extension ValidationError {
     var registryError: RegistryError { .invalidInput(message) }
 }

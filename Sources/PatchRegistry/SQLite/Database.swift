@@ -81,9 +81,7 @@ final class Database {
             return result
         } catch {
             try? execute("ROLLBACK")
-            if let registryError = error as? RegistryError { throw registryError }
-            if let sqliteError = error as? SQLiteError { throw .storage(sqliteError) }
-            throw .internalError(String(describing: error))
+            throw .wrapping(error)
         }
     }
 

@@ -74,11 +74,7 @@ extension Registry {
                 case .root:
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }
-            } catch let error as CryptoError {
-                throw .crypto(error)
-            } catch let error as RegistryError {
-                throw error
-            } catch { throw .internalError("\(error)") }
+            } catch { throw .wrapping(error) }
             do { try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) } catch { throw .storage(error) }
             pinned = (version, bytes)
         }
