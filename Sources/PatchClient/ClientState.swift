@@ -35,35 +35,12 @@ enum CacheFiles {
         FileManager.default.contents(atPath: url.path).map { Array($0) }
     }
 
-    /// temp file in the same directory → fsync → rename → fsync the directory.
     static func write(_ bytes: [UInt8], to url: URL) throws(PatchClientError) {
         let directory = url.deletingLastPathComponent()
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
             throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
         }
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
-        let written = bytes.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return false }
-                offset += n
-            }
-            return fsync(fd) == 0
-        }
-        close(fd)
-        guard written, rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary.path)
-            throw .storage("cannot write \(url.path): \(reason)")
-        }
-        let dirfd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd >= 0 {
-            fsync(dirfd)
-            close(dirfd)
-        }
+        do { try DurableFile.replace(url, with: bytes, mode: 0o600) } catch { throw .storage(error.message) }
     }
 
     static func remove(_ url: URL) {

@@ -57,7 +57,7 @@ enum AtomicFile {
     static func write(_ bytes: [UInt8], to url: URL) throws(RegistryError) {
         do {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(bytes).write(to: url, options: .atomic)
-        } catch { throw .io("cannot write \(url.path): \(error.localizedDescription)") }
+        } catch { throw .io("cannot create \(url.deletingLastPathComponent().path): \(error.localizedDescription)") }
+        do { try DurableFile.replace(url, with: bytes) } catch { throw .io(error.message) }
     }
 }

@@ -66,37 +66,14 @@ public struct KeyStore: Sendable {
 }
 
 /// Files that hold secrets: created 0600 in a 0700 directory, refused when anyone but the
-/// owner can read them (as ssh does), written in one go with O_EXCL so nothing is clobbered.
+/// owner can read them (as ssh does), never replacing an existing file.
 enum SecretFile {
     static func create(_ url: URL, contents: [UInt8]) throws(RegistryError) {
         let dir = url.deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch { throw .io("cannot create \(dir.path): \(error.localizedDescription)") }
-        let tmp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        let fd = open(tmp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io("cannot create \(tmp.path): \(String(cString: strerror(errno)))") }
-        let ok = contents.withUnsafeBytes { raw -> Bool in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { return false }
-                offset += n
-            }
-            return fsync(fd) == 0
-        }
-        close(fd)
-        guard ok else {
-            unlink(tmp.path)
-            throw .io("cannot write \(url.path): \(String(cString: strerror(errno)))")
-        }
-        // link() fails if the target exists, unlike rename(): a key is never replaced.
-        guard link(tmp.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(tmp.path)
-            throw .io("cannot create \(url.path): \(reason)")
-        }
-        unlink(tmp.path)
+        do { try DurableFile.create(url, with: contents, mode: 0o600) } catch { throw .io(error.message) }
     }
 
     static func read(_ url: URL, what: String) throws(RegistryError) -> [UInt8] {
