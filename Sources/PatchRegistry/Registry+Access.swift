@@ -104,6 +104,27 @@ extension Registry {
         return IssuedToken(record: record, secret: secret)
     }
 
+    /// Revokes a token by its public id; it stops working at once (every request looks it up).
+    public func revokeToken(id: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> TokenRecord {
+        let found: (TokenRecord, String?)?
+        do {
+            found = try db.query("SELECT id, app, role, name, revoked_at FROM tokens WHERE id = ?", [.text(id)]) { s in
+                (TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
+                             role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3)), s.optionalText(4))
+            }.first
+        } catch { throw .storage(error) }
+        guard let (record, revokedAt) = found else { throw .notFound("no token with id \(id.debugSanitized)") }
+        guard revokedAt == nil else { throw .conflict("token \(id) was already revoked at \(revokedAt!)") }
+        try db.transaction { () throws(RegistryError) in
+            do throws(SQLiteError) {
+                try db.run("UPDATE tokens SET revoked_at = ? WHERE id = ?", [.text(TUFTime.format(now)), .text(id)])
+                try AuditLog.append(db, app: record.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
+                                    details: ["id": .string(id), "name": .string(record.name)], at: now)
+            } catch { throw .storage(error) }
+        }
+        return record
+    }
+
     /// Looks a presented token up by its hash. Lookup by hash means the comparison never
     /// touches the secret itself, so its timing reveals nothing about it.
     public func token(presented secret: String) throws(RegistryError) -> TokenRecord? {

@@ -102,6 +102,28 @@ struct RouterTests {
         #expect(f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.publisherToken)"]).status == 200)
     }
 
+    @Test("a revoked token stops working at once")
+    func revokedToken() throws {
+        let f = try ServiceFixture()
+        #expect(f.publish("one()").status == 201)
+        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let record = try #require(try registry.token(presented: f.publisherToken))
+        try registry.revokeToken(id: record.id, actor: Actor("admin"))
+        #expect(f.publish("two()").status == 401)
+        #expect(throws: RegistryError.self) { try registry.revokeToken(id: record.id, actor: Actor("admin")) }
+        #expect(try registry.auditEvents(app: nil).last?.action == "token.revoke")
+    }
+
+    @Test("a token scoped to one app learns only whether the global audit chain is intact")
+    func scopedAuditChain() throws {
+        let f = try ServiceFixture()
+        let scoped = try f.json(f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.publisherToken)"], query: ["verify": "true"]))
+        #expect(scoped["chain"] == ["intact": true])
+        #expect(scoped["events"]?.arrayValue?.allSatisfy { $0["app"]?.stringValue == "demo" } == true)
+        let global = try f.json(f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.auditorToken)"], query: ["verify": "true"]))
+        #expect(global["chain"]?["head"]?.stringValue != nil)
+    }
+
     @Test("tokens are stored only as hashes")
     func tokenAtRest() throws {
         let f = try ServiceFixture()

@@ -20,8 +20,10 @@ public struct HTTPError: Error, Equatable {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message
     }
 
+    /// Errors are never cached: a CDN holding a 404 for `N+1.root.json` would hide a key rotation.
     public var response: HTTPResponse {
-        .json(["error": ["code": .string(code), "message": .string(message)]], status: status, headers: headers)
+        .json(["error": ["code": .string(code), "message": .string(message)]], status: status,
+              headers: [("Cache-Control", "no-store")] + headers)
     }
 
     public static func badRequest(_ message: String) -> HTTPError { HTTPError(400, "bad_request", message) }

@@ -13,10 +13,8 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish) { s, q, p throws(HTTPError) in try s.publish(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p, number: nil) }
-        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke) { s, q, p throws(HTTPError) in
-            try s.revoke(q, p, number: try PatchService.patchNumber(p["patch"]))
-        }
+        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         r.add("GET", "/v1/audit", metric: .audit) { s, q, _ throws(HTTPError) in try s.audit(q) }
         return r
@@ -86,10 +84,12 @@ extension PatchService {
         return .json(.object(json), status: 201)
     }
 
-    func revoke(_ request: HTTPRequest, _ p: PathParameters, number: Int?) throws(HTTPError) -> HTTPResponse {
+    /// Revokes patch `:patch`, or every active patch of the version when the route has none.
+    func revoke(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try authorize(request, .publisher, app: app)
         let version = try appVersion(p["version"])
+        let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
         let revoked = try change(app: app) { registry throws(RegistryError) in
             try registry.revoke(app: app, appVersion: version, number: number, actor: token.actor)
         }
@@ -140,9 +140,13 @@ extension PatchService {
             (try registry.auditEvents(app: filter), verify ? try registry.verifyAudit() : nil)
         }
         var out: [String: JSON] = ["events": .array(events.map(\.json))]
+        // The chain spans every app: a token scoped to one app learns only whether it is intact.
+        let global = token.app == nil
         switch chain {
-        case .intact(let count, let head)?: out["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
-        case .broken(let seq, let reason)?: out["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
+        case .intact(let count, let head)?:
+            out["chain"] = global ? ["intact": true, "events": .int(Int64(count)), "head": .string(head)] : ["intact": true]
+        case .broken(let seq, let reason)?:
+            out["chain"] = global ? ["intact": false, "seq": .int(seq), "reason": .string(reason)] : ["intact": false]
         case nil: break
         }
         return .json(.object(out))

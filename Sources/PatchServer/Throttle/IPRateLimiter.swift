@@ -51,8 +51,10 @@ public final class IPRateLimiter: Sendable {
             }
             bucket.tokens -= 1
             if buckets.count >= maxEntriesPerShard, buckets[key] == nil {
-                // Full buckets carry no information: drop them to stay bounded.
+                // Full buckets carry no information: drop them to stay bounded. If none is
+                // full, admit this address untracked rather than grow past the bound.
                 buckets = buckets.filter { $0.value.tokens + (now - $0.value.updated) * rate < burst }
+                if buckets.count >= maxEntriesPerShard { return nil }
             }
             buckets[key] = bucket
             return nil

@@ -27,6 +27,19 @@ struct TokensCreateCommand: Command {
     }
 }
 
+struct TokensRevokeCommand: Command {
+    static let spec = CommandSpec("tokens revoke", summary: "Revoke an API token by its id (shown when it was created, and in the audit log)",
+                                  positionals: ["ID"], options: Context.globalOptions)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let context = Context(arguments: arguments)
+        let registry = try context.openRegistry()
+        let record: TokenRecord
+        do { record = try registry.revokeToken(id: arguments.positionals[0], actor: context.actor) } catch { throw error.cliError }
+        Output.line("revoked token \(record.id) (\(record.role.rawValue), \"\(record.name)\")")
+    }
+}
+
 struct AppsThrottleCommand: Command {
     static let spec = CommandSpec("apps throttle", summary: "Show or set an app's throttling rules (minimum refetch interval per device, per-IP rate)",
                                   positionals: ["NAME"],
