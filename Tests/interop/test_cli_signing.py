@@ -11,14 +11,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import assert_cli_error
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from hotpatch_testing import assert_cli_error, digests, encrypt, repo_updater
 from securesystemslib.formats import encode_canonical
 from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
 from tuf.api.metadata import Metadata, Root, Snapshot, Targets, TargetFile, Timestamp
-from tuf.ngclient import Updater
 
 TOP_LEVEL = ("root", "timestamp", "snapshot", "targets")
 
@@ -112,13 +110,10 @@ def build_python_repo(out: Path, payload: bytes, *, app="pyapp", content_key=Non
     root = Root(expires=expires, consistent_snapshot=True)
     for role, signer in signers.items():
         root.add_key(signer.public_key, role)
-    custom = {"patch": 1, "rollout": 100, "published": "2026-01-02T03:04:05Z",
-              "plaintext": {"length": len(payload), "sha256": hashlib.sha256(payload).hexdigest(),
-                            "md5": hashlib.md5(payload).hexdigest()}}
+    custom = {"patch": 1, "rollout": 100, "published": "2026-01-02T03:04:05Z", "plaintext": digests(payload)}
     served = payload
     if content_key is not None:
-        nonce = os.urandom(12)
-        served = nonce + AESGCM(content_key).encrypt(nonce, payload, f"hotpatch/v1|{app}|2.3|1".encode())
+        served = encrypt(content_key, app, "2.3", 1, payload)
         custom["encryption"] = {"alg": "A256GCM", "keyid": hashlib.sha256(content_key).hexdigest()}
     target = TargetFile.from_data("2.3/1/main.js", served, ["md5", "sha256"])
     target.unrecognized_fields["custom"] = custom
@@ -144,8 +139,7 @@ def test_patchctl_verify_accepts_a_repository_signed_by_python_tuf(patchctl, tmp
     root = build_python_repo(repo, b"defineClass('FromPython', {});\n", content_key=key)
     # Control: the reference client accepts the hand-assembled repository too.
     base = http_server(repo)
-    updater = Updater(metadata_dir=str(tmp_path / "md"), metadata_base_url=f"{base}/metadata/",
-                      target_dir=str(tmp_path), target_base_url=f"{base}/targets/", bootstrap=root.read_bytes())
+    updater = repo_updater(base, tmp_path / "md", root.read_bytes())
     updater.refresh()
     assert updater.get_targetinfo("2.3/1/main.js").custom["patch"] == 1
     args = ["verify", "--repo", repo, "--root", root, "--json"]
@@ -251,7 +245,7 @@ def test_verify_fails_with_another_apps_root(demo):
 
 @pytest.mark.parametrize("version", ["2.03", "../x", "2.3/1", ""])
 def test_publish_refuses_bad_app_version(demo, version):
-    bundle = demo.write_file("ok.js", "console.log(1);\n")
+    bundle = demo.write_file("console.log(1);\n", name="ok.js")
     with registry_unchanged(demo):
         result = demo.run("publish", "--app", "demo", "--app-version", version, bundle)
         assert_cli_error(result, 64, "app-version" if version == "" else "invalid app version")
@@ -259,7 +253,7 @@ def test_publish_refuses_bad_app_version(demo, version):
 
 @pytest.mark.parametrize("name", ["../etc", "Demo", "a/b", ".x"])
 def test_bad_app_name_is_a_usage_error(demo, name):
-    bundle = demo.write_file("ok.js", "console.log(1);\n")
+    bundle = demo.write_file("console.log(1);\n", name="ok.js")
     tree_before = sorted(p.relative_to(demo.root) for p in demo.root.rglob("*"))
     with registry_unchanged(demo):
         assert_cli_error(demo.run("apps", "create", name), 64, "invalid app name")
@@ -273,7 +267,7 @@ def test_bad_app_name_is_a_usage_error(demo, name):
 def test_publish_refuses_unacceptable_bundle(demo, kind):
     content = {"empty": b"", "over-10-MiB": b"a" * (10 * 1024 * 1024 + 1),
                "not-utf8": b"console.log('\xff\xfe');\n"}[kind]
-    bundle = demo.write_file(f"{kind}.js", content)
+    bundle = demo.write_file(content, name=f"{kind}.js")
     needle = {"empty": "empty", "over-10-MiB": "limit", "not-utf8": "UTF-8"}[kind]
     with registry_unchanged(demo):
         assert_cli_error(demo.run("publish", "--app", "demo", "--app-version", "2.3", bundle), 2, needle)
@@ -281,7 +275,7 @@ def test_publish_refuses_unacceptable_bundle(demo, kind):
 
 
 def test_publish_to_unknown_app_is_refused(demo):
-    bundle = demo.write_file("ok.js", "console.log(1);\n")
+    bundle = demo.write_file("console.log(1);\n", name="ok.js")
     with registry_unchanged(demo):
         assert_cli_error(demo.run("publish", "--app", "nope", "--app-version", "2.3", bundle), 2, "unknown app")
 
@@ -303,7 +297,7 @@ def test_audit_verify_passes_on_untouched_log(demo):
 
 
 def test_audit_log_is_append_only_in_sqlite(demo):
-    with sqlite3.connect(demo.data / "registry.sqlite") as db:
+    with sqlite3.connect(demo.sqlite) as db:
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             db.execute("UPDATE audit SET details = '{}' WHERE seq = 1")
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
@@ -316,7 +310,7 @@ def test_audit_verify_reports_the_broken_seq_after_sqlite_tampering(demo, attack
     events = demo.json("audit")["events"]
     victim = next(e for e in events if e["action"] == "patch.publish" and e["details"]["rollout"] == 30)
     seq = victim["seq"]
-    db = sqlite3.connect(demo.data / "registry.sqlite")
+    db = sqlite3.connect(demo.sqlite)
     try:
         if attack == "edit-details":
             db.execute("DROP TRIGGER audit_append_only_update")

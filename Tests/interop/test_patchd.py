@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 from tuf.api.exceptions import DownloadError, RepositoryError
-from patchd_support import (Patchd, Workspace, cached_version, connection, decrypt, digests,
-                            error_json, fetch, make_updater, poll, request)
+from hotpatch_testing import Workspace, cached_version, decrypt, digests, fetch, repo_updater
+from patchd_support import Patchd, connection, error_json, poll, request
 
 JS = {
     ("demo", "2.3", 1): "defineClass('A', {});\n",
@@ -75,7 +75,7 @@ def listed(patches):
 
 def test_updater_fetches_every_active_patch_plain_and_encrypted(ws, server, tmp_path):
     for app in ("demo", "sec"):
-        updater = make_updater(server.url, app, tmp_path / app / "metadata", ws.root_json(app))
+        updater = repo_updater(server.app_url(app), tmp_path / app / "metadata", ws.root_json(app))
         updater.refresh()
         patches, superseded = listed(active(ws, app))
         assert len(patches) + len(superseded) == sum(1 for k in JS if k[0] == app)
@@ -101,8 +101,9 @@ def test_updater_fetches_every_active_patch_plain_and_encrypted(ws, server, tmp_
 
 def test_live_publish_revoke_and_key_rotation_without_restart(ws, server, tmp_path):
     root1 = ws.root_json("demo")
+    demo = server.app_url("demo")
     shared = tmp_path / "shared" / "metadata"
-    first = make_updater(server.url, "demo", shared, root1)
+    first = repo_updater(demo, shared, root1)
     first.refresh()
     assert first.get_targetinfo("2.3/3/main.js") is None
     targets_before = cached_version(shared, "targets")
@@ -110,19 +111,19 @@ def test_live_publish_revoke_and_key_rotation_without_restart(ws, server, tmp_pa
     token = ws.token("--app", "demo", "--name", "ci@example.com")
     new = b"defineClass('A', {fix: 3});\n"
     out = ws.json("publish", "--server", server.url, "--token", token, "--app", "demo",
-                  "--app-version", "2.3", ws.write_file(new), local=False)
+                  "--app-version", "2.3", ws.write_file(new), registry=False)
     assert out["patch"] == 3 and out["targetPath"] == "2.3/3/main.js"
 
-    info, body = fetch(make_updater(server.url, "demo", tmp_path / "fresh1" / "metadata", root1), "2.3/3/main.js")
+    info, body = fetch(repo_updater(demo, tmp_path / "fresh1" / "metadata", root1), "2.3/3/main.js")
     assert body == new and info.custom["plaintext"] == digests(new)
-    again = make_updater(server.url, "demo", shared, None)  # same metadata_dir, cached root
+    again = repo_updater(demo, shared, None)  # same metadata_dir, cached root
     info, body = fetch(again, "2.3/3/main.js")
     assert body == new and cached_version(shared, "targets") > targets_before
 
     ws.ok("revoke", "--server", server.url, "--token", token, "--app", "demo", "--app-version", "2.3",
-          "--patch", "3", local=False)
-    assert make_updater(server.url, "demo", shared, None).get_targetinfo("2.3/3/main.js") is None
-    assert make_updater(server.url, "demo", tmp_path / "fresh2" / "metadata", root1).get_targetinfo("2.3/3/main.js") is None
+          "--patch", "3", registry=False)
+    assert repo_updater(demo, shared, None).get_targetinfo("2.3/3/main.js") is None
+    assert repo_updater(demo, tmp_path / "fresh2" / "metadata", root1).get_targetinfo("2.3/3/main.js") is None
     assert request(server.url, f"/v1/apps/demo/targets/2.3/3/{out['served']['md5']}.main.js").status == 404
 
     n = 0
@@ -133,7 +134,7 @@ def test_live_publish_revoke_and_key_rotation_without_restart(ws, server, tmp_pa
             nonlocal n
             n += 1
             md = tmp_path / f"rot-{role}-{n}" / "metadata"
-            updater = make_updater(server.url, "demo", md, root1)
+            updater = repo_updater(demo, md, root1)
             _, b = fetch(updater, "2.3/1/main.js")
             assert b == JS[("demo", "2.3", 1)].encode()
             return (md, cached_version(md)) if cached_version(md) == (2 if role == "root" else 3) else None
@@ -146,7 +147,7 @@ def test_live_publish_revoke_and_key_rotation_without_restart(ws, server, tmp_pa
             ts = json.loads((md / "timestamp.json").read_bytes())
             assert [s["keyid"] for s in ts["signatures"]] == root["roles"]["timestamp"]["keyids"]
         # A client that trusted the old root follows the chain too.
-        assert fetch(make_updater(server.url, "demo", shared, None), "2.4/1/main.js")[0] is not None
+        assert fetch(repo_updater(demo, shared, None), "2.4/1/main.js")[0] is not None
         assert cached_version(shared) == version
 
 
@@ -187,7 +188,7 @@ def _tamper_timestamp_signature(db, ws):
 def test_verify_server_passes_then_fails_on_tampered_registry(ws, start, tamper, tmp_path):
     root = ws.root_file("demo")
     server = start(ws)
-    good = ws.run("verify", "--server", server.url, "--app", "demo", "--root", root, local=False)
+    good = ws.run("verify", "--server", server.url, "--app", "demo", "--root", root, registry=False)
     assert good.rc == 0, good.stderr
     rc, hung = server.stop()
     assert (rc, hung) == (0, False)
@@ -198,10 +199,10 @@ def test_verify_server_passes_then_fails_on_tampered_registry(ws, start, tamper,
     db.close()
 
     server = start(ws)
-    bad = ws.run("verify", "--server", server.url, "--app", "demo", "--root", root, local=False)
+    bad = ws.run("verify", "--server", server.url, "--app", "demo", "--root", root, registry=False)
     assert bad.rc == 1, f"verify of a tampered server -> {bad.rc}\n{bad.stdout}\n{bad.stderr}"
     # The reference client refuses it too.
-    updater = make_updater(server.url, "demo", tmp_path / "tuf" / "metadata", ws.root_json("demo"))
+    updater = repo_updater(server.app_url("demo"), tmp_path / "tuf" / "metadata", ws.root_json("demo"))
     with pytest.raises((RepositoryError, DownloadError)):
         fetch(updater, "2.3/1/main.js")
 
@@ -230,7 +231,8 @@ def test_simple_check(ws, server):
     assert cached.status == 304 and cached.body == b""
 
     token = ws.token("--app", "demo")
-    ws.ok("revoke", "--server", server.url, "--token", token, "--app", "demo", "--app-version", "2.4", local=False)
+    ws.ok("revoke", "--server", server.url, "--token", token, "--app", "demo", "--app-version", "2.4",
+          registry=False)
     gone = request(server.url, path, headers={"X-Device-ID": "device-a", "If-None-Match": etag})
     assert gone.status == 204 and gone.body == b""
 
@@ -252,7 +254,7 @@ def test_publish_authorization_and_tokens_never_stored(ws, server):
     assert none.status == 401
     error_json(none)
     cli = ws.run("publish", "--server", server.url, "--app", "demo", "--app-version", "2.3",
-                 ws.write_file(body), local=False)
+                 ws.write_file(body), registry=False)
     assert cli.rc != 0
 
     auditor = ws.token("--app", "demo", "--role", "auditor")

@@ -2,39 +2,11 @@
 served over loopback HTTP: plain and encrypted apps, key rotation, revocation."""
 
 import hashlib
-import itertools
 import json
-from pathlib import Path
 
 import pytest
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from tuf.ngclient import Updater
-
-_clients = itertools.count(1)
-
-
-def make_updater(base_url, metadata_dir: Path, bootstrap):
-    """An Updater reading BASE/metadata/ and BASE/targets/. bootstrap=None reuses the
-    trusted root already cached in metadata_dir (a client that ran before)."""
-    metadata_dir.mkdir(parents=True, exist_ok=True)
-    target_dir = metadata_dir.parent / f"downloads-{next(_clients)}"
-    target_dir.mkdir()
-    return Updater(metadata_dir=str(metadata_dir), metadata_base_url=f"{base_url}/metadata/",
-                   target_dir=str(target_dir), target_base_url=f"{base_url}/targets/",
-                   bootstrap=bootstrap)
-
-
-def fetch(updater, path):
-    """(TargetFile, downloaded bytes) for `path`, or (None, None) when it is not listed."""
-    info = updater.get_targetinfo(path)
-    if info is None:
-        return None, None
-    return info, Path(updater.download_target(info)).read_bytes()
-
-
-def cached_root_version(metadata_dir: Path):
-    return json.loads((metadata_dir / "root.json").read_bytes())["signed"]["version"]
+from hotpatch_testing import cached_version, decrypt, digests, fetch, repo_updater
 
 
 def assert_plain_target(updater, path, expected: bytes, patch, rollout):
@@ -44,9 +16,7 @@ def assert_plain_target(updater, path, expected: bytes, patch, rollout):
     custom = info.custom
     assert custom["patch"] == patch and custom["rollout"] == rollout
     assert "encryption" not in custom
-    assert custom["plaintext"] == {"length": len(expected),
-                                   "sha256": hashlib.sha256(expected).hexdigest(),
-                                   "md5": hashlib.md5(expected).hexdigest()}
+    assert custom["plaintext"] == digests(expected)
     assert info.length == len(expected)
     assert info.hashes == {"md5": hashlib.md5(expected).hexdigest(),
                            "sha256": hashlib.sha256(expected).hexdigest()}
@@ -70,7 +40,7 @@ def test_updater_downloads_every_active_patch_of_a_plain_app(workspace, http_ser
     assert (p23_1["patch"], p23_2["patch"], p23_2["rollout"]) == (1, 2, 30)
 
     base = http_server(ws.export("demo"))
-    updater = make_updater(base, tmp_path / "client" / "metadata", ws.root_json("demo"))
+    updater = repo_updater(base, tmp_path / "client" / "metadata", ws.root_json("demo"))
     updater.refresh()
 
     # The 100% patch and the newer 30% one are listed side by side.
@@ -87,18 +57,12 @@ def test_updater_downloads_every_active_patch_of_a_plain_app(workspace, http_ser
 def test_updater_without_patches_sees_an_empty_targets_role(workspace, http_server, tmp_path):
     workspace.create_app("empty")
     base = http_server(workspace.export("empty"))
-    updater = make_updater(base, tmp_path / "client" / "metadata", workspace.root_json("empty"))
+    updater = repo_updater(base, tmp_path / "client" / "metadata", workspace.root_json("empty"))
     updater.refresh()
     assert_not_listed(updater, "1.0/1/main.js")
 
 
 # -- 2. encrypted app ------------------------------------------------------------------------
-
-def decrypt_bundle(key: bytes, app, app_version, patch, served: bytes) -> bytes:
-    """nonce(12) || ciphertext || tag(16), AAD "hotpatch/v1|app|appVersion|patch"."""
-    aad = f"hotpatch/v1|{app}|{app_version}|{patch}".encode()
-    return AESGCM(key).decrypt(served[:12], served[12:], aad)
-
 
 def test_updater_downloads_encrypted_patches_that_decrypt_with_the_content_key(
         workspace, http_server, tmp_path):
@@ -112,7 +76,7 @@ def test_updater_downloads_encrypted_patches_that_decrypt_with_the_content_key(
     }
     export = ws.export("vault")
     base = http_server(export)
-    updater = make_updater(base, tmp_path / "client" / "metadata", ws.root_json("vault"))
+    updater = repo_updater(base, tmp_path / "client" / "metadata", ws.root_json("vault"))
     updater.refresh()
 
     for (version, patch), plaintext in published.items():
@@ -124,15 +88,13 @@ def test_updater_downloads_encrypted_patches_that_decrypt_with_the_content_key(
         custom = info.custom
         assert custom["patch"] == patch
         assert custom["encryption"] == {"alg": "A256GCM", "keyid": hashlib.sha256(key).hexdigest()}
-        opened = decrypt_bundle(key, "vault", version, patch, served)
+        opened = decrypt(key, "vault", version, patch, served)
         assert opened == plaintext
-        assert custom["plaintext"] == {"length": len(opened),
-                                       "sha256": hashlib.sha256(opened).hexdigest(),
-                                       "md5": hashlib.md5(opened).hexdigest()}
+        assert custom["plaintext"] == digests(opened)
         # The AAD binds the bundle to its app, version and patch number.
         for other in [("vault", version, patch + 1), ("vault", "9.9", patch), ("other", version, patch)]:
             with pytest.raises(InvalidTag):
-                decrypt_bundle(key, *other, served)
+                decrypt(key, *other, served)
     assert fetch(updater, "3.1/1/main.js")[0].custom["rollout"] == 100
     assert fetch(updater, "3.1/2/main.js")[0].custom["rollout"] == 30
 
@@ -155,10 +117,10 @@ def test_original_root_still_trusts_the_repository_after_rotating_every_key(
 
     # A device that refreshed before any rotation and keeps its metadata directory.
     early_dir = tmp_path / "early" / "metadata"
-    before = make_updater(http_server(ws.export("demo")), early_dir, original_root)
+    before = repo_updater(http_server(ws.export("demo")), early_dir, original_root)
     before.refresh()
     assert_plain_target(before, "2.3/2/main.js", b23_2, patch=2, rollout=30)
-    assert cached_root_version(early_dir) == 1
+    assert cached_version(early_dir) == 1
 
     rotations = [ws.json("keys", "rotate", "--app", "demo", "--role", role)
                  for role in ("root", "root", "timestamp", "targets", "snapshot")]
@@ -176,13 +138,13 @@ def test_original_root_still_trusts_the_repository_after_rotating_every_key(
 
     # A new install that embeds only the original 1.root.json follows the chain 1 -> 6.
     fresh_dir = tmp_path / "fresh" / "metadata"
-    fresh = make_updater(base, fresh_dir, original_root)
+    fresh = repo_updater(base, fresh_dir, original_root)
     fresh.refresh()
-    assert cached_root_version(fresh_dir) == 6
+    assert cached_version(fresh_dir) == 6
     # And the device that had refreshed before the rotation refreshes from its cache.
-    again = make_updater(base, early_dir, None)
+    again = repo_updater(base, early_dir, None)
     again.refresh()
-    assert cached_root_version(early_dir) == 6
+    assert cached_version(early_dir) == 6
 
     for updater in (fresh, again):
         assert_plain_target(updater, "2.3/1/main.js", b23_1, patch=1, rollout=100)
@@ -211,7 +173,7 @@ def test_revoked_patch_disappears_and_previous_full_rollout_patch_is_served_agai
     metadata_dir = tmp_path / "device" / "metadata"
 
     def refreshed():
-        updater = make_updater(http_server(ws.export("demo")), metadata_dir, None if metadata_dir.exists() else root)
+        updater = repo_updater(http_server(ws.export("demo")), metadata_dir, None if metadata_dir.exists() else root)
         updater.refresh()
         return updater
 
@@ -247,7 +209,7 @@ def test_rollout_change_is_signed_into_targets(workspace, http_server, tmp_path)
     _, b1 = ws.publish("demo", "2.3", "console.log('p1');\n")
     _, b2 = ws.publish("demo", "2.3", "console.log('p2');\n", rollout=10)
     ws.json("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--percent", "60")
-    u = make_updater(http_server(ws.export("demo")), tmp_path / "c" / "metadata", ws.root_json("demo"))
+    u = repo_updater(http_server(ws.export("demo")), tmp_path / "c" / "metadata", ws.root_json("demo"))
     u.refresh()
     assert_plain_target(u, "2.3/1/main.js", b1, patch=1, rollout=100)
     assert_plain_target(u, "2.3/2/main.js", b2, patch=2, rollout=60)
