@@ -96,18 +96,52 @@ public struct AppCatalog: Sendable {
     }
 }
 
+/// A file served at a fixed URL, found by one dictionary lookup of the request path.
+public struct PublishedFile: Sendable {
+    public let app: AppCatalog
+    public let response: HTTPResponse
+    /// timestamp.json is a check: it is subject to the per-device interval.
+    public let isCheck: Bool
+}
+
 /// The current catalogs of all apps. Replaced whole per app on every change.
 public final class Catalog: Sendable {
-    private let apps = Locked<[AppName: AppCatalog]>([:])
+    private struct State: Sendable {
+        var apps: [AppName: AppCatalog] = [:]
+        /// Every metadata and target URL of every app → its prepared response.
+        var files: [String: PublishedFile] = [:]
+    }
+
+    private let state = Locked(State())
     private let fingerprints = Locked<[AppName: String]>([:])
 
     public init() {}
 
-    public func app(_ name: AppName) -> AppCatalog? { apps.withLock { $0[name] } }
+    public func app(_ name: AppName) -> AppCatalog? { state.withLock { $0.apps[name] } }
 
-    public var appCount: Int { apps.withLock { $0.count } }
+    public var appCount: Int { state.withLock { $0.apps.count } }
 
-    func install(_ catalog: AppCatalog) { apps.withLock { $0[catalog.app] = catalog } }
+    /// The prepared response for a metadata or target URL, if it is one.
+    public func file(at path: String) -> PublishedFile? { state.withLock { $0.files[path] } }
+
+    func install(_ catalog: AppCatalog) {
+        let prefix = "/v1/apps/\(catalog.app)/"
+        var files: [String: PublishedFile] = [:]
+        for (name, response) in catalog.metadata {
+            files[prefix + "metadata/" + name] = PublishedFile(app: catalog, response: response, isCheck: name == "timestamp.json")
+        }
+        for (path, response) in catalog.targets {
+            files[prefix + "targets/" + path] = PublishedFile(app: catalog, response: response, isCheck: false)
+        }
+        state.withLock { state in
+            if let old = state.apps[catalog.app] {
+                for name in old.metadata.keys { state.files[prefix + "metadata/" + name] = nil }
+                for path in old.targets.keys { state.files[prefix + "targets/" + path] = nil }
+            }
+            state.apps[catalog.app] = catalog
+            state.files.merge(files) { _, new in new }
+        }
+    }
 
     public struct Refresh {
         public var rebuilt: [AppName] = []

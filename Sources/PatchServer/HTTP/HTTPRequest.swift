@@ -6,8 +6,7 @@ public struct HTTPRequest {
     /// The decoded path, without the query string.
     public let path: String
     public let body: [UInt8]
-    /// The client's IP address as text ("127.0.0.1", "::1").
-    public let remoteAddress: String
+    private let addressLookup: () -> String
     private let headerLookup: (String) -> String?
     private let queryLookup: (String) -> String?
 
@@ -15,19 +14,23 @@ public struct HTTPRequest {
     public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
                 body: [UInt8] = [], remoteAddress: String = "127.0.0.1") {
         let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
-        self.init(method: method, path: path, body: body, remoteAddress: remoteAddress,
+        self.init(method: method, path: path, body: body, addressLookup: { remoteAddress },
                   headerLookup: { lowered[$0.lowercased()] }, queryLookup: { query[$0] })
     }
 
-    init(method: String, path: String, body: [UInt8], remoteAddress: String,
+    init(method: String, path: String, body: [UInt8], addressLookup: @escaping () -> String,
          headerLookup: @escaping (String) -> String?, queryLookup: @escaping (String) -> String?) {
         self.method = method
         self.path = path
         self.body = body
-        self.remoteAddress = remoteAddress
+        self.addressLookup = addressLookup
         self.headerLookup = headerLookup
         self.queryLookup = queryLookup
     }
+
+    /// The client's IP address as text ("127.0.0.1", "::1"); formatted only when asked for
+    /// (the per-IP limit, when it is on).
+    public var remoteAddress: String { addressLookup() }
 
     public func header(_ name: String) -> String? { headerLookup(name) }
     public func query(_ name: String) -> String? { queryLookup(name) }

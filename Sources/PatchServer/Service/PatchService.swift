@@ -41,6 +41,21 @@ public final class PatchService: Sendable {
     /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = IPRateLimiter.monotonicTime()
+        // Fast path for the TUF files, the bulk of traffic: one lookup of the whole path in
+        // the prepared catalog, then the same limits the routed handler applies.
+        if request.method == "GET" || request.method == "HEAD", let file = catalog.file(at: request.path) {
+            let response: HTTPResponse
+            do throws(HTTPError) {
+                try limitIP(request, app: file.app)
+                if file.isCheck { try throttleDevice(request, catalog: file.app) }
+                response = file.response
+            } catch {
+                response = error.response
+            }
+            metrics.record(route: file.isCheck || request.path.contains("/metadata/") ? .metadata : .target, status: response.status,
+                           bodyBytes: response.body.count, seconds: IPRateLimiter.monotonicTime() - started)
+            return response
+        }
         let match = router.match(method: request.method, path: request.path)
         let response: HTTPResponse
         switch match.result {
@@ -48,7 +63,7 @@ public final class PatchService: Sendable {
             response = error.response
         case .success(let (handler, params)):
             do throws(HTTPError) {
-                try limitIP(request, app: params.values["app"])
+                try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { catalog.app($0) })
                 response = try handler(self, request, params)
             } catch {
                 response = error.response
@@ -59,13 +74,11 @@ public final class PatchService: Sendable {
         return response
     }
 
-    private func limitIP(_ request: HTTPRequest, app: String?) throws(HTTPError) {
-        var scope = "*"
-        var rate = configuration.globalIPRatePerMinute
-        if let app, let name = try? AppName(app), let catalog = catalog.app(name) {
-            scope = app
-            rate = catalog.rules.ipRatePerMinute
-        }
+    /// The per-IP bucket of the app (its own rate), or the global one for other routes.
+    private func limitIP(_ request: HTTPRequest, app: AppCatalog?) throws(HTTPError) {
+        let scope = app?.app.rawValue ?? "*"
+        let rate = app?.rules.ipRatePerMinute ?? configuration.globalIPRatePerMinute
+        guard rate > 0 else { return }
         if let wait = ipLimiter.take(scope: scope, ip: request.remoteAddress, ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
         }

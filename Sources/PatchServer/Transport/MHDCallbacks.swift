@@ -51,9 +51,10 @@ final class NativeResponse {
 }
 
 private func clientAddress(_ connection: OpaquePointer) -> String {
-    var buffer = [CChar](repeating: 0, count: 64)
-    guard hp_mhd_client_ip(connection, &buffer, socklen_t(buffer.count)) == 0 else { return "unknown" }
-    return String(cString: buffer)
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+        guard hp_mhd_client_ip(connection, buffer.baseAddress!, socklen_t(buffer.count)) == 0 else { return "unknown" }
+        return String(cString: buffer.baseAddress!)
+    }
 }
 
 private func send(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
@@ -105,7 +106,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
 
     if state.tooLarge { return send(server.tooLarge, on: connection) }
     let request = HTTPRequest(
-        method: String(cString: method), path: String(cString: url), body: state.body, remoteAddress: clientAddress(connection),
+        method: String(cString: method), path: String(cString: url), body: state.body, addressLookup: { clientAddress(connection) },
         headerLookup: { name in MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) } },
         queryLookup: { name in MHD_lookup_connection_value(connection, MHD_ValueKind.GET_ARGUMENT_KIND, name).map { String(cString: $0) } })
     return send(server.handler(request), on: connection)
