@@ -26,6 +26,9 @@ let package = Package(
         .target(name: "PatchClient", dependencies: ["PatchCore"]),
         .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
         .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
+        // In-process measurements for `make bench`; lives with the rest of the benchmarks.
+        .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore"],
+                          path: "bench/hotpatch-bench"),
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),

@@ -12,12 +12,22 @@ public final class Registry {
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
 
-    public init(dataDirectory: URL, keysDirectory: URL) throws(RegistryError) {
+    /// How hard each commit is pushed to disk.
+    public enum Durability: Sendable {
+        /// Every acknowledged change survives a crash or power loss (the default).
+        case full
+        /// No fsync per commit, for seeding large benchmark registries only: a power loss
+        /// may lose recent changes (never corrupts the file).
+        case bulkLoad
+    }
+
+    public init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full) throws(RegistryError) {
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
         do {
-            db = try Database(path: dataDirectory.appendingPathComponent("registry.sqlite").path)
+            db = try Database(path: dataDirectory.appendingPathComponent("registry.sqlite").path,
+                              synchronous: durability == .full ? "FULL" : "OFF")
             try db.execute(Schema.statements)
             let stored = try db.query("SELECT version FROM schema_info") { $0.int(0) }.first
             if stored == nil {

@@ -10,7 +10,7 @@ final class Database {
     private let handle: SQLiteConnection
     let path: String
 
-    init(path: String) throws(SQLiteError) {
+    init(path: String, synchronous: String = "FULL") throws(SQLiteError) {
         var handle: SQLiteConnection?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
@@ -27,7 +27,7 @@ final class Database {
         sqlite3_busy_timeout(handle, 10_000)
         try execute("PRAGMA journal_mode=WAL")
         // FULL: a publish that was acknowledged survives power loss, not only a process crash.
-        try execute("PRAGMA synchronous=FULL")
+        try execute("PRAGMA synchronous=\(synchronous)")
         try execute("PRAGMA foreign_keys=ON")
     }
 

@@ -1,0 +1,191 @@
+import Foundation
+import PatchClient
+import PatchCore
+import PatchRegistry
+
+// In-process measurements for `make bench` (bench/run.sh), one JSON object per run on stdout:
+//   publish --data D --keys K --count N --size BYTES [--encrypted]   publish latency
+//   crypto --mb N                                                  hashing / AES-GCM throughput
+//   client --server URL --app A --app-version V --root F [--key F] --runs N   PatchClient sync
+//   seed --data D --keys K --apps A --versions V --patches P        a large registry
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hotpatch-bench: \(message)\n".utf8))
+    exit(2)
+}
+
+/// `--name value` pairs and `--flag`s after the command word.
+struct Options {
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+
+    init(_ words: [String]) {
+        var words = words[...]
+        while let word = words.popFirst() {
+            if word == "--encrypted" { flags.insert(word); continue }
+            guard let value = words.popFirst() else { fail("\(word) needs a value") }
+            values[word] = value
+        }
+    }
+
+    func string(_ name: String) -> String {
+        guard let value = values[name] else { fail("\(name) is required") }
+        return value
+    }
+
+    func int(_ name: String, _ fallback: Int? = nil) -> Int {
+        guard let text = values[name] else {
+            guard let fallback else { fail("\(name) is required") }
+            return fallback
+        }
+        guard let value = Int(text) else { fail("\(name) must be an integer") }
+        return value
+    }
+}
+
+let words = Array(CommandLine.arguments.dropFirst())
+guard let command = words.first else { fail("usage: hotpatch-bench publish|crypto|client|seed OPTIONS") }
+let options = Options(Array(words.dropFirst()))
+
+func emit(_ fields: [String: JSON]) { print(JSON.object(fields).canonicalString) }
+
+/// Milliseconds as an integer number of microseconds (canonical JSON has no floats).
+func micros(_ seconds: Double) -> JSON { .int(Int64((seconds * 1e6).rounded())) }
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func now() -> Double { IPMonotonic.seconds() }
+
+enum IPMonotonic {
+    static func seconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}
+
+/// A JavaScript-looking bundle of exactly `size` bytes (publish requires UTF-8 text).
+func bundle(size: Int, seed: Int) -> [UInt8] {
+    let line = Array("defineClass('Bench\(seed)', { f: function() { return \(seed); } });\n".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(size)
+    while out.count < size { out.append(contentsOf: line) }
+    return Array(out.prefix(size))
+}
+
+switch command {
+case "publish":
+    let registry = try Registry(dataDirectory: URL(fileURLWithPath: options.string("--data")), keysDirectory: URL(fileURLWithPath: options.string("--keys")))
+    let encrypted = options.flags.contains("--encrypted")
+    let app = try AppName(encrypted ? "bench-enc" : "bench-plain")
+    if (try? registry.app(app)) == nil { try registry.createApp(app, encrypted: encrypted, actor: Actor("bench")) }
+    let count = options.int("--count", 200)
+    let size = options.int("--size", 100 * 1024)
+    var times: [Double] = []
+    for i in 0..<count {
+        let payload = bundle(size: size, seed: i)
+        let started = now()
+        _ = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: payload, actor: Actor("bench"))
+        times.append(now() - started)
+    }
+    emit(["count": .int(Int64(count)), "size": .int(Int64(size)), "encrypted": .bool(encrypted),
+          "median_us": micros(median(times)), "p90_us": micros(percentile(times, 0.9))])
+
+case "crypto":
+    let megabytes = options.int("--mb", 64)
+    let buffer = [UInt8](repeating: 0x61, count: megabytes << 20)
+    let key = try SecureRandom.bytes(32)
+    func best(_ body: () throws -> Void) rethrows -> Double {
+        var fastest = Double.infinity
+        for _ in 0..<3 {
+            let started = now()
+            try body()
+            fastest = min(fastest, now() - started)
+        }
+        return Double(megabytes) / fastest
+    }
+    let sha = best { _ = Digest.sha256(buffer) }
+    let md5 = best { _ = Digest.md5(buffer) }
+    let gcm = try best { _ = try AESGCM.seal(buffer, key: key, aad: []) }
+    emit(["mb": .int(Int64(megabytes)), "sha256_MBps": .int(Int64(sha)), "md5_MBps": .int(Int64(md5)), "aes256gcm_MBps": .int(Int64(gcm))])
+
+case "client":
+    guard let rootData = FileManager.default.contents(atPath: options.string("--root")) else { fail("cannot read --root") }
+    let root = Array(rootData)
+    let key = try options.values["--key"].map { try BundleCipher.parseKeyFile(Array(FileManager.default.contents(atPath: $0) ?? Data())) }
+    let runs = options.int("--runs", 20)
+    guard let server = URL(string: options.string("--server")) else { fail("bad --server") }
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-bench-client-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    func client(cache: URL) throws -> PatchClient {
+        var configuration = ClientConfiguration(server: server, app: try AppName(options.string("--app")), appVersion: try AppVersion(options.string("--app-version")),
+                                                deviceID: "bench-device", trustedRoot: root, contentKey: key, cacheDirectory: cache)
+        configuration.minimumInterval = 0
+        return PatchClient(configuration: configuration)
+    }
+    func measure(cold: Bool) throws -> Double {
+        var times: [Double] = []
+        let warm = scratch.appendingPathComponent("warm")
+        if !cold { _ = waitFor(try client(cache: warm)) }
+        for i in 0..<runs {
+            let cache = cold ? scratch.appendingPathComponent("cold-\(i)") : warm
+            let c = try client(cache: cache)
+            let started = now()
+            let result = waitFor(c)
+            times.append(now() - started)
+            if case .failed(let error) = result { fail("sync failed: \(error)") }
+        }
+        return median(times)
+    }
+    let cold = try measure(cold: true)
+    let unchanged = try measure(cold: false)
+    emit(["runs": .int(Int64(runs)), "cold_median_us": micros(cold), "nochange_median_us": micros(unchanged)])
+
+case "seed":
+    let registry = try Registry(dataDirectory: URL(fileURLWithPath: options.string("--data")), keysDirectory: URL(fileURLWithPath: options.string("--keys")),
+                                durability: .bulkLoad)
+    let apps = options.int("--apps"), versions = options.int("--versions"), patches = options.int("--patches")
+    let started = now()
+    for a in 0..<apps {
+        let app = try AppName(String(format: "app%04d", a))
+        if (try? registry.app(app)) == nil { try registry.createApp(app, encrypted: false, actor: Actor("bench")) }
+        for v in 0..<versions {
+            for p in 0..<patches {
+                _ = try registry.publish(app: app, appVersion: try AppVersion("1.\(v)"), bundle: bundle(size: 512, seed: a * 100_000 + v * 100 + p),
+                                         actor: Actor("bench"))
+            }
+        }
+    }
+    emit(["apps": .int(Int64(apps)), "patches": .int(Int64(apps * versions * patches)), "seconds": .int(Int64(now() - started))])
+
+default:
+    fail("unknown command \(command)")
+}
+
+/// Runs one sync to completion from synchronous code.
+func waitFor(_ client: PatchClient) -> SyncOutcome {
+    let result = Locked<SyncOutcome?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        result.set(await client.sync(force: true))
+        done.signal()
+    }
+    done.wait()
+    return result.get()!
+}
+
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
+    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
+}
