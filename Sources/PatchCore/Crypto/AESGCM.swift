@@ -15,23 +15,25 @@ public enum AESGCM {
         guard nonce.count == nonceByteCount else { throw .invalidInput("a GCM nonce is 12 bytes, got \(nonce.count)") }
         guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.fromOpenSSL("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(ctx) }
-        guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1 else { throw CryptoError.fromOpenSSL("encrypt init") }
+        guard EVP_EncryptInit_ex2(ctx, FetchedDigests.shared.aes256gcm, key, nonce, nil) == 1 else { throw CryptoError.fromOpenSSL("encrypt init") }
 
-        var out = [UInt8](repeating: 0, count: nonceByteCount + plaintext.count + tagByteCount)
-        out.replaceSubrange(0..<nonceByteCount, with: nonce)
         var length: Int32 = 0
         if !aad.isEmpty {
             guard EVP_EncryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { throw CryptoError.fromOpenSSL("encrypt AAD") }
         }
-        let ok = out.withUnsafeMutableBufferPointer { buffer -> Bool in
-            let body = buffer.baseAddress! + nonceByteCount
+        var ok = false
+        // Uninitialised: every byte is written below, and zeroing a large bundle first
+        // would cost as much as encrypting it.
+        let out = [UInt8](unsafeUninitializedCapacity: nonceByteCount + plaintext.count + tagByteCount) { buffer, count in
+            let base = buffer.baseAddress!
+            nonce.withUnsafeBufferPointer { base.initialize(from: $0.baseAddress!, count: nonceByteCount) }
+            let body = base + nonceByteCount
             var written: Int32 = 0
-            if !plaintext.isEmpty {
-                guard EVP_EncryptUpdate(ctx, body, &written, plaintext, Int32(plaintext.count)) == 1 else { return false }
-            }
             var final: Int32 = 0
-            guard EVP_EncryptFinal_ex(ctx, body + Int(written), &final) == 1 else { return false }
-            return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), body + plaintext.count) == 1
+            ok = (plaintext.isEmpty || EVP_EncryptUpdate(ctx, body, &written, plaintext, Int32(plaintext.count)) == 1)
+                && EVP_EncryptFinal_ex(ctx, body + Int(written), &final) == 1
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), body + plaintext.count) == 1
+            count = ok ? buffer.count : 0
         }
         guard ok else { throw CryptoError.fromOpenSSL("AES-256-GCM seal") }
         return out
@@ -46,7 +48,7 @@ public enum AESGCM {
         var plaintext = [UInt8](repeating: 0, count: bodyCount)
         let ok = combined.withUnsafeBufferPointer { input -> Bool in
             let base = input.baseAddress!
-            guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, base) == 1 else { return false }
+            guard EVP_DecryptInit_ex2(ctx, FetchedDigests.shared.aes256gcm, key, base, nil) == 1 else { return false }
             var length: Int32 = 0
             if !aad.isEmpty {
                 guard EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1 else { return false }

@@ -9,7 +9,7 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable {
     public var byteCount: Int { self == .md5 ? 16 : 32 }
 
     /// Fetched once: OpenSSL 3 otherwise performs an implicit provider fetch on every init,
-    /// which dominates the cost of hashing small metadata files.
+    /// which dominates the cost of hashing small metadata files (and of sealing small bundles).
     fileprivate var md: OpaquePointer {
         switch self {
         case .md5: return FetchedDigests.shared.md5
@@ -18,25 +18,29 @@ public enum DigestAlgorithm: String, Sendable, CaseIterable {
     }
 }
 
-/// Owns the two fetched `EVP_MD` objects for the life of the process.
-private final class FetchedDigests: @unchecked Sendable {
+/// Owns the fetched `EVP_MD` / `EVP_CIPHER` objects for the life of the process.
+final class FetchedDigests: @unchecked Sendable {
     static let shared = FetchedDigests()
     let md5: OpaquePointer
     let sha256: OpaquePointer
+    let aes256gcm: OpaquePointer
 
     private init() {
-        // Both algorithms are in OpenSSL 3's default provider; failing to fetch them means
-        // a broken installation, not bad input.
-        guard let md5 = EVP_MD_fetch(nil, "MD5", nil), let sha256 = EVP_MD_fetch(nil, "SHA256", nil) else {
-            fatalError("OpenSSL default provider lacks MD5/SHA-256: \(CryptoError.fromOpenSSL("EVP_MD_fetch"))")
+        // All are in OpenSSL 3's default provider; failing to fetch them means a broken
+        // installation, not bad input.
+        guard let md5 = EVP_MD_fetch(nil, "MD5", nil), let sha256 = EVP_MD_fetch(nil, "SHA256", nil),
+            let gcm = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil) else {
+            fatalError("OpenSSL default provider lacks MD5/SHA-256/AES-256-GCM: \(CryptoError.fromOpenSSL("fetch"))")
         }
         self.md5 = md5
         self.sha256 = sha256
+        self.aes256gcm = gcm
     }
 
     deinit {
         EVP_MD_free(md5)
         EVP_MD_free(sha256)
+        EVP_CIPHER_free(aes256gcm)
     }
 }
 
