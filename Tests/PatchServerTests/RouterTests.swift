@@ -102,6 +102,18 @@ struct RouterTests {
         #expect(f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.publisherToken)"]).status == 200)
     }
 
+    @Test("changes are rate-limited per token")
+    func perTokenLimit() throws {
+        let f = try ServiceFixture()
+        for i in 0..<30 { #expect(f.publish("p\(i)()").status == 201) }
+        let limited = f.publish("one-too-many()")
+        #expect(limited.status == 429 && limited.header("Retry-After") != nil)
+        #expect(f.post("/v1/apps/demo/patches", body: "other()", token: f.otherAppToken, query: ["appVersion": "2.3"]).status == 403,
+                "other tokens keep their own budget (this one is scoped elsewhere)")
+        f.clock.advance(2)
+        #expect(f.publish("later()").status == 201)
+    }
+
     @Test("a revoked token stops working at once")
     func revokedToken() throws {
         let f = try ServiceFixture()

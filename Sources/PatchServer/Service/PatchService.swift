@@ -8,6 +8,9 @@ public struct ServiceConfiguration: Sendable {
     /// Requests per minute per IP on routes outside any app (health, metrics, audit).
     public var globalIPRatePerMinute = 600
     public var maxTrackedDevices = 4_000_000
+    /// Changes (publish, revoke, rollout) per minute per token: a leaked or runaway CI token
+    /// cannot flood the registry and the audit log.
+    public var changesPerTokenPerMinute = 30
     public init() {}
 }
 
@@ -125,9 +128,12 @@ public final class PatchService: Sendable {
         return record
     }
 
-    /// Runs a registry change, then rebuilds the app's catalog before the answer goes out,
-    /// so a client that changed something sees it on its next request.
-    func change<T: Sendable>(app: AppName, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
+    /// Runs a registry change made with `token`, then rebuilds the app's catalog before the
+    /// answer goes out, so a client that changed something sees it on its next request.
+    func change<T: Sendable>(app: AppName, by token: TokenRecord, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
+        if let wait = ipLimiter.take(scope: "token", ip: token.id, ratePerMinute: configuration.changesPerTokenPerMinute) {
+            throw .throttled(retryAfter: wait, "this token made more than \(configuration.changesPerTokenPerMinute) changes in a minute; retry in \(wait) s")
+        }
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)

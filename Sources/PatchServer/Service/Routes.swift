@@ -75,7 +75,7 @@ extension PatchService {
             rollout = value
         }
         let bundle = request.body
-        let published = try change(app: app) { registry throws(RegistryError) in
+        let published = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, actor: token.actor)
         }
         metrics.recordPublish()
@@ -90,7 +90,7 @@ extension PatchService {
         let token = try authorize(request, .publisher, app: app)
         let version = try appVersion(p["version"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
-        let revoked = try change(app: app) { registry throws(RegistryError) in
+        let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.revoke(app: app, appVersion: version, number: number, actor: token.actor)
         }
         return .json(.array(revoked.map(\.json)))
@@ -106,7 +106,7 @@ extension PatchService {
         guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
             throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
         }
-        let patch = try change(app: app) { registry throws(RegistryError) in
+        let patch = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), actor: token.actor)
         }
         return .json(patch.json)
