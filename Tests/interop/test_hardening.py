@@ -1,0 +1,108 @@
+"""Crash safety and a full disk (issue 6): kill -9 patchd while clients publish over HTTP,
+and publish onto a disk that fills up. Each leaves a registry that verifies."""
+import hashlib
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+from hotpatch_testing import Workspace, assert_cli_error
+from patchd_support import Patchd, request
+
+CLIENTS = 8
+
+
+def registry_consistent(ws, app):
+    """Every patch row has its publish event, the audit chain verifies, and the exported
+    repository verifies from the app's first root."""
+    patches = [p for p in ws.json("list") if p["app"] == app]
+    events = ws.json("audit", "--app", app)["events"]
+    published = {(e["details"]["appVersion"], e["details"]["patch"]) for e in events if e["action"] == "patch.publish"}
+    assert published == {(p["appVersion"], p["patch"]) for p in patches}, "a patch without its audit event, or the reverse"
+    assert ws.run("audit", "--verify").rc == 0
+    verify = ws.run("verify", "--repo", ws.export(app), "--root", ws.root_file(app), registry=False)
+    assert verify.rc == 0, verify.stdout + verify.stderr
+    return patches
+
+
+def test_kill_9_while_eight_clients_publish_loses_no_acknowledged_publish(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.json("apps", "create", "demo")
+    ws.ok("apps", "throttle", "demo", "--ip-rate", "off")
+    tokens = [ws.token("--app", "demo", "--name", f"client-{i}") for i in range(CLIENTS)]
+    server = Patchd(ws)
+    acknowledged, lock, stop = {}, threading.Lock(), threading.Event()
+
+    def client(i):
+        n = 0
+        while not stop.is_set() and n < 25:  # under the per-token limit of 30 a minute
+            body = f"client{i}.publish({n});\n".encode()
+            try:
+                resp = request(server.url, "/v1/apps/demo/patches?appVersion=2.3", "POST",
+                               headers={"Authorization": f"Bearer {tokens[i]}"}, body=body)
+            except OSError:
+                return  # the server is gone
+            if 200 <= resp.status < 300:
+                with lock:
+                    acknowledged[hashlib.sha256(body).hexdigest()] = json.loads(resp.body)["patch"]
+            n += 1
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(acknowledged) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.proc.kill()  # SIGKILL: no drain, no cleanup, mid-request for most clients
+    server.proc.wait()
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert acknowledged, "no publish was acknowledged before the kill"
+
+    patches = registry_consistent(ws, "demo")
+    stored = {p["sha256"]: p["patch"] for p in patches}
+    for sha, number in acknowledged.items():
+        assert stored.get(sha) == number, f"acknowledged patch {number} is missing after the crash"
+    numbers = sorted(p["patch"] for p in patches)
+    assert numbers == list(range(1, len(numbers) + 1)), "patch numbers have a gap or a duplicate"
+
+    restarted = Patchd(ws)  # the server comes back on the same registry and serves it
+    try:
+        verify = ws.run("verify", "--server", restarted.url, "--app", "demo", "--root", ws.root_file("demo"), registry=False)
+        assert verify.rc == 0, verify.stdout + verify.stderr
+    finally:
+        restarted.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs (root can mount one); the test is about ENOSPC, which only a real
+    full file system produces."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    if result.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs for the full-disk test: {result.stderr.decode()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, small_disk):
+    ws = Workspace(small_disk / "ws")
+    ws.json("apps", "create", "demo")
+    ws.publish("demo", "2.3", "first();\n")
+    before = ws.registry_state()
+    big = ws.write_file(("x" * 1023 + "\n") * 2900, name="big.js")  # ~2.8 MiB: fits as a file, not twice in the registry
+    result = ws.run("publish", "--app", "demo", "--app-version", "2.3", big)
+    assert_cli_error(result, 2, "disk is full")
+    os.unlink(big)
+    assert ws.registry_state() == before, "a failed publish changed the registry"
+    integrity = subprocess.run(["python3", "-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])",
+                                str(ws.sqlite)], capture_output=True, text=True)
+    assert integrity.stdout.strip() == "ok"
+    registry_consistent(ws, "demo")
+    ws.publish("demo", "2.3", "second();\n")  # with room again, publishing works
+    assert [p["patch"] for p in ws.json("list", "--active")] == [1, 2]
