@@ -1,0 +1,210 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import Testing
+@testable import PatchClient
+
+/// What a device does over time: launch confirmation and automatic rollback, revocation,
+/// never going back to a lower patch number, and surviving a kill in the middle of an install.
+@Suite("PatchClient patch lifecycle")
+struct LifecycleTests {
+    struct Device {
+        let fixture: ClientFixture
+        let mirror: Mirror
+        let client: PatchClient
+
+        /// Publishes the next patch and serves the new export.
+        @discardableResult
+        func publish(rollout: Int = 100) throws -> PatchRecord {
+            let record = try fixture.publish(fixture.demo, rollout: rollout)
+            mirror.serve(try fixture.exported(fixture.demo))
+            return record
+        }
+
+        func script(_ number: Int) -> [UInt8] { Array(ClientFixture.script(fixture.demo, number).utf8) }
+    }
+
+    static func device(_ id: String = "device-0001") throws -> Device {
+        let fixture = try ClientFixture()
+        let mirror = try Mirror()
+        let client = PatchClient(configuration: try fixture.configuration(fixture.demo, server: mirror.url, device: id))
+        return Device(fixture: fixture, mirror: mirror, client: client)
+    }
+
+    @Test("an unconfirmed patch is rolled back to the confirmed one at the third launch and not reinstalled; a newer one is")
+    func launchConfirmationAndRollback() async throws {
+        let device = try Self.device()
+        let client = device.client
+        try device.publish()
+        try await installGood(client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        #expect(client.beginLaunch()?.number == 1)
+        client.confirmLaunch()
+        #expect(client.currentPatch()?.confirmed == true)
+
+        try device.publish()
+        try await installGood(client, number: 2, script: ClientFixture.script(device.fixture.demo, 2))
+        #expect(client.beginLaunch()?.number == 2, "first launch of patch 2")
+        #expect(client.beginLaunch()?.number == 2, "second launch, still unconfirmed")
+        let third = client.beginLaunch()
+        #expect(third?.number == 1, "third launch: rolled back")
+        #expect(third?.confirmed == true)
+        #expect(client.currentPatch()?.number == 1)
+        #expect(client.scriptBytes == device.script(1))
+        #expect(client.state.rolledBackThrough == 2)
+
+        // Patch 2 is still the newest: not installed again.
+        let again = await client.sync(force: true)
+        #expect(again == .unchanged(client.currentPatch()))
+        #expect(client.currentPatch()?.number == 1)
+        #expect(client.scriptBytes == device.script(1))
+
+        // A newer number is.
+        try device.publish()
+        try await installGood(client, number: 3, script: ClientFixture.script(device.fixture.demo, 3))
+    }
+
+    @Test("a patch never confirmed, with none confirmed before, is removed at the third launch")
+    func rollbackWithoutConfirmedPatchRemovesScript() async throws {
+        let device = try Self.device()
+        try device.publish()
+        try await installGood(device.client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        device.client.beginLaunch()
+        device.client.beginLaunch()
+        #expect(device.client.beginLaunch() == nil)
+        #expect(device.client.currentPatch() == nil)
+        #expect(device.client.scriptBytes == nil)
+        #expect(await device.client.sync(force: true) == .unchanged(nil), "the rolled-back patch 1 is not retried")
+    }
+
+    @Test("revoking the installed patch 2 leaves patch 1 listed: the client never goes down to 1, it removes its script (.removed)")
+    func revokedNewestIsRemovedNotDowngraded() async throws {
+        let device = try Self.device()
+        let client = device.client
+        try device.publish()
+        try await installGood(client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        try device.publish()
+        try await installGood(client, number: 2, script: ClientFixture.script(device.fixture.demo, 2))
+
+        try device.fixture.revoke(device.fixture.demo, number: 2)
+        device.mirror.serve(try device.fixture.exported(device.fixture.demo))
+        #expect(Set(try device.fixture.latestTargets(device.fixture.demo).body.targets.keys) == ["2.3/1/main.js"])
+        #expect(await client.sync(force: true) == .removed)
+        #expect(client.currentPatch() == nil)
+        #expect(client.scriptBytes == nil)
+        #expect(!FileManager.default.fileExists(atPath: client.configuration.scriptURL.path))
+        #expect(client.state.highestInstalled == 2)
+
+        // Patch 1 stays listed but is lower than what was installed: never installed again.
+        #expect(await client.sync(force: true) == .unchanged(nil))
+        #expect(client.scriptBytes == nil)
+        #expect(device.mirror.requests.filter { $0.contains("/targets/2.3/1/") }.count == 1,
+                "patch 1's bundle was fetched once, for its first install, and not again")
+
+        try device.publish()
+        try await installGood(client, number: 3, script: ClientFixture.script(device.fixture.demo, 3))
+    }
+
+    @Test("revoking every patch of the version: .removed and main.js deleted")
+    func revokeAllRemoves() async throws {
+        let device = try Self.device()
+        try device.publish()
+        try await installGood(device.client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        try device.fixture.registry.revoke(app: device.fixture.demo, appVersion: device.fixture.version, number: nil, actor: device.fixture.actor)
+        device.mirror.serve(try device.fixture.exported(device.fixture.demo))
+        #expect(await device.client.sync(force: true) == .removed)
+        #expect(device.client.currentPatch() == nil)
+        #expect(device.client.scriptBytes == nil)
+    }
+
+    @Test("a device that drops out of a reduced rollout falls back to the 100% patch (PROTOCOL.md section 5)")
+    func reducedRolloutFallsBackToFullPatch() async throws {
+        // A device inside a 50% rollout of patch 2 but outside 10%.
+        let id = try #require((0..<1000).map { "device-\($0)" }.first { id in
+            let bucket = Rollout.bucket(app: "demo", appVersion: "2.3", patch: 2, deviceID: id)
+            return bucket >= 10 && bucket < 50
+        })
+        let device = try Self.device(id)
+        try device.publish()
+        try await installGood(device.client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        try device.publish(rollout: 50)
+        try await installGood(device.client, number: 2, script: ClientFixture.script(device.fixture.demo, 2))
+
+        try device.fixture.registry.setRollout(app: device.fixture.demo, appVersion: device.fixture.version, number: 2, percent: 10, actor: device.fixture.actor)
+        device.mirror.serve(try device.fixture.exported(device.fixture.demo))
+        #expect(Set(try device.fixture.latestTargets(device.fixture.demo).body.targets.keys) == ["2.3/1/main.js", "2.3/2/main.js"])
+        let outcome = await device.client.sync(force: true)
+        withKnownIssue("""
+            PROTOCOL.md section 5: a device runs the highest listed patch whose rollout includes it, and "a version with \
+            a 100% patch always yields one". PatchClient.apply refuses any number below state.highestInstalled and, \
+            calling the installed patch revoked, deletes main.js: a device taken out of a reduced rollout of patch 2 \
+            ends with no patch at all, although patch 1 (100%) is listed, and stays so until a patch 3 is published.
+            """) {
+            #expect(outcome.updatedNumber == 1, "got \(outcome)")
+            #expect(device.client.currentPatch()?.number == 1)
+        }
+    }
+
+    // MARK: Crash safety
+
+    /// Patch 1 installed by a sync; patch 2's plaintext and state entry, as `install` would write them.
+    static func interruptedInstall() async throws -> (Device, ClientState.Patch) {
+        let device = try Self.device()
+        try device.publish()
+        try await installGood(device.client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        let patch2 = ClientState.Patch(number: 2, sha256: Digest.sha256Hex(device.script(2)), confirmed: false, launches: 0)
+        return (device, patch2)
+    }
+
+    @Test("killed after main.js was replaced but before state.json was saved: currentPatch() finishes the install")
+    func crashAfterScriptReplaced() async throws {
+        let (device, patch2) = try await Self.interruptedInstall()
+        let configuration = device.client.configuration
+        var state = CacheFiles.loadState(configuration.stateURL)
+        state.installing = patch2
+        try CacheFiles.saveState(state, to: configuration.stateURL)
+        try CacheFiles.write(device.script(2), to: configuration.scriptURL)
+
+        // The app restarts: a new client over the same cache.
+        let restarted = PatchClient(configuration: configuration)
+        let current = try #require(restarted.currentPatch())
+        #expect(current.number == 2)
+        #expect(current.sha256 == patch2.sha256)
+        #expect(restarted.scriptBytes == device.script(2))
+        let after = CacheFiles.loadState(configuration.stateURL)
+        #expect(after.installing == nil)
+        #expect(after.installed == patch2)
+        #expect(after.highestInstalled == 2)
+    }
+
+    @Test("killed after the state named the install but before main.js was replaced: the previous patch is kept")
+    func crashBeforeScriptReplaced() async throws {
+        let (device, patch2) = try await Self.interruptedInstall()
+        let configuration = device.client.configuration
+        var state = CacheFiles.loadState(configuration.stateURL)
+        let patch1 = try #require(state.installed)
+        state.installing = patch2
+        try CacheFiles.saveState(state, to: configuration.stateURL)
+
+        let restarted = PatchClient(configuration: configuration)
+        let current = try #require(restarted.currentPatch())
+        #expect(current.number == 1)
+        #expect(current.sha256 == patch1.sha256)
+        #expect(restarted.scriptBytes == device.script(1))
+        let after = CacheFiles.loadState(configuration.stateURL)
+        #expect(after.installing == nil)
+        #expect(after.installed == patch1)
+        #expect(after.highestInstalled == 1)
+    }
+
+    @Test("main.js changed on disk is not run: currentPatch() is nil, and the next sync restores it")
+    func tamperedScriptOnDisk() async throws {
+        let device = try Self.device()
+        try device.publish()
+        let good = try await installGood(device.client, number: 1, script: ClientFixture.script(device.fixture.demo, 1))
+        try CacheFiles.write(Array("evil();".utf8), to: device.client.configuration.scriptURL)
+        #expect(device.client.currentPatch() == nil)
+        #expect(device.client.beginLaunch() == nil)
+        #expect(await device.client.sync(force: true) == .updated(good.patch))
+        expectKept(device.client, good)
+    }
+}

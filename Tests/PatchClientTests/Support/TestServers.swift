@@ -1,0 +1,220 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import PatchServer
+
+/// One canned answer of the mirror.
+struct CannedResponse: Sendable {
+    var status: Int
+    var headers: [(String, String)]
+    var body: [UInt8]
+
+    static func ok(_ body: [UInt8]) -> CannedResponse { CannedResponse(status: 200, headers: [], body: body) }
+}
+
+/// A static mirror over real loopback HTTP (libmicrohttpd): a mutable map from URL path to
+/// the answer, built from `registry.export` output, so a test can tamper with, replay,
+/// delay or redirect any file. Every request path is logged; unknown paths are 404.
+final class Mirror: @unchecked Sendable {
+    private final class State: @unchecked Sendable {
+        let lock = NSLock()
+        var routes: [String: CannedResponse] = [:]
+        var requests: [String] = []
+        var delay: TimeInterval = 0
+    }
+
+    private let state = State()
+    private var server: HTTPServer?
+    let port: UInt16
+    let host: String
+
+    init(host: String = "127.0.0.1") throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.host = host
+        configuration.port = 0
+        configuration.threads = 4
+        let state = self.state
+        let server = try HTTPServer(configuration: configuration) { request in
+            state.lock.lock()
+            state.requests.append(request.path)
+            let answer = state.routes[request.path]
+            let delay = state.delay
+            state.lock.unlock()
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            guard let answer else { return HTTPResponse(status: 404, body: Array("not found".utf8)) }
+            return HTTPResponse(status: answer.status, headers: answer.headers, body: answer.body)
+        }
+        self.server = server
+        self.port = server.port
+        self.host = host
+    }
+
+    var url: URL { URL(string: "http://\(host):\(port)")! }
+
+    /// Serves `files` (path → bytes) with status 200, on top of what is served already
+    /// (an export never deletes, nor does the mirror).
+    func serve(_ files: [String: [UInt8]]) {
+        state.lock.lock()
+        for (path, bytes) in files { state.routes[path] = .ok(bytes) }
+        state.lock.unlock()
+    }
+
+    subscript(path: String) -> CannedResponse? {
+        get { state.lock.lock(); defer { state.lock.unlock() }; return state.routes[path] }
+        set { state.lock.lock(); state.routes[path] = newValue; state.lock.unlock() }
+    }
+
+    /// The bytes served at `path` (which must be served).
+    func bytes(_ path: String) -> [UInt8] { self[path]!.body }
+
+    /// Seconds every answer waits before it is sent.
+    var delay: TimeInterval {
+        get { state.lock.lock(); defer { state.lock.unlock() }; return state.delay }
+        set { state.lock.lock(); state.delay = newValue; state.lock.unlock() }
+    }
+
+    var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
+
+    /// Stops listening: the port refuses connections from now on.
+    func stop() { server = nil }
+}
+
+/// The real service (`PatchService` over `HTTPServer`) on a registry opened on the
+/// fixture's directories, counting the requests it answers.
+final class LiveServer: @unchecked Sendable {
+    let service: PatchService
+    private let server: HTTPServer
+    private let counter = Guarded(0)
+
+    init(_ fixture: ClientFixture) throws {
+        let registry = try Registry(dataDirectory: fixture.dataDirectory, keysDirectory: fixture.keysDirectory)
+        let service = try PatchService(registry: registry, log: { _ in })
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 4
+        let counter = self.counter
+        server = try HTTPServer(configuration: configuration) { request in
+            counter.withLock { $0 += 1 }
+            return service.respond(to: request)
+        }
+        self.service = service
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
+    var requestCount: Int { counter.withLock { $0 } }
+}
+
+/// A raw TCP server for what libmicrohttpd cannot be made to do: it answers `/.../timestamp.json`
+/// with fixed bytes, root versions with 404, and every other path with a chunked body that
+/// never ends (no Content-Length), until the client hangs up or `cap` bytes went out on
+/// that connection (a stream that reaches the cap was read to the end by the client).
+final class EndlessServer: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let sent = Guarded(0)
+    private let capped = Guarded(0)
+
+    init(timestamp: [UInt8], cap: Int = 64 << 20) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 16) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = fd
+        let sent = self.sent
+        let capped = self.capped
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(fd, nil, nil)
+                if connection < 0 { return }
+                Thread.detachNewThread { EndlessServer.serve(connection, timestamp: timestamp, cap: cap, sent: sent, capped: capped) }
+            }
+        }
+    }
+
+    deinit {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    /// Body bytes pushed into endless responses so far.
+    var endlessBytesSent: Int { sent.withLock { $0 } }
+    /// Endless responses that went on until the cap: the client never hung up.
+    var streamsReadToCap: Int { capped.withLock { $0 } }
+
+    private static func serve(_ fd: Int32, timestamp: [UInt8], cap: Int, sent: Guarded<Int>, capped: Guarded<Int>) {
+        defer { close(fd) }
+        var request: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !request.ends(with: Array("\r\n\r\n".utf8)) {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return }
+            request += buffer[0..<n]
+        }
+        let line = String(decoding: request.prefix { $0 != 0x0D }, as: UTF8.self)
+        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        func send(_ bytes: [UInt8]) -> Bool {
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        if path.hasSuffix("/timestamp.json") {
+            _ = send(Array("HTTP/1.1 200 OK\r\nContent-Length: \(timestamp.count)\r\nConnection: close\r\n\r\n".utf8) + timestamp)
+            return
+        }
+        if path.hasSuffix(".root.json") {
+            _ = send(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+            return
+        }
+        guard send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".utf8)) else { return }
+        let chunk = [UInt8](repeating: 0x41, count: 16 * 1024)
+        let framed = Array(String(chunk.count, radix: 16).utf8) + [0x0D, 0x0A] + chunk + [0x0D, 0x0A]
+        var mine = 0
+        while mine < cap, send(framed) {
+            mine += chunk.count
+            sent.withLock { $0 += chunk.count }
+        }
+        if mine >= cap { capped.withLock { $0 += 1 } }
+    }
+}
+
+/// A value behind a lock, for counters the server threads and the test share.
+final class Guarded<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
+/// A loopback port nothing listens on: bound then closed, so it was free a moment ago.
+func unusedPort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return UInt16(bigEndian: address.sin_port)
+}
