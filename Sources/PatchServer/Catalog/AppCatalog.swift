@@ -19,6 +19,8 @@ public struct AppCatalog: Sendable {
     public let metadata: [String: HTTPResponse]
     public let targets: [String: HTTPResponse]
     public let versions: [String: [CheckEntry]]
+    /// The JSPatch Loader packages, for apps with a JSPatch key.
+    public let jspatch: JSPatchCatalog?
 
     static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
     /// How many older snapshot/targets versions stay servable, so a client that read the
@@ -74,7 +76,8 @@ public struct AppCatalog: Sendable {
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
         for key in versions.keys { versions[key]!.sort { $0.number > $1.number } }
-        return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions)
+        let jspatch = try JSPatchCatalog.build(registry, app: app)
+        return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions, jspatch: jspatch)
     }
 
     private static func metadataResponse(_ bytes: [UInt8], immutable: Bool) -> HTTPResponse {

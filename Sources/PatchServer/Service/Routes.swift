@@ -17,7 +17,19 @@ extension PatchService {
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         r.add("GET", "/v1/audit", metric: .audit) { s, q, _ throws(HTTPError) in try s.audit(q) }
+        // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
+        r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
+        r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
         return r
+    }
+
+    /// A boolean query parameter: absent or `false` is false, `true` is true, anything else 400.
+    static func flag(_ request: HTTPRequest, _ name: String) throws(HTTPError) -> Bool {
+        switch request.query(name) {
+        case nil, "false": return false
+        case "true": return true
+        default: throw .badRequest("\(name) must be true or false")
+        }
     }
 
     static func patchNumber(_ raw: String) throws(HTTPError) -> Int {
@@ -117,12 +129,7 @@ extension PatchService {
     func list(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         _ = try authorize(request, .auditor, app: app)
-        let activeOnly: Bool
-        switch request.query("active") {
-        case nil, "false": activeOnly = false
-        case "true": activeOnly = true
-        default: throw .badRequest("active must be true or false")
-        }
+        let activeOnly = try PatchService.flag(request, "active")
         let patches = try read { registry throws(RegistryError) in try registry.patches(app: app, appVersion: nil, activeOnly: activeOnly) }
         return .json(.array(patches.map(\.json)))
     }
@@ -134,7 +141,7 @@ extension PatchService {
         // A token scoped to one app sees only that app's events.
         if app == nil { app = token.app }
         guard token.allows(.auditor, app: app) else { throw .forbidden }
-        let verify = request.query("verify") == "true"
+        let verify = try PatchService.flag(request, "verify")
         let filter = app
         let (events, chain) = try read { registry throws(RegistryError) in
             (try registry.auditEvents(app: filter), verify ? try registry.verifyAudit() : nil)
