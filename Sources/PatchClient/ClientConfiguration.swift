@@ -26,6 +26,8 @@ public struct ClientConfiguration: Sendable {
     public var maxUnconfirmedLaunches = 2
     /// How many new root versions one sync may walk (spec 5.3.3's bound on the chain).
     public var maxRootRotations = 32
+    /// The longest a server's Retry-After is honoured (seconds).
+    public var maxRetryAfter: TimeInterval = 86_400
 
     public init(server: URL, app: AppName, appVersion: AppVersion, deviceID: String, trustedRoot: [UInt8],
                 contentKey: [UInt8]? = nil, cacheDirectory: URL) {

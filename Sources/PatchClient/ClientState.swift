@@ -25,8 +25,6 @@ struct ClientState: Codable, Equatable {
     var installing: Patch?
     /// Patches rolled back after unconfirmed launches are not retried; only a newer number is.
     var rolledBackThrough: Int = 0
-    /// The highest patch number ever installed: never install a lower one from the server.
-    var highestInstalled: Int = 0
 }
 
 /// File operations of the cache: atomic writes and reads, with storage errors typed.

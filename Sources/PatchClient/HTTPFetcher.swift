@@ -26,9 +26,15 @@ struct HTTPFetcher: Sendable {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let delegate = CappedDownload(limit: limit)
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let result: Result<Response, PatchClientError> = await withCheckedContinuation { continuation in
-            delegate.start(session.dataTask(with: request), continuation: continuation)
+        defer { session.invalidateAndCancel() }
+        // Cancelling the task (the sync's deadline) answers at once; the transfer is torn down
+        // behind it.
+        let result: Result<Response, PatchClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                delegate.start(session.dataTask(with: request), continuation: continuation)
+            }
+        } onCancel: {
+            delegate.abort(.timeout)
         }
         return try result.get()
     }
@@ -42,15 +48,35 @@ private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked
     private var body: [UInt8] = []
     private var response: HTTPURLResponse?
     private var continuation: CheckedContinuation<Result<HTTPFetcher.Response, PatchClientError>, Never>?
-    private var overflow = false
+    private var task: URLSessionDataTask?
+    /// Set once the outcome is decided early (cap exceeded, cancelled): later callbacks are ignored.
+    private var aborted: PatchClientError?
 
     init(limit: Int) { self.limit = limit }
 
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<HTTPFetcher.Response, PatchClientError>, Never>) {
         lock.lock()
+        if let aborted {
+            lock.unlock()
+            continuation.resume(returning: .failure(aborted))
+            return
+        }
         self.continuation = continuation
+        self.task = task
         lock.unlock()
         task.resume()
+    }
+
+    /// Ends the download now with `error`: the caller gets its answer at once instead of
+    /// waiting for the transfer to notice the cancel (with an endless body it may not).
+    func abort(_ error: PatchClientError) {
+        lock.lock()
+        if aborted == nil { aborted = error }
+        let task = self.task
+        body = []
+        lock.unlock()
+        task?.cancel()
+        finish(.failure(error))
     }
 
     private func finish(_ result: Result<HTTPFetcher.Response, PatchClientError>) {
@@ -68,10 +94,8 @@ private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked
         self.response = http
         lock.unlock()
         if let declared = http?.expectedContentLength, declared > Int64(limit) {
-            lock.lock()
-            overflow = true
-            lock.unlock()
             completionHandler(.cancel)
+            abort(.tooLarge(what: dataTask.originalRequest?.url?.absoluteString ?? "?", limit: limit))
             return
         }
         completionHandler(.allow)
@@ -79,10 +103,13 @@ private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         lock.lock()
-        if body.count + data.count > limit {
-            overflow = true
+        if aborted != nil {
             lock.unlock()
-            dataTask.cancel()
+            return
+        }
+        if body.count + data.count > limit {
+            lock.unlock()
+            abort(.tooLarge(what: dataTask.originalRequest?.url?.absoluteString ?? "?", limit: limit))
             return
         }
         body.append(contentsOf: data)
@@ -96,13 +123,13 @@ private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         lock.lock()
-        let overflow = self.overflow
+        let aborted = self.aborted
         let response = self.response
         let body = self.body
         lock.unlock()
         let url = task.originalRequest?.url?.absoluteString ?? "?"
-        if overflow {
-            finish(.failure(.tooLarge(what: url, limit: limit)))
+        if aborted != nil {
+            return  // already answered
         } else if let error = error as? URLError {
             finish(.failure(error.code == .timedOut ? .timeout : .network(error.localizedDescription)))
         } else if let error {

@@ -88,10 +88,7 @@ public actor PatchClient {
         let digest = bytes.map { Digest.sha256Hex($0) }
         if let installing = state.installing {
             // Cut short between renaming main.js and saving the state: finish or forget.
-            if digest == installing.sha256 {
-                state.installed = installing
-                state.highestInstalled = max(state.highestInstalled, installing.number)
-            }
+            if digest == installing.sha256 { state.installed = installing }
             state.installing = nil
             try? CacheFiles.saveState(state, to: configuration.stateURL)
         }
@@ -105,10 +102,20 @@ public actor PatchClient {
     /// (`force` skips that, never a server's Retry-After). Never throws: failures are the
     /// `.failed` outcome, with the installed patch untouched.
     public func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
-        do {
-            return try await performSync(force: force, now: now)
-        } catch {
-            return .failed(error)
+        // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
+        // client past it, however it paces its bytes); the first of the two to finish wins.
+        let deadline = configuration.syncTimeout
+        return await withTaskGroup(of: SyncOutcome.self) { group in
+            group.addTask {
+                do throws(PatchClientError) { return try await self.performSync(force: force, now: now) } catch { return .failed(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, deadline) * 1e9))
+                return .failed(.timeout)
+            }
+            let first = await group.next() ?? .failed(.timeout)
+            group.cancelAll()
+            return first
         }
     }
 
@@ -172,8 +179,7 @@ public actor PatchClient {
         let timestamp = try await fetchMetadata("timestamp.json", limit: configuration.maxTimestampSize,
                                                 headers: ["X-Device-ID": configuration.deviceID])
         if timestamp.status == 429 {
-            let wait = timestamp.headers["retry-after"].flatMap { TimeInterval($0) } ?? configuration.minimumInterval
-            return .throttled(until: now.addingTimeInterval(max(1, wait)))
+            return .throttled(until: retryAfter(timestamp.headers["retry-after"], now: now))
         }
         guard timestamp.status == 200 else { throw .server(status: timestamp.status, url: "timestamp.json") }
         do {
@@ -207,44 +213,47 @@ public actor PatchClient {
         return .fresh(trusted.targets!.body)
     }
 
-    /// Picks the patch for this version and device, and installs, keeps or removes.
+    /// Picks the patch for this version and device (docs/PROTOCOL.md section 5), and
+    /// installs, keeps or removes. The installed patch is kept while targets lists it, even
+    /// when a lower number would be picked now (no downgrade); once it is no longer listed
+    /// (revoked) the signed targets decide. Patches rolled back on this device are skipped.
     private func apply(_ targets: TargetsBody, now: Date) async throws(PatchClientError) -> SyncOutcome {
         let version = configuration.appVersion.rawValue
         let device = configuration.deviceID
         let app = configuration.app.rawValue
-        var candidates: [(PatchTargetInfo, TargetFile)] = []
+        let state = lockedState()
+        var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         for (path, file) in targets.targets {
             guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version else { continue }
-            if Rollout.includes(percent: info.rollout, app: app, appVersion: version, patch: info.patch, deviceID: device) {
-                candidates.append((info, file))
-            }
+            listed[info.patch] = (info, file)
         }
-        let best = candidates.max { $0.0.patch < $1.0.patch }
-        let state = lockedState()
+        let best = listed.values
+            .filter { $0.info.patch > state.rolledBackThrough }
+            .filter { Rollout.includes(percent: $0.info.rollout, app: app, appVersion: version, patch: $0.info.patch, deviceID: device) }
+            .max { $0.info.patch < $1.info.patch }
         let installed = currentPatch()
+        // Kept: the installed patch while it is listed, or the good patch a launch rollback
+        // restored while the patch rolled back from is still the one listed.
+        let kept = installed.flatMap { patch -> InstalledPatch? in
+            if listed[patch.number]?.info.plaintext.sha256 == patch.sha256 { return patch }
+            if patch.number < state.rolledBackThrough, listed[state.rolledBackThrough] != nil { return patch }
+            return nil
+        }
 
-        guard let (info, file) = best, info.patch > state.rolledBackThrough || info.patch == installed?.number else {
-            if best == nil, installed != nil || state.good != nil {
+        if let kept, (best?.info.patch ?? 0) <= kept.number {
+            try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
+            return .unchanged(kept)
+        }
+        guard let best else {
+            if installed != nil || state.good != nil {
                 try remove(now: now)
                 return .removed
             }
             try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
-            return .unchanged(installed)
-        }
-        if let installed, installed.number == info.patch, installed.sha256 == info.plaintext.sha256 {
-            try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
-            return .unchanged(installed)
-        }
-        if info.patch < state.highestInstalled {
-            // Never go back to a lower number from the server (rollback protection). The
-            // installed patch is no longer listed, so it was revoked: drop it.
-            if installed != nil { try remove(now: now); return .removed }
-            try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
             return .unchanged(nil)
         }
-
-        let plaintext = try await download(info: info, file: file)
-        let patch = ClientState.Patch(number: info.patch, sha256: info.plaintext.sha256, confirmed: false, launches: 0)
+        let plaintext = try await download(info: best.info, file: best.file)
+        let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0)
         try install(plaintext, as: patch, now: now)
         return .updated(InstalledPatch(number: patch.number, path: configuration.scriptURL, sha256: patch.sha256, confirmed: false))
     }
@@ -260,7 +269,6 @@ public actor PatchClient {
         try CacheFiles.write(plaintext, to: configuration.scriptURL)
         state.installing = nil
         state.installed = patch
-        state.highestInstalled = max(state.highestInstalled, patch.number)
         state.lastCheck = now.timeIntervalSince1970
         state.retryAfter = nil
         try CacheFiles.saveState(state, to: configuration.stateURL)
@@ -303,6 +311,23 @@ public actor PatchClient {
     }
 
     // MARK: Helpers
+
+    /// When a 429 says to come back: delay-seconds or an HTTP-date (RFC 9110), at least one
+    /// second away and at most `maxRetryAfter`, so a hostile server cannot silence a device
+    /// for years; an unreadable value counts as the minimum interval.
+    nonisolated func retryAfter(_ value: String?, now: Date) -> Date {
+        let cap = configuration.maxRetryAfter
+        let text = value?.trimmingCharacters(in: .whitespaces) ?? ""
+        var wait: TimeInterval
+        if !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            wait = TimeInterval(text.prefix(12)) ?? cap
+        } else if let date = HTTPDate.parse(text) {
+            wait = date.timeIntervalSince(now)
+        } else {
+            wait = configuration.minimumInterval
+        }
+        return now.addingTimeInterval(min(cap, max(1, wait)))
+    }
 
     private nonisolated func lockedState() -> ClientState {
         files.lock()

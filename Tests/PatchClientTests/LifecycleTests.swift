@@ -76,8 +76,8 @@ struct LifecycleTests {
         #expect(await device.client.sync(force: true) == .unchanged(nil), "the rolled-back patch 1 is not retried")
     }
 
-    @Test("revoking the installed patch 2 leaves patch 1 listed: the client never goes down to 1, it removes its script (.removed)")
-    func revokedNewestIsRemovedNotDowngraded() async throws {
+    @Test("revoking the installed patch 2 while patch 1 is listed: the client follows the signed targets back to 1")
+    func revokedNewestFallsBackToListedPatch() async throws {
         let device = try Self.device()
         let client = device.client
         try device.publish()
@@ -88,17 +88,11 @@ struct LifecycleTests {
         try device.fixture.revoke(device.fixture.demo, number: 2)
         device.mirror.serve(try device.fixture.exported(device.fixture.demo))
         #expect(Set(try device.fixture.latestTargets(device.fixture.demo).body.targets.keys) == ["2.3/1/main.js"])
-        #expect(await client.sync(force: true) == .removed)
-        #expect(client.currentPatch() == nil)
-        #expect(client.scriptBytes == nil)
-        #expect(!FileManager.default.fileExists(atPath: client.configuration.scriptURL.path))
-        #expect(client.state.highestInstalled == 2)
-
-        // Patch 1 stays listed but is lower than what was installed: never installed again.
-        #expect(await client.sync(force: true) == .unchanged(nil))
-        #expect(client.scriptBytes == nil)
-        #expect(device.mirror.requests.filter { $0.contains("/targets/2.3/1/") }.count == 1,
-                "patch 1's bundle was fetched once, for its first install, and not again")
+        // The publisher revoked 2: the device runs what the fresh signed targets offer, patch 1.
+        #expect(await client.sync(force: true).updatedNumber == 1)
+        #expect(client.currentPatch()?.number == 1)
+        #expect(client.scriptBytes == Array(ClientFixture.script(device.fixture.demo, 1).utf8))
+        #expect(await client.sync(force: true) == .unchanged(client.currentPatch()))
 
         try device.publish()
         try await installGood(client, number: 3, script: ClientFixture.script(device.fixture.demo, 3))
@@ -116,8 +110,8 @@ struct LifecycleTests {
         #expect(device.client.scriptBytes == nil)
     }
 
-    @Test("a device that drops out of a reduced rollout falls back to the 100% patch (PROTOCOL.md section 5)")
-    func reducedRolloutFallsBackToFullPatch() async throws {
+    @Test("a device taken out of a reduced rollout keeps the patch it has: no downgrade while it is listed (PROTOCOL.md section 5)")
+    func reducedRolloutKeepsInstalledPatch() async throws {
         // A device inside a 50% rollout of patch 2 but outside 10%.
         let id = try #require((0..<1000).map { "device-\($0)" }.first { id in
             let bucket = Rollout.bucket(app: "demo", appVersion: "2.3", patch: 2, deviceID: id)
@@ -133,15 +127,8 @@ struct LifecycleTests {
         device.mirror.serve(try device.fixture.exported(device.fixture.demo))
         #expect(Set(try device.fixture.latestTargets(device.fixture.demo).body.targets.keys) == ["2.3/1/main.js", "2.3/2/main.js"])
         let outcome = await device.client.sync(force: true)
-        withKnownIssue("""
-            PROTOCOL.md section 5: a device runs the highest listed patch whose rollout includes it, and "a version with \
-            a 100% patch always yields one". PatchClient.apply refuses any number below state.highestInstalled and, \
-            calling the installed patch revoked, deletes main.js: a device taken out of a reduced rollout of patch 2 \
-            ends with no patch at all, although patch 1 (100%) is listed, and stays so until a patch 3 is published.
-            """) {
-            #expect(outcome.updatedNumber == 1, "got \(outcome)")
-            #expect(device.client.currentPatch()?.number == 1)
-        }
+        #expect(outcome == .unchanged(device.client.currentPatch()), "got \(outcome)")
+        #expect(device.client.currentPatch()?.number == 2)
     }
 
     // MARK: Crash safety
@@ -173,7 +160,6 @@ struct LifecycleTests {
         let after = CacheFiles.loadState(configuration.stateURL)
         #expect(after.installing == nil)
         #expect(after.installed == patch2)
-        #expect(after.highestInstalled == 2)
     }
 
     @Test("killed after the state named the install but before main.js was replaced: the previous patch is kept")
@@ -193,7 +179,6 @@ struct LifecycleTests {
         let after = CacheFiles.loadState(configuration.stateURL)
         #expect(after.installing == nil)
         #expect(after.installed == patch1)
-        #expect(after.highestInstalled == 1)
     }
 
     @Test("main.js changed on disk is not run: currentPatch() is nil, and the next sync restores it")

@@ -56,10 +56,10 @@ struct NetworkTests {
     }
 
     /// Observed on Linux: `.timeout` (URLError.timedOut) after about one requestTimeout.
-    @Test("a server that answers after 3 s with requestTimeout 1 s → .timeout (or .network)")
+    @Test("a server that answers after 8 s with requestTimeout 1 s → .timeout (or .network), well before the answer")
     func slowServerTimesOut() async throws {
         let scene = try await Self.scene { $0.requestTimeout = 1 }
-        scene.mirror.delay = 3
+        scene.mirror.delay = 8
         let started = Date()
         let outcome = await scene.client.sync(force: true)
         let elapsed = Date().timeIntervalSince(started)
@@ -67,7 +67,8 @@ struct NetworkTests {
         case .failed(.timeout), .failed(.network): break
         default: Issue.record("expected .timeout or .network, got \(outcome)")
         }
-        #expect(elapsed < 2.9, "gave up before the 3 s answer came (took \(elapsed) s)")
+        // A bound with room for a loaded machine, not a benchmark.
+        #expect(elapsed < 6, "gave up before the 8 s answer came (took \(elapsed) s)")
         expectKept(scene.client, scene.good)
     }
 
@@ -93,24 +94,20 @@ struct NetworkTests {
         expectKept(scene.client, scene.good)
     }
 
-    @Test("syncTimeout bounds a whole sync: five answers of 1 s each with syncTimeout 2 s → .timeout within about 2 s")
+    @Test("syncTimeout bounds a whole sync: five answers of 2 s each (10 s) with syncTimeout 2 s → .timeout long before")
     func syncTimeoutBoundsTheWholeSync() async throws {
         let scene = try await Self.scene { $0.requestTimeout = 5; $0.syncTimeout = 2 }
-        scene.mirror.delay = 1
+        scene.mirror.delay = 2
         let started = Date()
         let outcome = await scene.client.sync(force: true)
         let elapsed = Date().timeIntervalSince(started)
-        withKnownIssue("""
-            ClientConfiguration.syncTimeout ("the longest one sync may take, all requests included") is only passed to \
-            URLSession as each request's timeoutIntervalForResource: nothing bounds the sync as a whole, and on Linux \
-            the resource timeout is not applied at all. Five answers of 1 s each take ~5 s and the sync succeeds.
-            """) {
-            #expect(outcome == .failed(.timeout), "got \(outcome) after \(elapsed) s")
-            #expect(elapsed < 3.5, "took \(elapsed) s with syncTimeout 2 s")
-        }
+        #expect(outcome == .failed(.timeout), "got \(outcome) after \(elapsed) s")
+        // A bound, not a benchmark: generous for a loaded machine, far below the 10 s unbounded.
+        #expect(elapsed < 7, "took \(elapsed) s with syncTimeout 2 s")
+        expectKept(scene.client, scene.good)
     }
 
-    @Test("a 429's Retry-After is capped: an absurd one (10 years) does not silence the device for 10 years")
+    @Test("a 429's Retry-After is capped at a day: an absurd one (10 years) does not silence the device")
     func retryAfterIsBounded() async throws {
         let scene = try await Self.scene()
         let timestamp = ClientFixture.metadataPath(scene.fixture.demo, "timestamp.json")
@@ -124,15 +121,16 @@ struct NetworkTests {
         }
         expectKept(scene.client, scene.good)
         scene.mirror[timestamp] = real
-        let later = await scene.client.sync(force: true, now: now.addingTimeInterval(31 * 86_400))
-        withKnownIssue("""
-            PatchClient stores any Retry-After of a 429 as is (TimeInterval(header), no upper bound) and honours it even \
-            for sync(force: true). One unauthenticated answer — a hostile network or CDN, no key needed — with \
-            Retry-After: 315360000 stops the device from checking for 10 years, so it never sees a revocation or a fix, \
-            and reports .throttled instead of a failure. patchd itself never asks for more than 30 days (ThrottleRules).
-            """) {
-            #expect(until.timeIntervalSince(now) <= 30 * 86_400, "throttled for \(until.timeIntervalSince(now) / 86_400) days")
-            #expect(later.updatedNumber == 2, "31 days later the device checks again and installs patch 2; got \(later)")
+        #expect(until.timeIntervalSince(now) == 86_400, "throttled for \(until.timeIntervalSince(now) / 86_400) days")
+        let asked = scene.mirror.requests.count
+        let meanwhile = await scene.client.sync(force: true, now: now.addingTimeInterval(3600))
+        guard case .throttled(let stillUntil) = meanwhile, abs(stillUntil.timeIntervalSince(until)) < 0.001 else {
+            Issue.record("within the capped wait the answer is the remembered Retry-After; got \(meanwhile)")
+            return
         }
+        #expect(scene.mirror.requests.count == asked)
+        let later = await scene.client.sync(force: true, now: now.addingTimeInterval(86_401))
+        if case .throttled = later { Issue.record("a day later the device must check again; got \(later)") }
+        #expect(scene.mirror.requests.count > asked, "a day later the device asks the server again")
     }
 }

@@ -22,7 +22,6 @@ struct SyncTests {
         #expect(good.patch == InstalledPatch(number: 1, path: client.configuration.scriptURL, sha256: Digest.sha256Hex(Array(script.utf8)), confirmed: false))
         #expect(FileManager.default.fileExists(atPath: client.configuration.stateURL.path))
         #expect(client.state.installed?.number == 1)
-        #expect(client.state.highestInstalled == 1)
         // The TUF workflow as PROTOCOL.md section 2 lists it, bundle under its sha256 name.
         let patch = try #require(try fixture.registry.patches(app: fixture.demo, appVersion: fixture.version, activeOnly: true).first)
         #expect(mirror.requests == ["/v1/apps/demo/metadata/2.root.json", "/v1/apps/demo/metadata/timestamp.json",
