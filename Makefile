@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-APT_PACKAGES := libssl-dev libsqlite3-dev libmicrohttpd-dev python3-venv curl
+APT_PACKAGES := libssl-dev libsqlite3-dev libmicrohttpd-dev libzip-dev python3-venv curl zip unzip
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -4,6 +4,8 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 

@@ -147,16 +147,17 @@ extension Registry {
 
 extension Registry {
     /// Per app, a string that changes whenever anything a server serves for it changes:
-    /// the newest version of each role's metadata and the throttling rules.
+    /// the newest version of each role's metadata, the throttling rules and the JSPatch key.
     public func servingFingerprints(app: AppName? = nil) throws(RegistryError) -> [AppName: String] {
         do {
             var out: [AppName: String] = [:]
             let rows = try db.query("""
                 SELECT a.name,
                        (SELECT group_concat(role || ':' || v, ',') FROM (SELECT role, MAX(version) AS v FROM metadata WHERE app = a.name GROUP BY role)),
-                       COALESCE((SELECT min_interval || '/' || ip_rate FROM throttle WHERE app = a.name), '')
+                       COALESCE((SELECT min_interval || '/' || ip_rate FROM throttle WHERE app = a.name), ''),
+                       COALESCE((SELECT public_key_sha256 FROM jspatch_keys WHERE app = a.name), '')
                 FROM apps a
-                """ + (app == nil ? "" : " WHERE a.name = ?"), app.map { [.text($0.rawValue)] } ?? []) { s in (s.text(0), s.text(1) + "|" + s.text(2)) }
+                """ + (app == nil ? "" : " WHERE a.name = ?"), app.map { [.text($0.rawValue)] } ?? []) { s in (s.text(0), s.text(1) + "|" + s.text(2) + "|" + s.text(3)) }
             for (name, fingerprint) in rows { if let app = try? AppName(name) { out[app] = fingerprint } }
             return out
         } catch { throw .storage(error) }

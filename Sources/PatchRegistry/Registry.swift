@@ -60,11 +60,14 @@ public final class Registry {
         } catch { throw .storage(error) }
     }
 
-    /// Creates an app: a key for each role (and a content key when encrypted), written to
-    /// the key store first, then root v1 and empty targets/snapshot/timestamp in one transaction.
+    /// Creates an app: a key for each role (and a content key when encrypted, a JSPatch
+    /// Loader key when given one), written to the key store first, then root v1 and empty
+    /// targets/snapshot/timestamp in one transaction.
     @discardableResult
-    public func createApp(_ name: AppName, encrypted: Bool, actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
+    public func createApp(_ name: AppName, encrypted: Bool, jspatchKey: RSAPrivateKey? = nil, actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
         if (try? app(name)) != nil { throw .conflict("app \"\(name)\" already exists") }
+        if jspatchKey != nil { try JSPatchKeyMaterial.checkApp(encrypted: encrypted, app: name) }
+        let jspatch = try jspatchKey.map { key throws(RegistryError) in try JSPatchKeyMaterial(key) }
         var written: [URL] = []
         do throws(RegistryError) {
             var roleKeys: [Role: Ed25519PrivateKey] = [:]
@@ -82,6 +85,7 @@ public final class Registry {
                 written.append(keys.contentKeyURL(app: name))
                 contentKeyID = BundleCipher.keyID(contentKey)
             }
+            if let jspatch { written.append(try keys.storeJSPatchKey(jspatch, app: name)) }
             let root = RootBody(
                 common: CommonFields(version: 1, expires: now.addingTimeInterval(expiry.root)),
                 keys: Dictionary(uniqueKeysWithValues: roleKeys.values.map { ($0.tufKey.keyID, $0.tufKey) }),
@@ -94,9 +98,11 @@ public final class Registry {
                     try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
                                [.text(name.rawValue), .int(encrypted ? 1 : 0), contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
                     try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
+                    if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
                 } catch { throw .storage(error) }
                 try resign(app: name, from: .targets, root: root, now: now)
                 var details: [String: JSON] = ["encrypted": .bool(encrypted), "rootVersion": 1]
+                if let jspatch { details["jspatchRSA"] = jspatch.auditDetails }
                 for role in Role.allCases { details["\(role.rawValue)KeyID"] = .string(roleKeys[role]!.tufKey.keyID) }
                 do throws(SQLiteError) { try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now) } catch { throw .storage(error) }
                 return AppRecord(name: name, encrypted: encrypted, contentKeyID: contentKeyID, createdAt: time, createdBy: actor.name)

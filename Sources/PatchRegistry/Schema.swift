@@ -68,6 +68,15 @@ enum Schema {
         created_by TEXT NOT NULL,
         revoked_at TEXT
     );
+    -- Added after schema 1 shipped; additive, so older registries gain it on open.
+    CREATE TABLE IF NOT EXISTS jspatch_keys(
+        app TEXT PRIMARY KEY REFERENCES apps(name),
+        bits INTEGER NOT NULL,
+        public_key_pem TEXT NOT NULL,
+        public_key_sha256 TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit

@@ -71,11 +71,8 @@ public struct Ed25519PrivateKey: Sendable {
     }
 
     public init(pem: [UInt8]) throws(CryptoError) {
-        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
-            throw CryptoError.fromOpenSSL("BIO_new_mem_buf")
-        }
-        defer { BIO_free(bio) }
-        guard let pkey = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        let bio = try MemoryBIO(reading: pem)
+        guard let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil) else {
             ERR_clear_error()
             throw .invalidKey("not a PEM private key")
         }
@@ -106,15 +103,11 @@ public struct Ed25519PrivateKey: Sendable {
 
     /// PKCS#8 PEM, unencrypted: the file is protected by its mode (0600), like ssh keys.
     public func pemRepresentation() throws(CryptoError) -> [UInt8] {
-        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.fromOpenSSL("BIO_new") }
-        defer { BIO_free(bio) }
-        guard PEM_write_bio_PKCS8PrivateKey(bio, box.pointer, nil, nil, 0, nil, nil) == 1 else {
+        let bio = try MemoryBIO()
+        guard PEM_write_bio_PKCS8PrivateKey(bio.pointer, box.pointer, nil, nil, 0, nil, nil) == 1 else {
             throw CryptoError.fromOpenSSL("PEM_write_bio_PKCS8PrivateKey")
         }
-        var data: UnsafeMutablePointer<CChar>?
-        let count = hp_bio_mem_data(bio, &data)
-        guard count > 0, let data else { throw CryptoError.fromOpenSSL("BIO_get_mem_data") }
-        return data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) }
+        return try bio.bytes()
     }
 
     public func signature(for message: [UInt8]) throws(CryptoError) -> [UInt8] {

@@ -7,7 +7,7 @@ protocol Command: Sendable {
 
 enum PatchCtl {
     static let commands: [any Command.Type] = [
-        AppsCreateCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
+        AppsCreateCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
     ]
 

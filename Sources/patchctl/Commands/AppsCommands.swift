@@ -6,24 +6,36 @@ struct AppsCreateCommand: Command {
     static let spec = CommandSpec("apps create", summary: "Create an app: signing keys for every role, 1.root.json, empty targets",
                                   positionals: ["NAME"],
                                   options: [.flag("--encrypt", "encrypt bundles with AES-256-GCM (writes KEYS/NAME/content.key)"),
+                                            .flag("--jspatch-rsa", "also serve JSPatch Loader packages: keeps an RSA key in KEYS/NAME/jspatch-rsa.pem (not with --encrypt)"),
+                                            JSPatchKeyArgument.importOption,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
+        let encrypted = arguments.flag("--encrypt")
+        let jspatch = arguments.flag("--jspatch-rsa")
+        if arguments.value("--import") != nil, !jspatch { throw .usage("--import needs --jspatch-rsa") }
+        if jspatch, encrypted { throw .usage("--jspatch-rsa cannot be combined with --encrypt: JSPatch Loader cannot decrypt") }
+        var jspatchKey: RSAPrivateKey?
+        if jspatch { jspatchKey = try JSPatchKeyArgument.key(arguments) }
         let context = Context(arguments: arguments)
         let registry = try context.openRegistry()
-        let encrypted = arguments.flag("--encrypt")
-        do { try registry.createApp(name, encrypted: encrypted, actor: context.actor) } catch { throw error.cliError }
+        do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, actor: context.actor) } catch { throw error.cliError }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
+        var jspatchInfo: JSPatchKeyInfo?
+        if jspatch { do { jspatchInfo = try registry.jspatchKey(app: name) } catch { throw error.cliError } }
         if arguments.flag("--json") {
-            Output.json(["app": .string(name.rawValue), "encrypted": .bool(encrypted), "keys": .string(rootPath)])
+            var out: [String: JSON] = ["app": .string(name.rawValue), "encrypted": .bool(encrypted), "keys": .string(rootPath)]
+            if let jspatchInfo { out["jspatchRSA"] = ["bits": .int(Int64(jspatchInfo.bits)), "publicKeySha256": .string(jspatchInfo.publicKeySHA256)] }
+            Output.json(.object(out))
             return
         }
         Output.line("created app \(name)\(encrypted ? " (encrypted)" : "")")
         Output.line("keys:         \(rootPath)/ (private, mode 0600: keep the root key offline)")
         if encrypted { Output.line("content key:  \(registry.keys.contentKeyURL(app: name).path) (ship it inside the app)") }
         Output.line("trusted root: patchctl apps root \(name) > \(name).root.json  (embed in the app)")
+        if let jspatchInfo { JSPatchKeyArgument.report(jspatchInfo, keyFile: registry.keys.jspatchKeyURL(app: name), json: false) }
     }
 }
 
