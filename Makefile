@@ -2,10 +2,13 @@
 #   make run   installs what is missing, builds, creates the demo app, publishes
 #              patches/demo/2.3/main.js and serves it
 #   make test  installs what is missing, builds and runs every test
+#   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
+#              against nginx, OpenSSL and python-tuf (minutes; writes docs/BENCHMARKS.md)
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 APT_PACKAGES := libssl-dev libsqlite3-dev libmicrohttpd-dev libzip-dev python3-venv curl zip unzip
+APT_BENCH_PACKAGES := wrk nginx-light hyperfine
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -13,15 +16,22 @@ DATA ?= data
 KEYS ?= keys
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: deps apt venv build release test test-swift test-interop run clean
+.PHONY: deps apt apt-bench venv build release test test-swift test-interop run bench soak clean
 
 deps: apt venv
 
-# Installs only what dpkg says is missing, so a prepared machine is not touched.
-apt:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# $(call apt-install,PACKAGES) installs only what dpkg says is missing, so a prepared machine
+# is not touched.
+apt-install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+
+apt:
+	$(call apt-install,$(APT_PACKAGES))
+
+# Only `make bench` needs these.
+apt-bench:
+	$(call apt-install,$(APT_BENCH_PACKAGES))
 
 # python-tuf is the external TUF client our repositories must satisfy; cryptography and
 # securesystemslib check our signatures and ciphertexts independently.
@@ -50,6 +60,14 @@ test-interop:
 
 run: deps release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
+
+# Not part of `make test`: it takes minutes and its figures are not assertions.
+bench: apt-bench deps release
+	BENCH_COMMAND="make bench" ./bench/run.sh
+
+# Load, memory, slowloris and drain soak of patchd (minutes; not part of `make test`).
+soak: apt-bench deps release
+	./soak/run.sh
 
 clean:
 	rm -rf .build $(VENV)
