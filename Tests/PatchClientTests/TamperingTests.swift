@@ -46,6 +46,26 @@ struct TamperingTests {
         expectKept(scene.client, scene.good)
     }
 
+    @Test("a timestamp.json that is not valid UTF-8 → .verification(.malformed), nothing else fetched")
+    func invalidUTF8Metadata() async throws {
+        let scene = try await Self.scene()
+        scene.mirror.serve(scene.files)
+        let path = ClientFixture.metadataPath(scene.fixture.demo, "timestamp.json")
+        var bytes = scene.mirror.bytes(path)
+        let quote = try #require(bytes.firstIndex(of: UInt8(ascii: "_")))
+        bytes[quote] = 0xFF  // inside the "_type" key: a byte that is never UTF-8
+        scene.mirror.serve([path: bytes])
+        let before = scene.mirror.requests.count
+        let outcome = await scene.client.sync(force: true)
+        guard case .failed(.verification(.malformed(let role, _))) = outcome else {
+            Issue.record("expected .verification(.malformed), got \(outcome)")
+            return
+        }
+        #expect(role == "timestamp")
+        #expect(!scene.mirror.requests.dropFirst(before).contains { $0.contains("snapshot") }, "nothing after the bad timestamp is fetched")
+        expectKept(scene.client, scene.good)
+    }
+
     @Test("targets metadata with one byte changed → .verification(hash mismatch against the snapshot's pin)")
     func tamperedTargets() async throws {
         let scene = try await Self.scene()
