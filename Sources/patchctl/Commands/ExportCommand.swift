@@ -39,7 +39,7 @@ struct ExportCommand: Command {
                          "latestFiles": .int(Int64(summary.latestFiles)), "removed": .int(Int64(summary.removed))])
             return
         }
-        Output.line("exported \(name) to \(out.path): \(summary.packages) JSPatch packages, \(summary.latestFiles) latest files\(summary.removed > 0 ? ", removed \(summary.removed) revoked" : "")")
+        Output.line("exported \(name) to \(out.path): JSPatch packages \(summary.packages), latest files \(summary.latestFiles), removed \(summary.removed)")
         Output.line("rootUrl for JPLoader.h: <your host>/<path to \(out.lastPathComponent)>   (packages at {rootUrl}/{appVersion}/v{N}.zip)")
     }
 }
