@@ -18,20 +18,21 @@ extension Registry {
             SELECT app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256, served_md5,
                    content_key_id, published_at, published_by, revoked_at, revoked_by FROM patches
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
-        let rows: [PatchRecord]
+        let rows: [PatchRecord?]
         do throws(SQLiteError) {
             rows = try db.query(sql, values) { s in
-                // Rows were validated on the way in; a row that no longer parses is corruption.
-                PatchRecord(
-                    app: try! AppName(s.text(0)), appVersion: try! AppVersion(s.text(1)), number: Int(s.int(2)),
-                    rollout: Int(s.int(3)), state: PatchState(rawValue: s.text(4)) ?? .revoked,
+                guard let app = try? AppName(s.text(0)), let version = try? AppVersion(s.text(1)),
+                    let state = PatchState(rawValue: s.text(4)) else { return nil }
+                return PatchRecord(
+                    app: app, appVersion: version, number: Int(s.int(2)),
+                    rollout: Int(s.int(3)), state: state,
                     plaintext: BundleDigests(length: Int(s.int(5)), sha256: s.text(6), md5: s.text(7)),
                     served: BundleDigests(length: Int(s.int(8)), sha256: s.text(9), md5: s.text(10)),
                     contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
                     revokedAt: s.optionalText(14), revokedBy: s.optionalText(15))
             }
         } catch { throw .storage(error) }
-        return rows.sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
+        return try Registry.intact(rows, what: "patches").sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
     }
 
     /// The bytes devices download for a patch (ciphertext for encrypted apps).

@@ -52,12 +52,23 @@ public final class Registry {
 
     private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
         let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
+        let rows: [AppRecord?]
         do throws(SQLiteError) {
-            return try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
-                AppRecord(name: try! AppName(s.text(0)), encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2),
-                          createdAt: s.text(3), createdBy: s.text(4))
+            rows = try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
+                (try? AppName(s.text(0))).map {
+                    AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
+                }
             }
         } catch { throw .storage(error) }
+        return try Registry.intact(rows, what: "apps")
+    }
+
+    /// Rows were validated on the way in; one that no longer parses means the file was
+    /// edited or corrupted, which is reported, never skipped or trapped on.
+    static func intact<T>(_ rows: [T?], what: String) throws(RegistryError) -> [T] {
+        let parsed = rows.compactMap { $0 }
+        guard parsed.count == rows.count else { throw .internalError("\(rows.count - parsed.count) corrupt row(s) in \(what)") }
+        return parsed
     }
 
     /// Creates an app: a key for each role (and a content key when encrypted, a JSPatch
