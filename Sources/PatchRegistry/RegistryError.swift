@@ -2,7 +2,7 @@ import PatchCore
 
 /// Everything the registry can refuse or fail at. `invalidInput`, `notFound` and `conflict`
 /// are the caller's mistakes and change nothing; the others are the machine's.
-public enum RegistryError: Error, CustomStringConvertible {
+public enum RegistryError: Error, Sendable, CustomStringConvertible {
     case invalidInput(String)
     case notFound(String)
     case conflict(String)

@@ -128,13 +128,14 @@ final class JSPatchServiceTests {
         #expect(get("/jspatch/plain/1.0/latest").bodyString == "{\"patch\":1}\n")
     }
 
-    @Test("without its JSPatch key file the app is not served anew, and the reason is logged")
+    @Test("without its JSPatch key file only the /jspatch routes of the app stop; its TUF repository is served, and the reason is logged")
     func missingKeyFile() throws {
         try publish("console.log('one')")
         try FileManager.default.removeItem(at: f.registry.keys.jspatchKeyURL(app: app))
         service = try makeService()
         #expect(get("/jspatch/demo/2.3/v1.zip").status == 404)
-        #expect(logged.lines.contains { $0.contains("not serving demo") && $0.contains("JSPatch RSA key of demo is missing") })
+        #expect(logged.lines.contains { $0.contains("without its JSPatch packages") && $0.contains("JSPatch RSA key of demo is missing") })
+        #expect(get("/v1/apps/demo/metadata/timestamp.json").status == 200, "the app's TUF repository is still served")
         #expect(get("/v1/apps/plain/versions/1.0/patch").status == 204, "other apps are served")
     }
 

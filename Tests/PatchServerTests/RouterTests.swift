@@ -242,7 +242,7 @@ struct RouterTests {
         let service = try PatchService(registry: registry, log: { logged.append($0) })
         #expect(service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/demo/metadata/1.root.json")).status == 404)
         #expect(service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/other/metadata/1.root.json")).status == 200)
-        #expect(logged.lines.contains { $0.hasPrefix("not serving demo") })
+        #expect(logged.lines.contains { $0.hasPrefix("not serving the new state of demo") })
     }
 }
 

@@ -1,5 +1,5 @@
 /// A failed SQLite call, with everything needed to debug it.
-public struct SQLiteError: Error, CustomStringConvertible {
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public let code: Int32
     public let message: String
     public let sql: String?

@@ -21,6 +21,8 @@ public struct AppCatalog: Sendable {
     public let versions: [String: [CheckEntry]]
     /// The JSPatch Loader packages, for apps with a JSPatch key.
     public let jspatch: JSPatchCatalog?
+    /// Why the JSPatch packages of an app with a JSPatch key could not be prepared.
+    public let jspatchFailure: RegistryError?
 
     static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
     /// How many older snapshot/targets versions stay servable, so a client that read the
@@ -76,8 +78,13 @@ public struct AppCatalog: Sendable {
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
         for key in versions.keys { versions[key]!.sort { $0.number > $1.number } }
-        let jspatch = try JSPatchCatalog.build(registry, app: app)
-        return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions, jspatch: jspatch)
+        // The legacy JSPatch packages must not take the TUF repository down with them: a
+        // missing or wrong JSPatch key disables only the /jspatch routes of this app.
+        var jspatch: JSPatchCatalog?
+        var jspatchFailure: RegistryError?
+        do { jspatch = try JSPatchCatalog.build(registry, app: app) } catch { jspatchFailure = error }
+        return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions, jspatch: jspatch,
+                          jspatchFailure: jspatchFailure)
     }
 
     private static func metadataResponse(_ bytes: [UInt8], immutable: Bool) -> HTTPResponse {
@@ -146,11 +153,13 @@ public final class Catalog: Sendable {
         }
     }
 
-    public struct Refresh {
+    public struct Refresh: Sendable {
         public var rebuilt: [AppName] = []
         /// Apps whose stored state could not be prepared: they keep their previous catalog
         /// (or stay absent), and every other app is served as usual.
         public var failed: [(AppName, RegistryError)] = []
+        /// Apps served, but without their JSPatch Loader packages, and why.
+        public var withoutJSPatch: [(AppName, RegistryError)] = []
     }
 
     /// Rebuilds the catalogs whose registry fingerprint changed.
@@ -164,6 +173,7 @@ public final class Catalog: Sendable {
                 install(try AppCatalog.build(registry, app: app))
                 fingerprints.withLock { $0[app] = fingerprint }
                 result.rebuilt.append(app)
+                if let failure = self.app(app)?.jspatchFailure { result.withoutJSPatch.append((app, failure)) }
             } catch {
                 result.failed.append((app, error))
             }

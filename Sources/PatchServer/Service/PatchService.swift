@@ -36,9 +36,10 @@ public final class PatchService: Sendable {
         self.ipLimiter = ipLimiter ?? IPRateLimiter()
         self.configuration = configuration
         self.log = log
-        for (app, error) in try catalog.refresh(from: registry).failed { log("not serving \(app): \(error)") }
+        let refresh = try catalog.refresh(from: registry)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
+        report(refresh)
     }
 
     /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
@@ -137,7 +138,7 @@ public final class PatchService: Sendable {
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)
-                for (app, error) in try catalog.refresh(from: registry, app: app).failed { log("not serving \(app): \(error)") }
+                report(try catalog.refresh(from: registry, app: app))
                 return result
             }
         } catch {
@@ -165,7 +166,7 @@ public final class PatchService: Sendable {
                 lastDataVersion.store(version)
                 let refresh = try catalog.refresh(from: registry)
                 if !refresh.rebuilt.isEmpty { log("reloaded \(refresh.rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
-                for (app, error) in refresh.failed { log("not serving the new state of \(app): \(error)") }
+                report(refresh)
             } catch { log("reload failed: \(error)") }
         }
     }
@@ -180,7 +181,7 @@ public final class PatchService: Sendable {
                 do {
                     let refresh = try registry.refreshExpiring(app: app.name, now: now)
                     if !refresh.roles.isEmpty {
-                        for (app, error) in try catalog.refresh(from: registry, app: app.name).failed { log("not serving \(app): \(error)") }
+                        report(try catalog.refresh(from: registry, app: app.name))
                         log("re-signed \(refresh.roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
                     }
                     if let failure = refresh.failure { logOnce("cannot re-sign metadata of \(app.name): \(failure)") }
@@ -189,6 +190,13 @@ public final class PatchService: Sendable {
                 }
             }
         }
+    }
+
+    /// Logs what a catalog refresh could not prepare: an app left on its previous state
+    /// (or unserved), or served without its JSPatch packages.
+    private func report(_ refresh: Catalog.Refresh) {
+        for (app, error) in refresh.failed { log("not serving the new state of \(app): \(error)") }
+        for (app, error) in refresh.withoutJSPatch { logOnce("serving \(app) without its JSPatch packages: \(error)") }
     }
 
     private func logOnce(_ message: String) {
