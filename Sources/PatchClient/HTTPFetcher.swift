@@ -6,43 +6,96 @@ import FoundationNetworking
 /// One HTTP GET with a hard cap on the bytes accepted: the transfer is cancelled the
 /// moment the body exceeds `limit` (the TUF "endless data" attack), and redirects are never
 /// followed (a server may not send the client to another host).
-struct HTTPFetcher: Sendable {
+final class HTTPFetcher: @unchecked Sendable {
+    // @unchecked: URLSession is documented thread-safe; the session and router never change.
     struct Response: Sendable {
         let status: Int
         let headers: [String: String]
         let body: [UInt8]
     }
 
-    let requestTimeout: TimeInterval
-    let resourceTimeout: TimeInterval
+    /// One session for the client's lifetime, so connections are reused across the five
+    /// or so requests of a sync (and creating a session is costly on Linux).
+    private let session: URLSession
+    private let router = TaskRouter()
 
-    func get(_ url: URL, headers: [String: String] = [:], limit: Int) async throws(PatchClientError) -> Response {
+    init(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = requestTimeout
         configuration.timeoutIntervalForResource = resourceTimeout
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
+        session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    func get(_ url: URL, headers: [String: String] = [:], limit: Int) async throws(PatchClientError) -> Response {
         var request = URLRequest(url: url)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let delegate = CappedDownload(limit: limit)
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        defer { session.invalidateAndCancel() }
+        let download = CappedDownload(limit: limit)
+        let task = session.dataTask(with: request)
+        router.register(download, for: task)
+        defer { router.remove(task) }
         // Cancelling the task (the sync's deadline) answers at once; the transfer is torn down
         // behind it.
         let result: Result<Response, PatchClientError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                delegate.start(session.dataTask(with: request), continuation: continuation)
+                download.start(task, continuation: continuation)
             }
         } onCancel: {
-            delegate.abort(.timeout)
+            download.abort(.timeout)
         }
         return try result.get()
     }
 }
 
+/// The session's delegate: hands each callback to the download of its task.
+private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var downloads: [Int: CappedDownload] = [:]
+
+    func register(_ download: CappedDownload, for task: URLSessionTask) {
+        lock.lock()
+        downloads[task.taskIdentifier] = download
+        lock.unlock()
+    }
+
+    func remove(_ task: URLSessionTask) {
+        lock.lock()
+        downloads[task.taskIdentifier] = nil
+        lock.unlock()
+    }
+
+    private func download(_ task: URLSessionTask) -> CappedDownload? {
+        lock.lock()
+        defer { lock.unlock() }
+        return downloads[task.taskIdentifier]
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        guard let download = download(dataTask) else { return completionHandler(.cancel) }
+        download.urlSession(session, dataTask: dataTask, didReceive: response, completionHandler: completionHandler)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        download(dataTask)?.urlSession(session, dataTask: dataTask, didReceive: data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        download(task)?.urlSession(session, task: task, didCompleteWithError: error)
+    }
+}
+
 /// Collects one response body up to a limit. Callbacks arrive on the session's serial
 /// delegate queue; the lock guards against the continuation being resumed twice.
-private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+private final class CappedDownload: @unchecked Sendable {
     private let limit: Int
     private let lock = NSLock()
     private var body: [UInt8] = []
@@ -114,11 +167,6 @@ private final class CappedDownload: NSObject, URLSessionDataDelegate, @unchecked
         }
         body.append(contentsOf: data)
         lock.unlock()
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
