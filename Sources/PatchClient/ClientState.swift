@@ -33,12 +33,14 @@ enum CacheFiles {
         FileManager.default.contents(atPath: url.path).map { Array($0) }
     }
 
-    static func write(_ bytes: [UInt8], to url: URL) throws(PatchClientError) {
+    /// `sync: false` for the metadata cache: a file lost to a power cut is fetched again, and
+    /// one that no longer verifies is dropped, so fsync there only costs time.
+    static func write(_ bytes: [UInt8], to url: URL, sync: Bool = true) throws(PatchClientError) {
         let directory = url.deletingLastPathComponent()
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
             throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
         }
-        do { try DurableFile.replace(url, with: bytes, mode: 0o600) } catch { throw .storage(error.message) }
+        do { try DurableFile.replace(url, with: bytes, mode: 0o600, sync: sync) } catch { throw .storage(error.message) }
     }
 
     static func remove(_ url: URL) {

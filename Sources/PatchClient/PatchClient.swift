@@ -163,7 +163,7 @@ public actor PatchClient {
             guard response.status == 200 else { throw .server(status: response.status, url: "\(next).root.json") }
             do { try trusted.updateRoot(response.body) } catch { throw .verification(error) }
             rootBytes = response.body
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("root.json"))
+            try CacheFiles.write(response.body, to: cache.appendingPathComponent("root.json"), sync: false)
         }
 
         // Cached files are re-checked under the (possibly new) root; a file signed by a
@@ -184,7 +184,7 @@ public actor PatchClient {
         guard timestamp.status == 200 else { throw .server(status: timestamp.status, url: "timestamp.json") }
         do {
             if try trusted.updateTimestamp(timestamp.body) {
-                try CacheFiles.write(timestamp.body, to: cache.appendingPathComponent("timestamp.json"))
+                try CacheFiles.write(timestamp.body, to: cache.appendingPathComponent("timestamp.json"), sync: false)
             }
         } catch let error as TUFError { throw .verification(error) } catch let error as PatchClientError { throw error } catch {
             throw .storage("\(error)")
@@ -195,7 +195,7 @@ public actor PatchClient {
             let response = try await fetchMetadata("\(snapshotVersion).snapshot.json", limit: trusted.snapshotLengthLimit)
             guard response.status == 200 else { throw .server(status: response.status, url: "\(snapshotVersion).snapshot.json") }
             do { try trusted.updateSnapshot(response.body) } catch { throw .verification(error) }
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("snapshot.json"))
+            try CacheFiles.write(response.body, to: cache.appendingPathComponent("snapshot.json"), sync: false)
         }
         guard let targetsVersion = trusted.snapshot?.body.meta["targets.json"]?.version else {
             throw .verification(.missingRole("targets"))
@@ -204,7 +204,7 @@ public actor PatchClient {
             let response = try await fetchMetadata("\(targetsVersion).targets.json", limit: trusted.targetsLengthLimit)
             guard response.status == 200 else { throw .server(status: response.status, url: "\(targetsVersion).targets.json") }
             do { try trusted.updateTargets(response.body) } catch { throw .verification(error) }
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("targets.json"))
+            try CacheFiles.write(response.body, to: cache.appendingPathComponent("targets.json"), sync: false)
         }
         // Expiry of cached snapshot/targets kept because nothing changed is still enforced.
         for (role, expires) in [("snapshot", trusted.snapshot!.body.expires), ("targets", trusted.targets!.body.expires)] where expires <= now {

@@ -9,11 +9,13 @@ public enum DurableFile {
         public var description: String { message }
     }
 
-    /// Replaces (or creates) `url` with `bytes`.
-    public static func replace(_ url: URL, with bytes: [UInt8], mode: mode_t = 0o644) throws(Failure) {
-        let temporary = try writeTemporary(bytes, beside: url, mode: mode)
+    /// Replaces (or creates) `url` with `bytes`. With `sync: false` the rename is still
+    /// atomic (a killed process leaves old or new), but a power cut may lose the new content:
+    /// for caches that are fetched again when missing or invalid.
+    public static func replace(_ url: URL, with bytes: [UInt8], mode: mode_t = 0o644, sync: Bool = true) throws(Failure) {
+        let temporary = try writeTemporary(bytes, beside: url, mode: mode, sync: sync)
         guard rename(temporary.path, url.path) == 0 else { throw failure("cannot write \(url.path)", removing: temporary) }
-        syncDirectory(of: url)
+        if sync { syncDirectory(of: url) }
     }
 
     /// Creates `url` with `bytes`, refusing to replace an existing file (link(2) fails
@@ -25,7 +27,7 @@ public enum DurableFile {
         syncDirectory(of: url)
     }
 
-    private static func writeTemporary(_ bytes: [UInt8], beside url: URL, mode: mode_t) throws(Failure) -> URL {
+    private static func writeTemporary(_ bytes: [UInt8], beside url: URL, mode: mode_t, sync: Bool = true) throws(Failure) -> URL {
         let directory = url.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
@@ -37,7 +39,7 @@ public enum DurableFile {
                 if n <= 0 { return false }
                 offset += n
             }
-            return fsync(fd) == 0
+            return !sync || fsync(fd) == 0
         }
         close(fd)
         guard written else { throw failure("cannot write \(url.path)", removing: temporary) }
