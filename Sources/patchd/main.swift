@@ -66,7 +66,6 @@ do {
 
 let service: PatchService
 do { service = try PatchService(registry: registry) } catch { fail("cannot load the registry: \(error)") }
-service.refreshExpiring()
 
 let server: HTTPServer
 do { server = try HTTPServer(configuration: configuration) { service.respond(to: $0) } } catch { fail("\(error)") }
@@ -79,7 +78,9 @@ reloadTimer.schedule(deadline: .now() + 1, repeating: 1)
 reloadTimer.setEventHandler { service.reloadChanged() }
 reloadTimer.resume()
 let refreshTimer = DispatchSource.makeTimerSource(queue: upkeep)
-refreshTimer.schedule(deadline: .now() + 60, repeating: 60)
+// First pass right away, in the background: a registry of a thousand apps must not delay
+// start-up, and what it re-signs is picked up by the catalogs as usual.
+refreshTimer.schedule(deadline: .now(), repeating: 60)
 refreshTimer.setEventHandler { service.refreshExpiring() }
 refreshTimer.resume()
 

@@ -212,11 +212,27 @@ struct RouterTests {
     @Test("changes made by another process are picked up by reloadChanged")
     func reload() throws {
         let f = try ServiceFixture(minInterval: 0)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204, "served once: its catalog is prepared")
         let other = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("elsewhere()".utf8), actor: Actor("cli"))
-        #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204, "answered from the prepared catalog until a reload")
         f.service.reloadChanged()
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
+    }
+
+    @Test("catalogs are built on an app's first request, not at start-up; unknown names never reach the registry")
+    func lazyCatalogs() throws {
+        let f = try ServiceFixture()
+        #expect(f.service.catalog.appCount == 0)
+        #expect(f.get("/v1/apps/demo/metadata/1.root.json").status == 200)
+        #expect(f.service.catalog.appCount == 1)
+        #expect(f.get("/v1/apps/nosuchapp/metadata/1.root.json").status == 404)
+        #expect(f.service.catalog.appCount == 1)
+        // An app created after start-up is known after the next reload, then built on use.
+        let other = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        try other.createApp(try AppName("late"), encrypted: false, actor: Actor("cli"))
+        f.service.reloadChanged()
+        #expect(f.get("/v1/apps/late/metadata/1.root.json").status == 200)
     }
 
     @Test("the server re-signs a timestamp that nears expiry and serves the new one")

@@ -162,22 +162,45 @@ public final class Catalog: Sendable {
         public var withoutJSPatch: [(AppName, RegistryError)] = []
     }
 
-    /// Rebuilds the catalogs whose registry fingerprint changed.
+    /// Apps the registry has, built or not yet.
+    private let known = Locked<Set<AppName>>([])
+
+    public func isKnown(_ name: AppName) -> Bool { known.withLock { $0.contains(name) } }
+
+    /// Rebuilds the catalogs whose registry fingerprint changed. Only apps already built
+    /// (served at least once) are rebuilt; the others are just noted as known and built on
+    /// their first request (`build(_:from:)`), so start-up does not grow with the registry.
     @discardableResult
-    public func refresh(from registry: Registry, app: AppName? = nil) throws(RegistryError) -> Refresh {
+    public func refresh(from registry: Registry, app: AppName? = nil, all: Bool = false) throws(RegistryError) -> Refresh {
         let current = try registry.servingFingerprints(app: app)
-        let known = fingerprints.withLock { $0 }
+        known.withLock { $0.formUnion(current.keys) }
+        let built = fingerprints.withLock { $0 }
         var result = Refresh()
-        for (app, fingerprint) in current where known[app] != fingerprint {
-            do {
-                install(try AppCatalog.build(registry, app: app))
-                fingerprints.withLock { $0[app] = fingerprint }
-                result.rebuilt.append(app)
-                if let failure = self.app(app)?.jspatchFailure { result.withoutJSPatch.append((app, failure)) }
-            } catch {
-                result.failed.append((app, error))
-            }
+        for (app, fingerprint) in current where built[app] != fingerprint && (all || built[app] != nil) {
+            build(app, fingerprint: fingerprint, from: registry, into: &result)
         }
         return result
+    }
+
+    /// Builds one app's catalog now (its first request, or after a change made through this
+    /// server), whatever was built before.
+    @discardableResult
+    public func build(_ app: AppName, from registry: Registry) throws(RegistryError) -> Refresh {
+        var result = Refresh()
+        guard let fingerprint = try registry.servingFingerprints(app: app)[app] else { return result }
+        known.withLock { _ = $0.insert(app) }
+        build(app, fingerprint: fingerprint, from: registry, into: &result)
+        return result
+    }
+
+    private func build(_ app: AppName, fingerprint: String, from registry: Registry, into result: inout Refresh) {
+        do {
+            install(try AppCatalog.build(registry, app: app))
+            fingerprints.withLock { $0[app] = fingerprint }
+            result.rebuilt.append(app)
+            if let failure = self.app(app)?.jspatchFailure { result.withoutJSPatch.append((app, failure)) }
+        } catch {
+            result.failed.append((app, error))
+        }
     }
 }

@@ -67,7 +67,7 @@ public final class PatchService: Sendable {
             response = error.response
         case .success(let (handler, params)):
             do throws(HTTPError) {
-                try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { catalog.app($0) })
+                try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) })
                 response = try handler(self, request, params)
             } catch {
                 response = error.response
@@ -93,8 +93,21 @@ public final class PatchService: Sendable {
     func appCatalog(_ raw: String) throws(HTTPError) -> AppCatalog {
         let name: AppName
         do { name = try AppName(raw) } catch { throw error.httpError }
-        guard let catalog = catalog.app(name) else { throw .notFound("unknown app \"\(raw.debugSanitized)\"") }
+        guard let catalog = servedApp(name) else { throw .notFound("unknown app \"\(raw.debugSanitized)\"") }
         return catalog
+    }
+
+    /// The app's prepared catalog, built on its first request. Only names the registry
+    /// has are looked up, so a flood of made-up names never reaches SQLite.
+    func servedApp(_ name: AppName) -> AppCatalog? {
+        if let built = catalog.app(name) { return built }
+        guard catalog.isKnown(name) else { return nil }
+        return registry.withLock { registry in
+            if let built = catalog.app(name) { return built }  // another request built it meanwhile
+            guard let refresh = try? catalog.build(name, from: registry) else { return nil }
+            report(refresh)
+            return catalog.app(name)
+        }
     }
 
     func appVersion(_ raw: String) throws(HTTPError) -> AppVersion {
@@ -138,7 +151,7 @@ public final class PatchService: Sendable {
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)
-                report(try catalog.refresh(from: registry, app: app))
+                report(try catalog.build(app, from: registry))
                 return result
             }
         } catch {
@@ -194,7 +207,7 @@ public final class PatchService: Sendable {
 
     /// Logs what a catalog refresh could not prepare: an app left on its previous state
     /// (or unserved), or served without its JSPatch packages.
-    private func report(_ refresh: Catalog.Refresh) {
+    func report(_ refresh: Catalog.Refresh) {
         for (app, error) in refresh.failed { log("not serving the new state of \(app): \(error)") }
         for (app, error) in refresh.withoutJSPatch { logOnce("serving \(app) without its JSPatch packages: \(error)") }
     }

@@ -164,7 +164,7 @@ extension PatchService {
     func renderMetrics() -> HTTPResponse {
         .text(metrics.render(gauges: [
             ("hotpatch_tracked_devices", "Devices in the minimum-interval table.", devices.count),
-            ("hotpatch_apps", "Apps served.", catalog.appCount),
+            ("hotpatch_apps", "Apps prepared for serving (built on their first request).", catalog.appCount),
         ]), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }
