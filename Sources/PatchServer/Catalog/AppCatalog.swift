@@ -106,12 +106,17 @@ public struct AppCatalog: Sendable {
     }
 }
 
-/// A file served at a fixed URL, found by one dictionary lookup of the request path.
+/// What a fixed URL of an app leads to, found by one dictionary lookup of the request path.
 public struct PublishedFile: Sendable {
+    public enum Kind: Sendable {
+        /// A metadata or target file; timestamp.json (`isCheck`) is subject to the per-device interval.
+        case file(HTTPResponse, isCheck: Bool)
+        /// The simple check of an app version with listed patches.
+        case simpleCheck(version: String)
+    }
+
     public let app: AppCatalog
-    public let response: HTTPResponse
-    /// timestamp.json is a check: it is subject to the per-device interval.
-    public let isCheck: Bool
+    public let kind: Kind
 }
 
 /// The current catalogs of all apps. Replaced whole per app on every change.
@@ -138,15 +143,19 @@ public final class Catalog: Sendable {
         let prefix = "/v1/apps/\(catalog.app)/"
         var files: [String: PublishedFile] = [:]
         for (name, response) in catalog.metadata {
-            files[prefix + "metadata/" + name] = PublishedFile(app: catalog, response: response, isCheck: name == "timestamp.json")
+            files[prefix + "metadata/" + name] = PublishedFile(app: catalog, kind: .file(response, isCheck: name == "timestamp.json"))
         }
         for (path, response) in catalog.targets {
-            files[prefix + "targets/" + path] = PublishedFile(app: catalog, response: response, isCheck: false)
+            files[prefix + "targets/" + path] = PublishedFile(app: catalog, kind: .file(response, isCheck: false))
+        }
+        for version in catalog.versions.keys {
+            files[prefix + "versions/" + version + "/patch"] = PublishedFile(app: catalog, kind: .simpleCheck(version: version))
         }
         state.withLock { state in
             if let old = state.apps[catalog.app] {
                 for name in old.metadata.keys { state.files[prefix + "metadata/" + name] = nil }
                 for path in old.targets.keys { state.files[prefix + "targets/" + path] = nil }
+                for version in old.versions.keys { state.files[prefix + "versions/" + version + "/patch"] = nil }
             }
             state.apps[catalog.app] = catalog
             state.files.merge(files) { _, new in new }

@@ -45,19 +45,29 @@ public final class PatchService: Sendable {
     /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = IPRateLimiter.monotonicTime()
-        // Fast path for the TUF files, the bulk of traffic: one lookup of the whole path in
-        // the prepared catalog, then the same limits the routed handler applies.
+        // Fast path for the TUF files and the simple check, the bulk of traffic: one lookup of
+        // the whole path in the prepared catalog, then the same limits the routed handlers apply.
         if request.method == "GET" || request.method == "HEAD", let file = catalog.file(at: request.path) {
             let response: HTTPResponse
+            let route: Metrics.Route
+            switch file.kind {
+            case .file(_, let isCheck): route = isCheck || request.path.contains("/metadata/") ? .metadata : .target
+            case .simpleCheck: route = .check
+            }
             do throws(HTTPError) {
                 try limitIP(request, app: file.app)
-                if file.isCheck { try throttleDevice(request, catalog: file.app) }
-                response = file.response
+                switch file.kind {
+                case .file(let prepared, let isCheck):
+                    if isCheck { try throttleDevice(request, catalog: file.app) }
+                    response = prepared
+                case .simpleCheck(let version):
+                    response = try check(request, app: file.app, version: version)
+                }
             } catch {
                 response = error.response
             }
-            metrics.record(route: file.isCheck || request.path.contains("/metadata/") ? .metadata : .target, status: response.status,
-                           bodyBytes: response.body.count, seconds: IPRateLimiter.monotonicTime() - started)
+            metrics.record(route: route, status: response.status, bodyBytes: response.body.count,
+                           seconds: IPRateLimiter.monotonicTime() - started)
             return response
         }
         let match = router.match(method: request.method, path: request.path)

@@ -59,10 +59,13 @@ extension PatchService {
     // MARK: The simple check
 
     func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"])
-        let version = try appVersion(p["version"])
+        try check(request, app: try appCatalog(p["app"]), version: try appVersion(p["version"]).rawValue)
+    }
+
+    /// The simple check once app and version are known (routed, or found by path in the catalog).
+    func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         try throttleDevice(request, catalog: app)
-        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID")) else {
+        guard let entry = app.patch(for: version, deviceID: request.header("X-Device-ID")) else {
             return PatchService.noPatch
         }
         if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
