@@ -7,6 +7,9 @@ import PatchCore
 /// file, never a registry that names a key nobody has.
 public struct KeyStore: Sendable {
     public let directory: URL
+    /// Keys already parsed, by keyid and the file they came from: OpenSSL's PEM decoding
+    /// costs more than the rest of a publish.
+    private let loaded = LoadedKeys()
 
     public init(directory: URL) { self.directory = directory }
 
@@ -38,10 +41,16 @@ public struct KeyStore: Sendable {
 
     func signingKey(app: AppName, role: Role, keyID: String) throws(RegistryError) -> Ed25519PrivateKey {
         let url = signingKeyURL(app: app, role: role, keyID: keyID)
-        let pem = try SecretFile.read(url, what: "the \(role.rawValue) key of \(app) (keyid \(keyID.prefix(12))…)")
+        let what = "the \(role.rawValue) key of \(app) (keyid \(keyID.prefix(12))…)"
+        // Checked on every use (a key moved offline or opened up to others is refused at once);
+        // parsed again only when the file changed.
+        let identity = try SecretFile.check(url, what: what)
+        if let key = loaded.key(keyID, identity: identity) { return key }
+        let pem = try SecretFile.read(url, what: what)
         let key: Ed25519PrivateKey
         do { key = try Ed25519PrivateKey(pem: pem) } catch { throw .keys("\(url.path): \(error)") }
         guard key.tufKey.keyID == keyID else { throw .keys("\(url.path) does not hold the key its name says (keyid \(keyID.prefix(12))…)") }
+        loaded.store(key, keyID, identity: identity)
         return key
     }
 
@@ -65,6 +74,33 @@ public struct KeyStore: Sendable {
     }
 }
 
+/// Which file a key was parsed from: device, inode, size and modification time.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: Int64
+    let modifiedNanoseconds: Int
+}
+
+private final class LoadedKeys: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: [String: (FileIdentity, Ed25519PrivateKey)] = [:]
+
+    func key(_ keyID: String, identity: FileIdentity) -> Ed25519PrivateKey? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let (stored, key) = keys[keyID], stored == identity else { return nil }
+        return key
+    }
+
+    func store(_ key: Ed25519PrivateKey, _ keyID: String, identity: FileIdentity) {
+        lock.lock()
+        keys[keyID] = (identity, key)
+        lock.unlock()
+    }
+}
+
 /// Files that hold secrets: created 0600 in a 0700 directory, refused when anyone but the
 /// owner can read them (as ssh does), never replacing an existing file.
 enum SecretFile {
@@ -76,7 +112,9 @@ enum SecretFile {
         do { try DurableFile.create(url, with: contents, mode: 0o600) } catch { throw .io(error.message) }
     }
 
-    static func read(_ url: URL, what: String) throws(RegistryError) -> [UInt8] {
+    /// The file must exist and be private to its owner.
+    @discardableResult
+    static func check(_ url: URL, what: String) throws(RegistryError) -> FileIdentity {
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             throw .keys("\(what) is missing: \(url.path) (this machine cannot sign for that role)")
@@ -84,6 +122,12 @@ enum SecretFile {
         guard info.st_mode & 0o077 == 0 else {
             throw .keys("\(url.path) is readable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 on it")
         }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                            modified: Int64(info.st_mtim.tv_sec), modifiedNanoseconds: Int(info.st_mtim.tv_nsec))
+    }
+
+    static func read(_ url: URL, what: String) throws(RegistryError) -> [UInt8] {
+        try check(url, what: what)
         guard let data = FileManager.default.contents(atPath: url.path) else { throw .io("cannot read \(url.path)") }
         return Array(data)
     }
