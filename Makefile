@@ -29,7 +29,7 @@ apt-install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || miss
 apt:
 	$(call apt-install,$(APT_PACKAGES))
 
-# Only `make bench` needs these.
+# Only `make bench` and `make soak` need these.
 apt-bench:
 	$(call apt-install,$(APT_BENCH_PACKAGES))
 
