@@ -25,7 +25,11 @@ let package = Package(
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip"]),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CMicroHTTPD"]),
-        .target(name: "PatchClient", dependencies: ["PatchCore"]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds of thread
+        // hand-offs per request; Apple platforms keep URLSession.
+        .target(name: "PatchClient", dependencies: ["PatchCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
         .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
         .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.

@@ -1,3 +1,4 @@
+#if !canImport(CCurl)
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -191,3 +192,4 @@ private final class CappedDownload: @unchecked Sendable {
         }
     }
 }
+#endif

@@ -1,0 +1,33 @@
+#ifndef HOTPATCH_CCURL_SHIM_H
+#define HOTPATCH_CCURL_SHIM_H
+#include <curl/curl.h>
+
+// curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: one fixed
+// signature per argument type.
+static inline CURLcode hp_curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hp_curl_setopt_string(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hp_curl_setopt_pointer(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode hp_curl_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+
+typedef size_t (*hp_curl_data_callback)(char *data, size_t size, size_t count, void *context);
+typedef int (*hp_curl_progress_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow);
+
+static inline CURLcode hp_curl_set_write(CURL *h, hp_curl_data_callback f, void *context) {
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, context);
+    return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
+}
+static inline CURLcode hp_curl_set_header(CURL *h, hp_curl_data_callback f, void *context) {
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, context);
+    return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
+}
+static inline CURLcode hp_curl_set_progress(CURL *h, hp_curl_progress_callback f, void *context) {
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, context);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f);
+}
+static inline long hp_curl_response_code(CURL *h) {
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+}
+#endif

@@ -1,0 +1,134 @@
+#if canImport(CCurl)
+import Foundation
+internal import CCurl
+
+/// One HTTP GET with a hard cap on the bytes accepted, on libcurl (Linux). The transfer is
+/// aborted by the write callback the moment the body exceeds `limit` (the TUF "endless
+/// data" attack), redirects are never followed, and a cancelled task (the sync deadline)
+/// aborts from the progress callback. One easy handle per client keeps the connection
+/// alive across a sync's requests; transfers run one at a time on the fetcher's queue, so
+/// the handle is never used by two threads at once.
+final class HTTPFetcher: @unchecked Sendable {
+    // @unchecked: `handle` is only touched on `queue`.
+    struct Response: Sendable {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+    }
+
+    private let requestTimeout: TimeInterval
+    private let resourceTimeout: TimeInterval
+    private let queue = DispatchQueue(label: "hotpatch.client.http")
+    private let handle: UnsafeMutableRawPointer  // CURL*
+
+    init(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) {
+        self.requestTimeout = requestTimeout
+        self.resourceTimeout = resourceTimeout
+        guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: libcurl is unusable") }
+        self.handle = handle
+    }
+
+    deinit { curl_easy_cleanup(handle) }
+
+    func get(_ url: URL, headers: [String: String] = [:], limit: Int) async throws(PatchClientError) -> Response {
+        let transfer = Transfer(limit: limit)
+        let result: Result<Response, PatchClientError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async { continuation.resume(returning: self.perform(url, headers: headers, transfer: transfer)) }
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+        return try result.get()
+    }
+
+    private func perform(_ url: URL, headers: [String: String], transfer: Transfer) -> Result<Response, PatchClientError> {
+        if transfer.isCancelled { return .failure(.timeout) }
+        curl_easy_reset(handle)  // options only: the connection cache stays
+        var list: UnsafeMutablePointer<curl_slist>?
+        for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
+        defer { curl_slist_free_all(list) }
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        let seconds = max(1, Int(requestTimeout.rounded(.up)))
+        _ = url.absoluteString.withCString { hp_curl_setopt_string(handle, CURLOPT_URL, $0) }
+        _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = hp_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+        _ = hp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = hp_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)
+        // The idle timeout: abort when under 1 byte/s for requestTimeout seconds.
+        _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
+        _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(resourceTimeout * 1000)))
+        _ = hp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        _ = hp_curl_set_write(handle, writeBody, context)
+        _ = hp_curl_set_header(handle, readHeader, context)
+        _ = hp_curl_set_progress(handle, checkCancelled, context)
+        let code = curl_easy_perform(handle)
+        if transfer.overflow { return .failure(.tooLarge(what: url.absoluteString, limit: transfer.limit)) }
+        if transfer.isCancelled { return .failure(.timeout) }
+        switch code {
+        case CURLE_OK:
+            return .success(Response(status: Int(hp_curl_response_code(handle)), headers: transfer.headers, body: transfer.body))
+        case CURLE_OPERATION_TIMEDOUT:
+            return .failure(.timeout)
+        default:
+            return .failure(.network(String(cString: curl_easy_strerror(code))))
+        }
+    }
+}
+
+/// The state of one transfer, reached from the C callbacks through their context pointer.
+private final class Transfer: @unchecked Sendable {
+    let limit: Int
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var overflow = false
+    private let lock = NSLock()
+    private var cancelled = false
+
+    init(limit: Int) { self.limit = limit }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        lock.unlock()
+    }
+
+    var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+}
+
+/// Appends body bytes; returning less than given makes libcurl abort (CURLE_WRITE_ERROR).
+private let writeBody: hp_curl_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    guard transfer.body.count + length <= transfer.limit else {
+        transfer.overflow = true
+        return 0
+    }
+    if length > 0, let data { transfer.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length)) }
+    return length
+}
+
+/// One header line per call; a status line (a new response, e.g. after 100 Continue) starts over.
+private let readHeader: hp_curl_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    guard let data else { return length }
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        transfer.headers = [:]
+    } else if let colon = line.firstIndex(of: ":") {
+        let name = line[..<colon].lowercased()
+        transfer.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    return length
+}
+
+private let checkCancelled: hp_curl_progress_callback = { context, _, _, _, _ in
+    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
+}
+#endif
