@@ -4,6 +4,7 @@
 #   make test  installs what is missing, builds and runs every test
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
 #              against nginx, OpenSSL and python-tuf (minutes; writes docs/BENCHMARKS.md)
+#   make fuzz  builds the libFuzzer targets in fuzz/ and runs each for FUZZ_SECONDS (default 60)
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
@@ -16,7 +17,7 @@ DATA ?= data
 KEYS ?= keys
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: deps apt apt-bench venv build release test test-swift test-interop run bench soak clean
+.PHONY: deps apt apt-bench venv build release test test-swift test-interop run bench soak fuzz clean
 
 deps: apt venv
 
@@ -68,6 +69,11 @@ bench: apt-bench deps release
 # Load, memory, slowloris and drain soak of patchd (minutes; not part of `make test`).
 soak: apt-bench deps release
 	./soak/run.sh
+
+# libFuzzer targets with AddressSanitizer (fuzz/run.sh, docs/SECURITY.md "Fuzzing"); not part
+# of `make test`. New crash inputs are copied to fuzz/crashes/.
+fuzz: apt
+	./fuzz/run.sh
 
 clean:
 	rm -rf .build $(VENV)

@@ -45,3 +45,20 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (docs/SECURITY.md, "Fuzzing"; `make fuzz`). Declared only when HOTPATCH_FUZZ=1,
+// because they link only with `-sanitize=fuzzer`, which the normal build and `swift test` lack.
+if Context.environment["HOTPATCH_FUZZ"] == "1" {
+    func harness(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: name, dependencies: dependencies + ["FuzzSupport"], path: "fuzz/\(name)")
+    }
+    package.targets += [
+        .systemLibrary(name: "CLibFuzzer", path: "fuzz/CLibFuzzer"),
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "fuzz/FuzzSupport"),
+        harness("FuzzJSON", ["PatchCore"]),
+        harness("FuzzTUF", ["PatchCore"]),
+        harness("FuzzIdentifiers", ["PatchCore"]),
+        harness("FuzzRouter", ["PatchServer", "PatchRegistry", "PatchCore"]),
+        harness("FuzzBundle", ["PatchCore"]),
+    ]
+}

@@ -77,7 +77,8 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
         if lhs.prerelease.isEmpty != rhs.prerelease.isEmpty { return !lhs.prerelease.isEmpty }
         for (a, b) in zip(lhs.prerelease, rhs.prerelease) where a != b {
             switch (UInt64(a), UInt64(b)) {
-            case let (x?, y?): return x < y
+            // "07" and "7" are the same number: not decided here, or neither would sort first.
+            case let (x?, y?): if x != y { return x < y }
             case (_?, nil): return true
             case (nil, _?): return false
             case (nil, nil): return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))

@@ -23,6 +23,7 @@ public struct TrustedMetadata: Sendable {
     public init(trustedRoot bytes: [UInt8], referenceTime: Date = Date()) throws(TUFError) {
         let root = try SignedRoot(bytes: bytes, maxLength: Self.maxRootLength)
         try root.verify(role: .root, delegator: root.body)
+        try Self.checkHasSuccessor(root)
         self.root = root
         self.referenceTime = referenceTime
     }
@@ -48,7 +49,16 @@ public struct TrustedMetadata: Sendable {
             throw .versionMismatch(role: "root", expected: root.body.version + 1, got: new.body.version)
         }
         try new.verify(role: .root, delegator: new.body)
+        try Self.checkHasSuccessor(new)
         root = new
+    }
+
+    /// Clients look for root N+1 after root N (here, in `RepositoryVerifier`, in `PatchClient`),
+    /// so a root at the largest version is refused rather than trusted and overflowed on.
+    private static func checkHasSuccessor(_ root: SignedRoot) throws(TUFError) {
+        guard root.body.version < Int64.max else {
+            throw .malformed(role: "root", reason: "version \(root.body.version) leaves no version for the next root")
+        }
     }
 
     /// Spec 5.3.10 then 5.4: the final root may not be expired; the timestamp must be signed,
