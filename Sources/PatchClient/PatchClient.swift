@@ -119,6 +119,16 @@ public actor PatchClient {
         }
     }
 
+    /// `sync` for synchronous callers (command-line tools): blocks the calling thread, which
+    /// must not be one of Swift concurrency's own.
+    public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
+        let outcome = BlockingResult()
+        Task {
+            outcome.finish(await self.sync(force: force))
+        }
+        return outcome.wait()
+    }
+
     private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
         let state = lockedState()
         if let retry = state.retryAfter, retry > now.timeIntervalSince1970 {
@@ -352,5 +362,21 @@ public actor PatchClient {
 
     private func fetchMetadata(_ name: String, limit: Int, headers: [String: String] = [:]) async throws(PatchClientError) -> HTTPFetcher.Response {
         try await fetcher.get(try endpoint("metadata/\(name)"), headers: headers, limit: limit)
+    }
+}
+
+/// Hands one outcome from a task to a thread waiting for it.
+private final class BlockingResult: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: SyncOutcome?
+
+    func finish(_ outcome: SyncOutcome) {
+        self.outcome = outcome
+        done.signal()
+    }
+
+    func wait() -> SyncOutcome {
+        done.wait()
+        return outcome!
     }
 }

@@ -146,12 +146,12 @@ case "client":
     func measure(cold: Bool) throws -> Double {
         var times: [Double] = []
         let warm = scratch.appendingPathComponent("warm")
-        if !cold { _ = waitFor(try client(cache: warm)) }
+        if !cold { _ = try client(cache: warm).syncBlocking(force: true) }
         for i in 0..<runs {
             let cache = cold ? scratch.appendingPathComponent("cold-\(i)") : warm
             let c = try client(cache: cache)
             let started = now()
-            let result = waitFor(c)
+            let result = c.syncBlocking(force: true)
             times.append(now() - started)
             if case .failed(let error) = result { fail("sync failed: \(error)") }
         }
@@ -185,23 +185,3 @@ default:
 /// glibc's mallopt(3): not exported by the Glibc module, so declared by its C name.
 @_silgen_name("mallopt")
 func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
-
-/// Runs one sync to completion from synchronous code.
-func waitFor(_ client: PatchClient) -> SyncOutcome {
-    let result = Locked<SyncOutcome?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        result.set(await client.sync(force: true))
-        done.signal()
-    }
-    done.wait()
-    return result.get()!
-}
-
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
-    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-}

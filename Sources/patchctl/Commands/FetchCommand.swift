@@ -34,16 +34,7 @@ struct FetchCommand: Command {
         if let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30)) { configuration.minimumInterval = TimeInterval(interval) }
         if let timeout = try arguments.int("--timeout", in: 1...600) { configuration.requestTimeout = TimeInterval(timeout) }
 
-        let client = PatchClient(configuration: configuration)
-        let outcome = Locked<SyncOutcome?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let force = arguments.flag("--force")
-        Task {
-            outcome.set(await client.sync(force: force))
-            done.signal()
-        }
-        done.wait()
-        let result = outcome.get()!
+        let result = PatchClient(configuration: configuration).syncBlocking(force: arguments.flag("--force"))
         print(result, json: arguments.flag("--json"))
         if case .failed(let error) = result {
             if case .verification = error { throw .verificationFailed(error.description) }
