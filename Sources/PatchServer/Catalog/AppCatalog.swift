@@ -176,6 +176,9 @@ public final class Catalog: Sendable {
 
     public func isKnown(_ name: AppName) -> Bool { known.withLock { $0.contains(name) } }
 
+    /// Records apps the registry has without building anything (start-up).
+    public func noteKnown(_ names: [AppName]) { known.withLock { $0.formUnion(names) } }
+
     /// Rebuilds the catalogs whose registry fingerprint changed. Only apps already built
     /// (served at least once) are rebuilt; the others are just noted as known and built on
     /// their first request (`build(_:from:)`), so start-up does not grow with the registry.

@@ -36,10 +36,10 @@ public final class PatchService: Sendable {
         self.ipLimiter = ipLimiter ?? IPRateLimiter()
         self.configuration = configuration
         self.log = log
-        let refresh = try catalog.refresh(from: registry)
+        // Only the names at start-up: every app's catalog is built on its first request.
+        catalog.noteKnown(try registry.apps().map(\.name))
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
-        report(refresh)
     }
 
     /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
