@@ -536,6 +536,10 @@ note "Goals marked *not met* were not profiled as part of this run; \`make bench
   echo "## Notes"
   echo
   printf '%s\n' "${NOTES[@]}"
+  if [ -f "$REPO/bench/FINDINGS.md" ]; then
+    echo
+    cat "$REPO/bench/FINDINGS.md"
+  fi
 } >"$WORK/BENCHMARKS.md"
 mkdir -p "$(dirname "$OUT_DOC")"
 cp "$WORK/BENCHMARKS.md" "$OUT_DOC.tmp" && mv "$OUT_DOC.tmp" "$OUT_DOC"
