@@ -27,7 +27,7 @@ public struct RSAPrivateKey: Sendable {
     /// 1.x and the JSPatch demo wrote) or PKCS#8 (`BEGIN PRIVATE KEY`).
     public init(pem: [UInt8]) throws(CryptoError) {
         let text = String(decoding: pem.prefix(64 << 10), as: UTF8.self)
-        if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || text.contains("Proc-Type: 4,ENCRYPTED") {
+        if text.contains("BEGIN ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
             throw .invalidKey("the PEM key is encrypted; decrypt it first (openssl pkey -in KEY -out PLAIN.pem) and keep PLAIN.pem private")
         }
         if text.contains("-----BEGIN PUBLIC KEY-----") || text.contains("-----BEGIN RSA PUBLIC KEY-----"), !text.contains("PRIVATE KEY-----") {
