@@ -30,7 +30,7 @@ public struct RSAPrivateKey: Sendable {
         if text.contains("BEGIN ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
             throw .invalidKey("the PEM key is encrypted; decrypt it first (openssl pkey -in KEY -out PLAIN.pem) and keep PLAIN.pem private")
         }
-        if text.contains("-----BEGIN PUBLIC KEY-----") || text.contains("-----BEGIN RSA PUBLIC KEY-----"), !text.contains("PRIVATE KEY-----") {
+        if text.contains("BEGIN PUBLIC KEY") || text.contains("BEGIN RSA PUBLIC KEY"), !text.contains("PRIVATE KEY") {
             throw .invalidKey("this is a public key; import the private key that belongs to it")
         }
         let bio = try MemoryBIO(reading: pem)
