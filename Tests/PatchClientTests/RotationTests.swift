@@ -43,12 +43,8 @@ struct RotationTests {
 
     @Test("a next root signed by a key the trusted root does not list → .verification(.unsignedThreshold) for root")
     func forgedNextRoot() async throws {
-        let fixture = try ClientFixture()
-        try fixture.publish(fixture.demo)
-        let mirror = try Mirror()
-        mirror.serve(try fixture.exported(fixture.demo))
-        let client = PatchClient(configuration: try fixture.configuration(fixture.demo, server: mirror.url))
-        let good = try await installGood(client, number: 1, script: ClientFixture.script(fixture.demo, 1))
+        let device = try await InstalledDevice.demo()
+        let (fixture, mirror, client, good) = (device.fixture, device.mirror, device.client, device.good)
 
         // The attacker makes root 2 name their own key for every role and signs it with it.
         let attacker = try Ed25519PrivateKey.generate()
@@ -66,12 +62,8 @@ struct RotationTests {
 
     @Test("timestamp key compromised and rotated: a timestamp signed with the OLD key is refused, the real one accepted")
     func oldTimestampKeyAfterRotation() async throws {
-        let fixture = try ClientFixture()
-        try fixture.publish(fixture.demo)
-        let mirror = try Mirror()
-        mirror.serve(try fixture.exported(fixture.demo))
-        let client = PatchClient(configuration: try fixture.configuration(fixture.demo, server: mirror.url))
-        let good = try await installGood(client, number: 1, script: ClientFixture.script(fixture.demo, 1))
+        let device = try await InstalledDevice.demo()
+        let (fixture, mirror, client, good) = (device.fixture, device.mirror, device.client, device.good)
 
         // The attacker copied the timestamp key; the publisher notices and rotates it.
         let stolen = try fixture.signingKey(fixture.demo, .timestamp)

@@ -61,3 +61,22 @@ func isHashMismatch(_ error: TUFError?, what: String) -> Bool {
     if case .hashMismatch(what: what, algorithm: let algorithm)? = error { return ["sha256", "md5"].contains(algorithm) }
     return false
 }
+
+/// A demo device that installed patch 1 from a mirror serving the exported repository:
+/// the starting point of the attack tests.
+struct InstalledDevice {
+    let fixture: ClientFixture
+    let mirror: Mirror
+    let client: PatchClient
+    let good: GoodPatch
+
+    static func demo() async throws -> InstalledDevice {
+        let fixture = try ClientFixture()
+        try fixture.publish(fixture.demo)
+        let mirror = try Mirror()
+        mirror.serve(try fixture.exported(fixture.demo))
+        let client = PatchClient(configuration: try fixture.configuration(fixture.demo, server: mirror.url))
+        let good = try await installGood(client, number: 1, script: ClientFixture.script(fixture.demo, 1))
+        return InstalledDevice(fixture: fixture, mirror: mirror, client: client, good: good)
+    }
+}
