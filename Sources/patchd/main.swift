@@ -70,21 +70,10 @@ do { service = try PatchService(registry: registry) } catch { fail("cannot load 
 let server: HTTPServer
 do { server = try HTTPServer(configuration: configuration) { service.respond(to: $0) } } catch { fail("\(error)") }
 
-// Background upkeep: pick up changes patchctl commits to the same registry (every second),
-// and re-sign online roles before they expire (every minute).
-let upkeep = DispatchQueue(label: "patchd.upkeep")
-let reloadTimer = DispatchSource.makeTimerSource(queue: upkeep)
-reloadTimer.schedule(deadline: .now() + 1, repeating: 1)
-reloadTimer.setEventHandler { service.reloadChanged() }
-reloadTimer.resume()
-let refreshTimer = DispatchSource.makeTimerSource(queue: upkeep)
-// First pass right away, in the background: a registry of a thousand apps must not delay
-// start-up, and what it re-signs is picked up by the catalogs as usual.
-refreshTimer.schedule(deadline: .now(), repeating: 60)
-refreshTimer.setEventHandler { service.refreshExpiring() }
-refreshTimer.resume()
+let upkeep = Upkeep(service: service)
 
 // Signals arrive on a dispatch source, not in a C handler, so draining runs as normal code.
+// Everything that may be inside OpenSSL or SQLite is stopped and joined before exit(0).
 let signalQueue = DispatchQueue(label: "patchd.signals")
 var signalSources: [DispatchSourceSignal] = []
 for sig in [SIGTERM, SIGINT] {
@@ -92,7 +81,8 @@ for sig in [SIGTERM, SIGINT] {
     let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
     source.setEventHandler {
         FileHandle.standardError.write(Data("patchd: draining (signal \(sig))\n".utf8))
-        server.drain(timeout: 10)
+        server.stop(drainTimeout: 10)
+        upkeep.stop()
         FileHandle.standardError.write(Data("patchd: stopped\n".utf8))
         exit(0)
     }

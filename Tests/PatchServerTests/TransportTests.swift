@@ -92,4 +92,32 @@ struct TransportTests {
         server.drain(timeout: 5)
         #expect(Date().timeIntervalSince(started) < 5)
     }
+
+    @Test("stop lets the request in flight finish, joins the workers, then refuses connections; twice is harmless")
+    func stopJoins() throws {
+        let started = AtomicCounter(), finished = AtomicCounter(), answered = AtomicCounter()
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        let server = try HTTPServer(configuration: configuration) { _ in
+            started.store(1)
+            usleep(300_000)
+            finished.store(1)
+            return .text("late")
+        }
+        let port = server.port
+        let client = Thread {
+            let answer = try? Self.exchange(port: port, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n", responses: 1)
+            answered.store(answer?.hasPrefix("HTTP/1.1 200") == true ? 1 : 0)
+        }
+        client.start()
+        while started.load == 0 { usleep(1_000) }
+        server.stop(drainTimeout: 5)
+        // Returned only after the handler did: nothing of the server runs past stop().
+        #expect(finished.load == 1)
+        #expect(server.openConnections == 0)
+        #expect(throws: POSIXError.self) { try Self.exchange(port: port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", responses: 1) }
+        server.stop()
+        for _ in 0..<500 where answered.load == 0 { usleep(10_000) }
+        #expect(answered.load == 1)
+    }
 }

@@ -303,6 +303,21 @@ def test_sigterm_drains_and_exits_zero(ws, start):
     assert "stopped" in server.stderr()
 
 
+def test_sigterm_during_the_startup_resigning_pass_exits_zero(tmp_path):
+    """patchd re-signs every app in the background right after start-up. A SIGTERM while
+    that pass was inside OpenSSL used to crash at exit (SIGSEGV in a freed OpenSSL lock:
+    exit's clean-up ran under the pass). With 40 apps the pass is still running when the
+    signal lands; before the fix about half of such stops crashed on this machine."""
+    w = Workspace(tmp_path / "many")
+    for i in range(40):
+        w.ok("apps", "create", f"app{i}")
+    for _ in range(15):
+        server = Patchd(w)
+        rc, hung = server.stop(timeout=15)
+        assert not hung and rc == 0, server.stderr()
+        assert "stopped" in server.stderr()
+
+
 # -- 8. keep-alive -----------------------------------------------------------------------------
 
 def test_keep_alive(server):

@@ -196,11 +196,12 @@ public final class PatchService: Sendable {
 
     /// Re-signs online roles that are within half their lifetime of expiring, for every app
     /// whose keys this server holds, so a quiet app never serves stale metadata. A missing
-    /// (offline) key is logged once per app, not every minute.
-    public func refreshExpiring(now: Date = Date()) {
+    /// (offline) key is logged once per app, not every minute. `shouldContinue` is asked
+    /// before each app, so a pass over many apps can be cut short at shutdown.
+    public func refreshExpiring(now: Date = Date(), while shouldContinue: () -> Bool = { true }) {
         registry.withLock { registry in
             guard let apps = try? registry.apps() else { return }
-            for app in apps {
+            for app in apps where shouldContinue() {
                 do {
                     let refresh = try registry.refreshExpiring(app: app.name, now: now)
                     if !refresh.roles.isEmpty {

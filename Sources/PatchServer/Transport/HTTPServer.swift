@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import CMicroHTTPD
 
 /// Limits and settings of the HTTP transport.
@@ -30,12 +31,17 @@ public struct HTTPServerError: Error, CustomStringConvertible {
 /// The libmicrohttpd transport. It owns the daemon and knows nothing of patches: it turns
 /// each request into an `HTTPRequest`, calls the handler and sends the `HTTPResponse`.
 public final class HTTPServer: @unchecked Sendable {
-    // The daemon pointer is only used by MHD calls that are thread-safe (quiesce, info, stop).
+    // The daemon pointer is only used by MHD calls that are thread-safe (quiesce, info, stop),
+    // and not at all once `stopped` is set.
 
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
     private let daemon: OpaquePointer
     private let context: Unmanaged<ServerContext>
+    private let stopped = Atomic<Bool>(false)
+    /// The listening socket MHD hands back when draining; ours to close, but only once the
+    /// daemon is stopped (its threads may still hold it until then).
+    private let quiescedSocket = Atomic<Int32>(-1)
     public let port: UInt16
     public let scheme: String
 
@@ -80,17 +86,35 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops accepting new connections, waits up to `timeout` for open ones to finish their
     /// requests, then stops. In-flight requests complete; idle keep-alive connections close.
     public func drain(timeout: TimeInterval = 10) {
-        _ = MHD_quiesce_daemon(daemon)
+        let socket = MHD_quiesce_daemon(daemon)
+        if socket >= 0 { quiescedSocket.store(socket, ordering: .releasing) }
         let deadline = Date().addingTimeInterval(timeout)
         while context.takeUnretainedValue().inFlight.load(ordering: .acquiring) > 0, Date() < deadline {
             usleep(10_000)
         }
     }
 
-    public var openConnections: Int { Int(hp_mhd_current_connections(daemon)) }
+    /// Drains (see `drain`), then stops the daemon: closes every connection and joins the
+    /// worker threads, so no handler runs once this returns. A process must do this before
+    /// `exit`, whose clean-up handlers free library state a worker could still be using.
+    /// Idempotent.
+    public func stop(drainTimeout: TimeInterval = 10) {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        drain(timeout: drainTimeout)
+        MHD_stop_daemon(daemon)
+        // Closing the handed-back socket is what makes new connections fail at once
+        // instead of waiting in the kernel's backlog for an accept that never comes.
+        let socket = quiescedSocket.exchange(-1, ordering: .acquiringAndReleasing)
+        if socket >= 0 { close(socket) }
+    }
+
+    /// Open connections; 0 once stopped.
+    public var openConnections: Int { stopped.load(ordering: .acquiring) ? 0 : Int(hp_mhd_current_connections(daemon)) }
 
     deinit {
-        MHD_stop_daemon(daemon)
+        if !stopped.load(ordering: .acquiring) { MHD_stop_daemon(daemon) }
+        let socket = quiescedSocket.load(ordering: .acquiring)
+        if socket >= 0 { close(socket) }
         context.release()
     }
 }
