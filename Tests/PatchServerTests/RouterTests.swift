@@ -59,6 +59,21 @@ struct RouterTests {
         #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).status == 200)
     }
 
+    @Test("an empty or over-long X-Device-ID is 400 wherever the header is documented, throttled file or not", arguments: [
+        "/v1/apps/demo/versions/2.3/patch", "/v1/apps/demo/metadata/timestamp.json", "/v1/apps/demo/metadata/1.root.json",
+        "/v1/apps/demo/metadata/1.targets.json",
+    ])
+    func deviceIDShape(path: String) throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        f.publish("fix()")
+        for bad in ["", String(repeating: "d", count: 257)] {
+            let response = f.get(path, headers: ["X-Device-ID": bad])
+            #expect(response.status == 400, "\(path) with a \(bad.count)-byte device ID")
+            #expect(try f.json(response)["error"]?["message"]?.stringValue == "X-Device-ID must be 1 to 256 bytes")
+        }
+        #expect(f.get(path, headers: ["X-Device-ID": String(repeating: "d", count: 256)]).status == 200)
+    }
+
     @Test("the per-IP token bucket limits every route, per address")
     func ipLimit() throws {
         let f = try ServiceFixture(minInterval: 0, ipRate: 5)

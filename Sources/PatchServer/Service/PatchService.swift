@@ -58,7 +58,7 @@ public final class PatchService: Sendable {
                 try limitIP(request, app: file.app)
                 switch file.kind {
                 case .file(let prepared, let isCheck):
-                    if isCheck { try throttleDevice(request, catalog: file.app) }
+                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { _ = try deviceID(request) }
                     response = prepared
                 case .simpleCheck(let version):
                     response = try check(request, app: file.app, version: version)
@@ -124,10 +124,17 @@ public final class PatchService: Sendable {
         do { return try AppVersion(raw) } catch { throw error.httpError }
     }
 
+    /// The request's X-Device-ID, if any, checked wherever the header is documented (every
+    /// metadata file, not only the ones it throttles): 1 to 256 bytes.
+    func deviceID(_ request: HTTPRequest) throws(HTTPError) -> String? {
+        guard let device = request.header("X-Device-ID") else { return nil }
+        guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
+        return device
+    }
+
     /// The per-device minimum interval, applied to checks that carry X-Device-ID.
     func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog) throws(HTTPError) {
-        guard let device = request.header("X-Device-ID") else { return }
-        guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
+        guard let device = try deviceID(request) else { return }
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval) {
             throw .throttled(retryAfter: wait, "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s")
         }
