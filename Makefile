@@ -4,7 +4,8 @@
 #   make test  installs what is missing, builds and runs every test
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
 #              against nginx, OpenSSL and python-tuf (minutes; writes docs/BENCHMARKS.md)
-#   make fuzz  builds the libFuzzer targets in fuzz/ and runs each for FUZZ_SECONDS (default 60)
+#   make fuzz  builds the libFuzzer targets in fuzz/ and runs each for FUZZ_SECONDS (default 60),
+#              then schemathesis against patchd for as long with a random seed
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
@@ -72,7 +73,7 @@ soak: apt-bench deps release
 
 # libFuzzer targets with AddressSanitizer (fuzz/run.sh, docs/SECURITY.md "Fuzzing"); not part
 # of `make test`. New crash inputs are copied to fuzz/crashes/.
-fuzz: apt
+fuzz: deps
 	./fuzz/run.sh
 
 clean:

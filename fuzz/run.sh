@@ -2,7 +2,8 @@
 # `make fuzz`: builds the libFuzzer harnesses with -sanitize=fuzzer,address and runs each
 # for FUZZ_SECONDS (default 60) from the committed seed corpus. A crash (an invariant broken,
 # a trap, an ASan report, a timeout) is copied to fuzz/crashes/<Target>/ and fuzzing resumes
-# for the rest of that target's time. Exit status 1 if anything crashed.
+# for the rest of that target's time. Then schemathesis fuzzes the HTTP API for as long with a
+# random seed. Exit status 1 if anything crashed or schemathesis found a failure.
 #   FUZZ_SECONDS=300 make fuzz                  longer
 #   FUZZ_TARGETS="FuzzJSON FuzzTUF" make fuzz   some targets
 set -euo pipefail
@@ -87,6 +88,22 @@ for target in $targets; do
   printf '%-16s %9s execs %7s/s  cov %5s of %5s counters  ft %6s  corpus %5s  crashes %s\n' \
     "$target" "$runs" "$rate" "${cov:--}" "${counters:--}" "${ft:--}" "${corp:--}" "$crashes" | tee -a "$summary"
 done
+
+# The HTTP surface: schemathesis from docs/openapi.yaml against a live debug patchd, with a
+# random seed (make test pins one); its report names the seed to replay a finding.
+echo "== schemathesis for ${seconds}s, random seed"
+swift build --product patchctl >/dev/null && swift build --product patchd >/dev/null
+status=0
+PATCHCTL=$PWD/.build/debug/patchctl PATCHD=$PWD/.build/debug/patchd SCHEMATHESIS_SEED=random \
+  SCHEMATHESIS_SECONDS=$seconds .venv/bin/python -m pytest -q Tests/interop/test_schemathesis.py \
+  >"$scratch/schemathesis.log" 2>&1 || status=$?
+tail -n 1 "$scratch/schemathesis.log"
+if [ "$status" = 0 ]; then
+  echo "schemathesis      passed (${seconds}s)" >>"$summary"
+else
+  failed=1
+  echo "schemathesis      FAILED: see $scratch/schemathesis.log" >>"$summary"
+fi
 
 echo
 echo "== fuzz summary (${seconds}s per target; $(date -u +%Y-%m-%dT%H:%MZ))"

@@ -1,5 +1,9 @@
 """schemathesis generates requests from docs/openapi.yaml against a running patchd: no 5xx,
-every response conforms to the documented status codes, headers and schemas (issue 6)."""
+every response conforms to the documented status codes, headers and schemas (issue 6).
+
+`make test` runs it with a fixed seed, so a red run is reproducible and a green one does not
+turn red by chance; `make fuzz` runs it again with a random seed for longer
+(SCHEMATHESIS_SEED=random), which is where new findings come from."""
 import os
 import subprocess
 import sys
@@ -20,10 +24,12 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
         # The "coverage" phase is left out: in this schemathesis release it fails with an
         # internal error (a KeyError inside its own schema walker) before sending anything.
         cli = Path(sys.executable).with_name("schemathesis")
+        seed = os.environ.get("SCHEMATHESIS_SEED", "20261130")
+        seeding = [] if seed == "random" else ["--seed", seed]
         result = subprocess.run(
             [str(cli), "run", str(REPO_ROOT / "docs" / "openapi.yaml"), "--url", server.url,
              "--header", f"Authorization: Bearer {token}", "--checks", "all", "--workers", "2",
-             "--phases", "examples,fuzzing,stateful", "--max-time", os.environ.get("SCHEMATHESIS_SECONDS", "30")],
+             "--phases", "examples,fuzzing,stateful", "--max-time", os.environ.get("SCHEMATHESIS_SECONDS", "30"), *seeding],
             capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     finally:
