@@ -171,8 +171,10 @@ extension Registry {
 
     // MARK: Audit
 
-    public func auditEvents(app: AppName?) throws(RegistryError) -> [AuditEvent] {
-        try AuditLog.events(db, app: app?.rawValue)
+    /// The audit events (of one app, or all), in seq order: those after seq `after`, at
+    /// most `limit` of them (nil: all).
+    public func auditEvents(app: AppName?, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
+        try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit)
     }
 
     /// Re-walks the whole chain (all apps: the chain is global).

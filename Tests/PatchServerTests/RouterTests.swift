@@ -151,6 +151,40 @@ struct RouterTests {
         #expect(global["chain"]?["head"]?.stringValue != nil)
     }
 
+    @Test("the audit listing pages: `limit` events after `after`, `next` on every page but the last; paging together gives the whole log")
+    func auditPaging() throws {
+        let f = try ServiceFixture()
+        for n in 1...4 { #expect(f.publish("fix\(n)()").status == 201) }
+        let auth = ["Authorization": "Bearer \(f.auditorToken)"]
+        let whole = try f.json(f.get("/v1/audit", headers: auth))
+        let all = whole["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? []
+        #expect(all.count >= 6 && whole["next"] == nil, "one page holds the whole log: no next")
+        var seen: [Int64] = []
+        var after: Int64 = 0
+        var pages = 0
+        while true {
+            let page = try f.json(f.get("/v1/audit", headers: auth, query: ["after": String(after), "limit": "2"]))
+            let seqs = page["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? []
+            #expect(seqs.count <= 2)
+            seen += seqs
+            pages += 1
+            guard let next = page["next"]?.intValue else { break }
+            #expect(next == seqs.last, "next is the last seq of the page")
+            after = next
+        }
+        #expect(seen == all)
+        #expect(pages == (all.count + 1) / 2, "a full last page has no next: no empty page after it")
+        // Filtered by app, the cursor is still the global seq.
+        let demo = try f.json(f.get("/v1/audit", headers: auth, query: ["app": "demo", "after": String(all[all.count - 2]), "limit": "1000"]))
+        #expect(demo["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } == [all.last!])
+        let past = try f.json(f.get("/v1/audit", headers: auth, query: ["after": String(all.last!)]))
+        #expect(past["events"]?.arrayValue?.isEmpty == true && past["next"] == nil)
+        for (name, bad) in [("after", "-1"), ("after", "01"), ("after", "x"), ("limit", "0"), ("limit", "1001"), ("limit", "")] {
+            let response = f.get("/v1/audit", headers: auth, query: [name: bad])
+            #expect(response.status == 400, "\(name)=\(bad)")
+        }
+    }
+
     @Test("tokens are stored only as hashes")
     func tokenAtRest() throws {
         let f = try ServiceFixture()

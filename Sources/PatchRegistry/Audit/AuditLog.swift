@@ -55,10 +55,15 @@ enum AuditLog {
         return AuditEvent(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev, hash: hash)
     }
 
-    static func events(_ db: Database, app: String?) throws(RegistryError) -> [AuditEvent] {
-        let sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit" + (app == nil ? "" : " WHERE app = ?") + " ORDER BY seq"
+    /// Events in seq order: those after `after` (a seq; 0 for the start), at most `limit`.
+    static func events(_ db: Database, app: String?, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
+        var sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit WHERE seq > ?"
+        var bindings: [SQLValue] = [.int(after)]
+        if let app { sql += " AND app = ?"; bindings.append(.text(app)) }
+        sql += " ORDER BY seq"
+        if let limit { sql += " LIMIT ?"; bindings.append(.int(Int64(limit))) }
         do {
-            return try db.query(sql, app.map { [.text($0)] } ?? []) { s throws(SQLiteError) in
+            return try db.query(sql, bindings) { s throws(SQLiteError) in
                 // A details column that no longer parses is itself evidence of tampering;
                 // keep the raw text so verification reports it instead of failing to list.
                 let raw = s.text(5)

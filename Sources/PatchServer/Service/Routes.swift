@@ -32,6 +32,18 @@ extension PatchService {
         }
     }
 
+    /// Events per /v1/audit page, at most and by default.
+    static let auditPageLimit = 1000
+
+    /// An optional decimal query value within `range` (no sign, no leading zeros).
+    static func integer(_ request: HTTPRequest, _ name: String, in range: ClosedRange<Int64>, default value: Int64) throws(HTTPError) -> Int64 {
+        guard let raw = request.query(name) else { return value }
+        guard let n = Int64(raw), String(n) == raw, range.contains(n) else {
+            throw .badRequest("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+
     static func patchNumber(_ raw: String) throws(HTTPError) -> Int {
         guard let n = Int(raw), n >= 1, n <= Int(Int32.max), String(n) == raw else { throw .badRequest("patch must be a positive integer") }
         return n
@@ -145,11 +157,19 @@ extension PatchService {
         if app == nil { app = token.app }
         guard token.allows(.auditor, app: app) else { throw .forbidden }
         let verify = try PatchService.flag(request, "verify")
+        let after = try PatchService.integer(request, "after", in: 0...Int64.max, default: 0)
+        let limit = Int(try PatchService.integer(request, "limit", in: 1...Int64(PatchService.auditPageLimit), default: Int64(PatchService.auditPageLimit)))
         let filter = app
-        let (events, chain) = try read { registry throws(RegistryError) in
-            (try registry.auditEvents(app: filter), verify ? try registry.verifyAudit() : nil)
+        // One more than the page: whether it exists decides `next`, with no count query.
+        var (events, chain) = try read { registry throws(RegistryError) in
+            (try registry.auditEvents(app: filter, after: after, limit: limit + 1), verify ? try registry.verifyAudit() : nil)
         }
+        let more = events.count > limit
+        if more { events.removeLast() }
         var out: [String: JSON] = ["events": .array(events.map(\.json))]
+        // A page that is not the last says where the next one starts, so a listing that
+        // stops early can never pass for the whole log.
+        if more, let last = events.last { out["next"] = .int(last.seq) }
         // The chain spans every app: a token scoped to one app learns only whether it is intact.
         let global = token.app == nil
         switch chain {

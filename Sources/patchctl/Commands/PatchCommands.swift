@@ -129,22 +129,25 @@ struct ListCommand: Command {
 struct AuditCommand: Command {
     static let spec = CommandSpec("audit", summary: "Show the audit log of every change; --verify checks its hash chain",
                                   options: [.value("--app", "NAME", "only this app's events"),
+                                            .value("--after", "SEQ", "only events after this seq (the last one you have read)"),
+                                            .value("--page-size", "N", "with --server: events per request, 1 to 1000 (default 1000); every page is read"),
                                             .flag("--verify", "verify the hash chain (exit 1 if broken)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
         let verify = arguments.flag("--verify")
+        let after = try arguments.int("--after", in: 0...Int.max) ?? 0
+        let pageSize = try arguments.int("--page-size", in: 1...1000)
         var result: [String: JSON]
         if let remote = try Remote.from(arguments) {
-            var query: [String: String] = verify ? ["verify": "true"] : [:]
-            if let name { query["app"] = name.rawValue }
-            result = try remote.json("GET", "/v1/audit", query: query).objectValue ?? [:]
+            result = try Self.remoteEvents(remote, app: name, after: after, pageSize: pageSize ?? 1000, verify: verify)
         } else {
+            guard pageSize == nil else { throw .usage("--page-size goes with --server") }
             let registry = try Context(arguments: arguments).openRegistry()
             do {
                 if let name { _ = try registry.app(name) }
-                result = ["events": .array(try registry.auditEvents(app: name).map(\.json))]
+                result = ["events": .array(try registry.auditEvents(app: name, after: Int64(after)).map(\.json))]
                 switch verify ? try registry.verifyAudit() : nil {
                 case .intact(let count, let head)?: result["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
                 case .broken(let seq, let reason)?: result["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
@@ -169,5 +172,27 @@ struct AuditCommand: Command {
         if let chain, chain["intact"]?.boolValue != true {
             throw .verificationFailed("audit chain broken at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")")
         }
+    }
+
+    /// Every page of /v1/audit from `after` on, following `next` until the server gives
+    /// none; the chain verdict (asked for on the first page only) covers the whole log.
+    static func remoteEvents(_ remote: Remote, app: AppName?, after: Int, pageSize: Int, verify: Bool) throws(CLIError) -> [String: JSON] {
+        var events: [JSON] = []
+        var chain: JSON?
+        var cursor = after
+        while true {
+            var query = ["after": String(cursor), "limit": String(pageSize)]
+            if let app { query["app"] = app.rawValue }
+            if verify && chain == nil { query["verify"] = "true" }
+            let page = try remote.json("GET", "/v1/audit", query: query).objectValue ?? [:]
+            events += page["events"]?.arrayValue ?? []
+            if chain == nil { chain = page["chain"] }
+            guard let next = page["next"]?.intValue else { break }
+            guard next > cursor else { throw .failed("the server's audit listing did not advance past event \(cursor)") }
+            cursor = Int(next)
+        }
+        var result: [String: JSON] = ["events": .array(events)]
+        if let chain { result["chain"] = chain }
+        return result
     }
 }
