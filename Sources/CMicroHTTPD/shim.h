@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 #include <microhttpd.h>
 
 // MHD_start_daemon, MHD_get_connection_info and MHD_get_daemon_info are variadic, which
@@ -70,5 +71,32 @@ static inline int hp_mhd_client_ip(struct MHD_Connection *c, char *buf, socklen_
         return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, len) ? 0 : -1;
     }
     return -1;
+}
+// Every value of one request header, in order, joined with ", " (how RFC 9110 combines a
+// list-valued field sent on several lines). MHD_lookup_connection_value sees only the first
+// line, which for X-Forwarded-For is the one a client can forge.
+struct hp_mhd_join { const char *name; char *out; size_t cap; size_t len; unsigned count; };
+
+static enum MHD_Result hp_mhd_join_value(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    struct hp_mhd_join *j = cls;
+    (void)kind;
+    if (key == NULL || value == NULL || strcasecmp(key, j->name) != 0) return MHD_YES;
+    size_t n = strlen(value);
+    if (j->count > 0) {
+        if (j->len + 2 <= j->cap) memcpy(j->out + j->len, ", ", 2);
+        j->len += 2;
+    }
+    if (j->len + n <= j->cap) memcpy(j->out + j->len, value, n);
+    j->len += n;
+    j->count += 1;
+    return MHD_YES;
+}
+
+/// The joined length (written to `out` if it fits in `cap`; call again with a larger buffer
+/// otherwise), or -1 when the request has no such header.
+static inline long hp_mhd_header_joined(struct MHD_Connection *c, const char *name, char *out, size_t cap) {
+    struct hp_mhd_join j = { name, out, cap, 0, 0 };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, hp_mhd_join_value, &j);
+    return j.count == 0 ? -1 : (long)j.len;
 }
 #endif

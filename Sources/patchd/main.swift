@@ -9,10 +9,15 @@ import PatchServer
 ///   --listen HOST:PORT (HOTPATCH_LISTEN, 127.0.0.1:8080; port 0 picks a free one)
 ///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
 ///   --threads N (HOTPATCH_THREADS)
+///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
 let usage = """
     Usage: patchd [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
+                  [--trusted-proxy CIDR[,CIDR...]]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
-    HOTPATCH_DATA, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS.
+    HOTPATCH_DATA, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
+    HOTPATCH_TRUSTED_PROXIES.
+    --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
+    (addresses or networks, like 10.0.0.0/8 or fd00::/8); without it the header is ignored.
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
 
     """
@@ -25,14 +30,15 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 var options: [String: String] = [:]
 let environment = ProcessInfo.processInfo.environment
 for (flag, variable) in [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
-                         ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS")] {
+                         ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
+                         ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES")] {
     if let value = environment[variable] { options[flag] = value }
 }
 var words = Array(CommandLine.arguments.dropFirst())
 while !words.isEmpty {
     let word = words.removeFirst()
     if word == "--help" || word == "-h" { print(usage, terminator: ""); exit(0) }
-    guard ["--data", "--keys", "--listen", "--tls-cert", "--tls-key", "--threads"].contains(word) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
+    guard ["--data", "--keys", "--listen", "--tls-cert", "--tls-key", "--threads", "--trusted-proxy"].contains(word) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
     guard !words.isEmpty else { fail("\(word) needs a value", code: 64) }
     options[word] = words.removeFirst()
 }
@@ -64,8 +70,18 @@ do {
                             keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true))
 } catch { fail("cannot open the registry: \(error)") }
 
+var serviceConfiguration = ServiceConfiguration()
+if let proxies = options["--trusted-proxy"] {
+    for entry in proxies.split(separator: ",") {
+        do { serviceConfiguration.trustedProxies.append(try IPNetwork(entry.trimmingCharacters(in: .whitespaces))) } catch {
+            fail("--trusted-proxy: \(error)", code: 64)
+        }
+    }
+    guard !serviceConfiguration.trustedProxies.isEmpty else { fail("--trusted-proxy needs at least one address or network", code: 64) }
+}
+
 let service: PatchService
-do { service = try PatchService(registry: registry) } catch { fail("cannot load the registry: \(error)") }
+do { service = try PatchService(registry: registry, configuration: serviceConfiguration) } catch { fail("cannot load the registry: \(error)") }
 
 let server: HTTPServer
 do { server = try HTTPServer(configuration: configuration) { service.respond(to: $0) } } catch { fail("\(error)") }

@@ -15,7 +15,7 @@ final class ServiceFixture {
     let otherAppToken: String
     let clock: FakeClock
 
-    init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0) throws {
+    init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -30,7 +30,9 @@ final class ServiceFixture {
         otherAppToken = try registry.createToken(app: try AppName("other"), role: .publisher, name: "other-ci", actor: actor).secret
         let clock = FakeClock()
         self.clock = clock
-        service = try PatchService(registry: registry, devices: DeviceThrottle(clock: { clock.seconds }),
+        var configuration = ServiceConfiguration()
+        configuration.trustedProxies = trustedProxies
+        service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
                                    ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), log: { _ in })
     }
 

@@ -120,4 +120,21 @@ struct TransportTests {
         for _ in 0..<500 where answered.load == 0 { usleep(10_000) }
         #expect(answered.load == 1)
     }
+
+    @Test("a header sent on several lines is read whole: X-Forwarded-For lines joined in order, case-insensitively")
+    func joinedHeader() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        let server = try HTTPServer(configuration: configuration) { request in
+            .text("first=\(request.header("X-Forwarded-For") ?? "-") all=\(request.joinedHeader("X-Forwarded-For") ?? "-")")
+        }
+        let long = (1...400).map { "10.0.\($0 / 250).\($0 % 250)" }.joined(separator: ", ")
+        let two = try Self.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 9.9.9.9\r\nx-forwarded-for: 203.0.113.1, 10.0.0.2\r\n\r\n", responses: 1)
+        #expect(two.hasSuffix("first=9.9.9.9 all=9.9.9.9, 203.0.113.1, 10.0.0.2"))
+        // Longer than the first buffer the transport tries (1 KiB): read in a second pass.
+        let big = try Self.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: \(long)\r\nX-Forwarded-For: 203.0.113.1\r\n\r\n", responses: 1)
+        #expect(big.hasSuffix("all=\(long), 203.0.113.1"))
+        let none = try Self.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", responses: 1)
+        #expect(none.hasSuffix("first=- all=-"))
+    }
 }

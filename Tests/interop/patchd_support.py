@@ -22,7 +22,7 @@ Response = namedtuple("Response", "status headers body")
 class Patchd:
     """A patchd process on 127.0.0.1:0; `url` comes from its ready line."""
 
-    def __init__(self, ws: Workspace, tls=None, timeout=20.0):
+    def __init__(self, ws: Workspace, tls=None, timeout=20.0, args=()):
         self.ws = ws
         self.log_dir = ws.root / "logs"
         self.log_dir.mkdir(exist_ok=True)
@@ -32,6 +32,7 @@ class Patchd:
                 "--listen", "127.0.0.1:0"]
         if tls:
             argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+        argv += list(args)
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(lambda: subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                                        cwd=ws.root, env=clean_env()))

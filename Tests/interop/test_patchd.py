@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from tuf.api.exceptions import DownloadError, RepositoryError
-from hotpatch_testing import Workspace, cached_version, decrypt, digests, fetch, repo_updater
+from hotpatch_testing import Workspace, binary, cached_version, decrypt, digests, fetch, repo_updater
 from patchd_support import Patchd, connection, error_json, poll, request
 
 JS = {
@@ -41,8 +41,8 @@ def start():
     """start(ws, tls=None) -> Patchd; every server is stopped at teardown."""
     servers = []
 
-    def _start(w, tls=None):
-        servers.append(Patchd(w, tls=tls))
+    def _start(w, tls=None, args=()):
+        servers.append(Patchd(w, tls=tls, args=args))
         return servers[-1]
 
     yield _start
@@ -300,6 +300,20 @@ def test_audit_over_http_pages_and_matches_the_local_log(ws, server):
     assert [e["seq"] for e in page["events"]] == [e["seq"] for e in local["events"][:2]]
     assert page["next"] == local["events"][1]["seq"]
     assert ws.run("audit", "--page-size", "3").rc == 64, "--page-size is only for --server"
+
+
+def test_trusted_proxy_x_forwarded_for(ws, start):
+    """Behind a load balancer (here: every loopback client is the balancer) the per-IP
+    bucket is the forwarded client's; the same header from an untrusted peer is ignored."""
+    ws.ok("apps", "throttle", "demo", "--ip-rate", "2")
+    path = "/v1/apps/demo/metadata/1.root.json"
+    behind = start(ws, args=["--trusted-proxy", "127.0.0.0/8,::1"])
+    assert [request(behind.url, path, headers={"X-Forwarded-For": "203.0.113.1"}).status for _ in range(3)] == [200, 200, 429]
+    assert request(behind.url, path, headers={"X-Forwarded-For": "203.0.113.2"}).status == 200
+    direct = start(ws)  # no trusted proxy: the header names nobody
+    assert [request(direct.url, path, headers={"X-Forwarded-For": f"203.0.113.{n}"}).status for n in range(3)] == [200, 200, 429]
+    bad = subprocess.run([str(binary("PATCHD", "patchd")), "--trusted-proxy", "10.0.0.0/33"], capture_output=True, text=True, timeout=10)
+    assert bad.returncode == 64 and "prefix length" in bad.stderr
 
 
 def test_tls(ws, start, tmp_path):

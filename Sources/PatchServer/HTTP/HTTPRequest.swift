@@ -8,6 +8,7 @@ public struct HTTPRequest {
     public let body: [UInt8]
     private let addressLookup: () -> String
     private let headerLookup: (String) -> String?
+    private let joinedHeaderLookup: (String) -> String?
     private let queryLookup: (String) -> String?
 
     /// For tests and in-process callers: header names match case-insensitively.
@@ -15,16 +16,19 @@ public struct HTTPRequest {
                 body: [UInt8] = [], remoteAddress: String = "127.0.0.1") {
         let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         self.init(method: method, path: path, body: body, addressLookup: { remoteAddress },
-                  headerLookup: { lowered[$0.lowercased()] }, queryLookup: { query[$0] })
+                  headerLookup: { lowered[$0.lowercased()] }, joinedHeaderLookup: { lowered[$0.lowercased()] },
+                  queryLookup: { query[$0] })
     }
 
     init(method: String, path: String, body: [UInt8], addressLookup: @escaping () -> String,
-         headerLookup: @escaping (String) -> String?, queryLookup: @escaping (String) -> String?) {
+         headerLookup: @escaping (String) -> String?, joinedHeaderLookup: @escaping (String) -> String?,
+         queryLookup: @escaping (String) -> String?) {
         self.method = method
         self.path = path
         self.body = body
         self.addressLookup = addressLookup
         self.headerLookup = headerLookup
+        self.joinedHeaderLookup = joinedHeaderLookup
         self.queryLookup = queryLookup
     }
 
@@ -32,7 +36,11 @@ public struct HTTPRequest {
     /// (the per-IP limit, when it is on).
     public var remoteAddress: String { addressLookup() }
 
+    /// The first line of header `name`.
     public func header(_ name: String) -> String? { headerLookup(name) }
+    /// Every line of a list-valued header joined with ", " (X-Forwarded-For: a proxy may add
+    /// its own line after one the client sent).
+    public func joinedHeader(_ name: String) -> String? { joinedHeaderLookup(name) }
     public func query(_ name: String) -> String? { queryLookup(name) }
 
     /// The bearer token of an `Authorization: Bearer …` header.

@@ -11,6 +11,9 @@ public struct ServiceConfiguration: Sendable {
     /// Changes (publish, revoke, rollout) per minute per token: a leaked or runaway CI token
     /// cannot flood the registry and the audit log.
     public var changesPerTokenPerMinute = 30
+    /// Proxies (load balancers, CDNs) whose X-Forwarded-For names the client for the per-IP
+    /// limits. Empty: the header is ignored and the TCP peer is the client.
+    public var trustedProxies: [IPNetwork] = []
     public init() {}
 }
 
@@ -93,7 +96,8 @@ public final class PatchService: Sendable {
         let scope = app?.app.rawValue ?? "*"
         let rate = app?.rules.ipRatePerMinute ?? configuration.globalIPRatePerMinute
         guard rate > 0 else { return }
-        if let wait = ipLimiter.take(scope: scope, ip: request.remoteAddress, ratePerMinute: rate) {
+        let client = configuration.trustedProxies.client(peer: request.remoteAddress, forwardedFor: request.joinedHeader("X-Forwarded-For"))
+        if let wait = ipLimiter.take(scope: scope, ip: client, ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
         }
     }

@@ -57,6 +57,21 @@ private func clientAddress(_ connection: OpaquePointer) -> String {
     }
 }
 
+private func joinedHeader(_ connection: OpaquePointer, _ name: String) -> String? {
+    // Headers are bounded by the connection's memory limit, so at most two passes.
+    var capacity = 1024
+    while true {
+        let (length, text) = withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer -> (Int, String?) in
+            let length = hp_mhd_header_joined(connection, name, buffer.baseAddress!, buffer.count)
+            guard length >= 0, length <= buffer.count else { return (length, nil) }
+            return (length, String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: length), as: UTF8.self))
+        }
+        if length < 0 { return nil }
+        if let text { return text }
+        capacity = length
+    }
+}
+
 private func send(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
     if response.prepared, let native = response.nativeSlot.object(as: NativeResponse.self, orInstall: { NativeResponse(response) }) {
         return MHD_queue_response(connection, UInt32(response.status), native.pointer)
@@ -108,6 +123,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     let request = HTTPRequest(
         method: String(cString: method), path: String(cString: url), body: state.body, addressLookup: { clientAddress(connection) },
         headerLookup: { name in MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) } },
+        joinedHeaderLookup: { name in joinedHeader(connection, name) },
         queryLookup: { name in MHD_lookup_connection_value(connection, MHD_ValueKind.GET_ARGUMENT_KIND, name).map { String(cString: $0) } })
     return send(server.handler(request), on: connection)
 }
