@@ -63,9 +63,10 @@ extension [IPNetwork] {
     /// the request carries X-Forwarded-For: then the list is walked from the right (the
     /// entry the nearest proxy added) past every trusted address, and the first untrusted
     /// one is the client. Entries further left were written by the client and are ignored;
-    /// a malformed entry stops the walk at the last trusted hop.
-    func client(peer: String, forwardedFor: String?) -> String {
-        guard !isEmpty, let forwardedFor, let peerBytes = IPNetwork.parseAddress(peer), trusts(peerBytes) else { return peer }
+    /// a malformed entry stops the walk at the last trusted hop. The header is read only
+    /// when the peer is trusted (reading it walks every header of the request).
+    func client(peer: String, forwardedFor: @autoclosure () -> String?) -> String {
+        guard !isEmpty, let peerBytes = IPNetwork.parseAddress(peer), trusts(peerBytes), let forwardedFor = forwardedFor() else { return peer }
         var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {
             let candidate = entry.trimmingCharacters(in: .whitespaces)
