@@ -6,7 +6,7 @@ import PatchServer
 /// patchd: serves every app in a registry over HTTP(S).
 /// Options, each also read from an environment variable:
 ///   --data DIR (HOTPATCH_DATA, ./data)  --keys DIR (HOTPATCH_KEYS, ./keys)
-///   --listen HOST:PORT (HOTPATCH_LISTEN, 127.0.0.1:8080; port 0 picks a free one)
+///   --listen HOST:PORT (HOTPATCH_LISTEN, 127.0.0.1:8080; [::1]:8080 for IPv6; port 0 picks a free one)
 ///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
 ///   --threads N (HOTPATCH_THREADS)
 ///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
@@ -48,7 +48,10 @@ let listen = options["--listen"] ?? "127.0.0.1:8080"
 guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
     fail("--listen must be HOST:PORT, got \(listen.debugSanitized)", code: 64)
 }
-configuration.host = String(listen[..<colon])
+// An IPv6 host is written in brackets, as in a URL: [::1]:8080.
+var host = String(listen[..<colon])
+if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+configuration.host = host
 configuration.port = port
 if let threads = options["--threads"] {
     guard let n = Int(threads), (1...256).contains(n) else { fail("--threads must be 1 to 256", code: 64) }
@@ -108,5 +111,6 @@ for sig in [SIGTERM, SIGINT] {
 
 // Written straight to the file descriptor: a pipe-reading supervisor (or test) sees the
 // line at once, whatever stdio buffering is in force.
-FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(configuration.host):\(server.port)\n".utf8))
+let urlHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(urlHost):\(server.port)\n".utf8))
 dispatchMain()

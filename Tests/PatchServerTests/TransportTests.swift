@@ -137,4 +137,34 @@ struct TransportTests {
         let none = try Self.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", responses: 1)
         #expect(none.hasSuffix("first=- all=-"))
     }
+
+    /// Whether this machine can bind ::1 (a container may run without IPv6).
+    static var hasIPv6Loopback: Bool {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0 }
+        }
+    }
+
+    @Test("listens on IPv4 or IPv6 addresses; anything else is refused before listening")
+    func listenAddresses() throws {
+        for host in ["127.0.0.1"] + (Self.hasIPv6Loopback ? ["::1"] : []) {
+            var configuration = HTTPServerConfiguration()
+            configuration.host = host
+            configuration.port = 0
+            let server = try HTTPServer(configuration: configuration) { _ in .text("ok") }
+            #expect(server.port > 0, "\(host)")
+        }
+        for host in ["localhost", "[::1]", "1.2.3", ""] {
+            var configuration = HTTPServerConfiguration()
+            configuration.host = host
+            configuration.port = 0
+            #expect(throws: HTTPServerError.self, "\(host)") { try HTTPServer(configuration: configuration) { _ in .text("ok") } }
+        }
+    }
 }

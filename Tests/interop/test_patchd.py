@@ -3,6 +3,7 @@ publish/revoke over HTTP, key rotation picked up without a restart), `verify --s
 against a tampered registry, the simple check, tokens, TLS, SIGTERM, keep-alive, bad input."""
 
 import json
+import socket
 import sqlite3
 import ssl
 import subprocess
@@ -314,6 +315,25 @@ def test_trusted_proxy_x_forwarded_for(ws, start):
     assert [request(direct.url, path, headers={"X-Forwarded-For": f"203.0.113.{n}"}).status for n in range(3)] == [200, 200, 429]
     bad = subprocess.run([str(binary("PATCHD", "patchd")), "--trusted-proxy", "10.0.0.0/33"], capture_output=True, text=True, timeout=10)
     assert bad.returncode == 64 and "prefix length" in bad.stderr
+
+
+def test_ipv6_listen(ws, start):
+    """`--listen [::1]:0` serves on IPv6 loopback and prints a bracketed URL; `[::]` is dual
+    stack (IPv4 clients too); the per-IP limit counts an IPv6 client like any other."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    ws.ok("apps", "throttle", "demo", "--ip-rate", "2")
+    v6 = start(ws, args=["--listen", "[::1]:0"])
+    assert v6.url.startswith("http://[::1]:")
+    path = "/v1/apps/demo/metadata/1.root.json"
+    assert [request(v6.url, path).status for _ in range(3)] == [200, 200, 429]
+    both = start(ws, args=["--listen", "[::]:0"])
+    port = both.url.rsplit(":", 1)[1]
+    assert request(f"http://127.0.0.1:{port}", "/healthz").status == 200
+    assert request(f"http://[::1]:{port}", "/healthz").status == 200
 
 
 def test_tls(ws, start, tmp_path):

@@ -46,17 +46,38 @@ public final class HTTPServer: @unchecked Sendable {
     public let scheme: String
 
     public init(configuration: HTTPServerConfiguration, handler: @escaping Handler) throws(HTTPServerError) {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = configuration.port.bigEndian
-        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
-            throw HTTPServerError(message: "listen address must be an IPv4 address, got \(configuration.host)")
+        // An IPv4 or IPv6 address, built in a sockaddr_storage that outlives the start call.
+        var address = sockaddr_storage()
+        var ipv6 = false
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, configuration.host, &v4) == 1 {
+            withUnsafeMutableBytes(of: &address) { raw in
+                var sin = sockaddr_in()
+                sin.sin_family = sa_family_t(AF_INET)
+                sin.sin_port = configuration.port.bigEndian
+                sin.sin_addr = v4
+                raw.storeBytes(of: sin, as: sockaddr_in.self)
+            }
+        } else if inet_pton(AF_INET6, configuration.host, &v6) == 1 {
+            ipv6 = true
+            withUnsafeMutableBytes(of: &address) { raw in
+                var sin6 = sockaddr_in6()
+                sin6.sin6_family = sa_family_t(AF_INET6)
+                sin6.sin6_port = configuration.port.bigEndian
+                sin6.sin6_addr = v6
+                raw.storeBytes(of: sin6, as: sockaddr_in6.self)
+            }
+        } else {
+            throw HTTPServerError(message: "listen address must be an IPv4 or IPv6 address, got \(configuration.host)")
         }
         let context = Unmanaged.passRetained(ServerContext(handler: handler, maxBodySize: configuration.maxBodySize))
         // Epoll with a pool of internal threads: each thread accepts and serves its own
         // connections, so no request waits on a dispatcher thread.
         // ITC (an inter-thread pipe) lets MHD_quiesce_daemon wake the workers when draining.
-        let flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue) | UInt32(MHD_USE_ITC.rawValue)
+        var flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue) | UInt32(MHD_USE_ITC.rawValue)
+        // "::" also accepts IPv4 (dual stack), as "0.0.0.0" does for IPv4 alone; a specific
+        // IPv6 address only that address.
+        if ipv6 { flags |= UInt32(configuration.host == "::" ? MHD_USE_DUAL_STACK.rawValue : MHD_USE_IPv6.rawValue) }
         let started: OpaquePointer? = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
                 configuration.tlsKeyPEM.withOptionalCString { key in
