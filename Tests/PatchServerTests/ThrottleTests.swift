@@ -30,6 +30,48 @@ struct ThrottleTests {
         #expect(throttle.count <= 64 * 100)
     }
 
+    @Test("a table full of live devices is not swept on every new device's check (that made each one O(shard))")
+    func fullTableIsNotSweptPerCheck() {
+        let clock = FakeClock()
+        let throttle = DeviceThrottle(capacity: 64 * 2048, clock: { clock.seconds })
+        for i in 0..<400_000 { _ = throttle.check(app: "a", device: "flood-\(i)", interval: 3600) }
+        #expect(throttle.count <= 64 * 2048)
+        // Growth sweeps only: about two per shard. Before, every check past capacity swept.
+        #expect(throttle.sweeps.load < 1_000, "\(throttle.sweeps.load) sweeps for 400,000 checks")
+        // Once the flood's entries expire, sweeping resumes and new devices are tracked again.
+        clock.advance(3601)
+        #expect(throttle.check(app: "a", device: "later", interval: 3600) == .allowed)
+        #expect(throttle.check(app: "a", device: "later", interval: 3600) == .throttled(retryAfter: 3600))
+    }
+
+    @Test("a small table still sweeps expired devices (its shards never reach the usual first sweep size)")
+    func smallTableSweeps() {
+        let clock = FakeClock()
+        let throttle = DeviceThrottle(capacity: 64 * 100, clock: { clock.seconds })
+        for i in 0..<20_000 { _ = throttle.check(app: "a", device: "d\(i)", interval: 60) }
+        clock.advance(61)
+        for i in 0..<64 * 50 { _ = throttle.check(app: "a", device: "e\(i)", interval: 60) }
+        #expect(throttle.check(app: "a", device: "fresh", interval: 60) == .allowed)
+        #expect(throttle.check(app: "a", device: "fresh", interval: 60) == .throttled(retryAfter: 60), "tracked again: expired entries were dropped")
+    }
+
+    @Test("a short interval in one app is swept on time next to long ones in another")
+    func mixedIntervals() {
+        let clock = FakeClock()
+        let throttle = DeviceThrottle(capacity: 64 * 2048, clock: { clock.seconds })
+        // ~1,200 hour-long entries a shard (swept once on the way, at 1,024, so the shard
+        // then knows nothing expires for an hour), then ~600 of ten seconds.
+        for i in 0..<64 * 1200 { _ = throttle.check(app: "slow", device: "s\(i)", interval: 3600) }
+        for i in 0..<64 * 600 { _ = throttle.check(app: "fast", device: "f\(i)", interval: 10) }
+        clock.advance(11)
+        // ~400 new devices a shard only fit if the expired ten-second entries are dropped
+        // when the shard fills, not an hour later.
+        let fresh = (0..<64 * 400).map { "g\($0)" }
+        for device in fresh { #expect(throttle.check(app: "fast", device: device, interval: 10) == .allowed) }
+        let tracked = fresh.filter { throttle.check(app: "fast", device: $0, interval: 10) == .throttled(retryAfter: 10) }.count
+        #expect(tracked == fresh.count)
+    }
+
     @Test("one million tracked devices stay well under 200 MB of resident memory")
     func millionDevices() throws {
         let throttle = DeviceThrottle(capacity: 4_000_000, clock: { 5 })

@@ -12,9 +12,23 @@ public final class DeviceThrottle: Sendable {
     }
 
     private static let shardCount = 64
-    private let shards: [Locked<[UInt64: UInt32]>]
-    /// Per shard: the size at which expired entries are next swept out.
-    private let sweepThresholds: [AtomicCounter]
+
+    /// One shard of the table and what decides when it is next swept of expired entries.
+    private struct Shard {
+        var entries: [UInt64: UInt32] = [:]
+        /// Sweep when the shard reaches this size (doubling: amortised O(1) per check)…
+        var sweepAt: Int
+        /// …but not before the earliest expiry among its entries: until then a sweep would
+        /// drop nothing. Without this, a shard full of live entries was swept on every
+        /// check of a new device (an O(shard) copy each), so filling the table with made-up
+        /// device IDs slowed every new device's check to a crawl.
+        var noSweepBefore: UInt32 = 0
+    }
+
+    private let shards: [Locked<Shard>]
+    private let perShard: Int
+    /// Sweeps done (tests check that a full table is not swept on every check).
+    let sweeps = AtomicCounter()
     private let seed: (UInt64, UInt64)
     private let clock: @Sendable () -> UInt32
     public let capacity: Int
@@ -23,8 +37,9 @@ public final class DeviceThrottle: Sendable {
     public init(capacity: Int = 4_000_000, clock: @escaping @Sendable () -> UInt32 = DeviceThrottle.monotonicSeconds) {
         self.capacity = capacity
         self.clock = clock
-        shards = (0..<DeviceThrottle.shardCount).map { _ in Locked([:]) }
-        sweepThresholds = (0..<DeviceThrottle.shardCount).map { _ in AtomicCounter(1024) }
+        let perShard = max(1, capacity / DeviceThrottle.shardCount)
+        self.perShard = perShard
+        shards = (0..<DeviceThrottle.shardCount).map { _ in Locked(Shard(sweepAt: min(perShard, 1024))) }
         var generator = SystemRandomNumberGenerator()
         seed = (generator.next(), generator.next())
     }
@@ -50,27 +65,35 @@ public final class DeviceThrottle: Sendable {
         guard interval > 0 else { return .allowed }
         let key = key(app: app, device: device)
         let now = clock()
-        let index = Int(key % UInt64(DeviceThrottle.shardCount))
-        let perShard = max(1, capacity / DeviceThrottle.shardCount)
-        return shards[index].withLock { entries in
-            if let until = entries[key], until > now {
+        let perShard = self.perShard
+        return shards[Int(key % UInt64(DeviceThrottle.shardCount))].withLock { shard in
+            if let until = shard.entries[key], until > now {
                 return .throttled(retryAfter: Int(until - now))
             }
-            if entries.count >= sweepThresholds[index].load {
-                entries = entries.filter { $0.value > now }
-                // Sweep again when the live set has doubled: amortised O(1) per check.
-                sweepThresholds[index].store(max(1024, min(perShard, entries.count * 2)))
+            if shard.entries.count >= shard.sweepAt, now >= shard.noSweepBefore {
+                var earliest = UInt32.max
+                shard.entries = shard.entries.filter { _, until in
+                    guard until > now else { return false }
+                    earliest = min(earliest, until)
+                    return true
+                }
+                shard.sweepAt = min(perShard, max(1024, shard.entries.count * 2))
+                shard.noSweepBefore = earliest == .max ? now : earliest
+                sweeps.add(1)
             }
-            if entries.count >= perShard {
+            if shard.entries.count >= perShard {
                 // Full of live entries: admit without tracking rather than evict someone
                 // who is legitimately waiting. Capacity is sized so this does not happen.
                 return .allowed
             }
-            entries[key] = now &+ UInt32(clamping: interval)
+            let until = now &+ UInt32(clamping: interval)
+            shard.entries[key] = until
+            // Apps have different intervals: a new entry may expire before the others.
+            shard.noSweepBefore = min(shard.noSweepBefore, until)
             return .allowed
         }
     }
 
     /// Devices currently tracked (including expired entries not yet swept).
-    public var count: Int { shards.reduce(0) { total, shard in total + shard.withLock { $0.count } } }
+    public var count: Int { shards.reduce(0) { total, shard in total + shard.withLock { $0.entries.count } } }
 }
