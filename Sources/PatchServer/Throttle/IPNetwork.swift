@@ -32,7 +32,8 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         address.withUnsafeBytes { raw in
             _ = inet_ntop(address.count == 4 ? AF_INET : AF_INET6, raw.baseAddress, &text, socklen_t(text.count))
         }
-        return String(cString: text) + "/\(prefixLength)"
+        let length = text.firstIndex(of: 0) ?? text.count
+        return String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/\(prefixLength)"
     }
 
     /// Whether `candidate` (4 or 16 bytes from `parseAddress`) lies in this network. An
