@@ -101,7 +101,7 @@ struct RotationTests {
         let twoYearsAgo = Date().addingTimeInterval(-2 * 365 * 86_400)
         try fixture.registry.createApp(old, encrypted: false, actor: fixture.actor, now: twoYearsAgo)
         let pinned = try fixture.initialRoot(old)
-        try fixture.registry.publish(app: old, appVersion: fixture.version, bundle: Array("old();".utf8), actor: fixture.actor)
+        _ = try fixture.registry.publish(app: old, appVersion: fixture.version, bundle: Array("old();".utf8), actor: fixture.actor)
         let mirror = try Mirror()
         mirror.serve(try fixture.exported(old))
         var configuration = try fixture.configuration(fixture.demo, server: mirror.url)

@@ -135,7 +135,7 @@ struct RouterTests {
         #expect(f.publish("one()").status == 201)
         let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         let record = try #require(try registry.token(presented: f.publisherToken))
-        try registry.revokeToken(id: record.id, actor: Actor("admin"))
+        _ = try registry.revokeToken(id: record.id, actor: Actor("admin"))
         #expect(f.publish("two()").status == 401)
         #expect(throws: RegistryError.self) { try registry.revokeToken(id: record.id, actor: Actor("admin")) }
         #expect(try registry.auditEvents(app: nil).last?.action == "token.revoke")
@@ -263,7 +263,7 @@ struct RouterTests {
         let f = try ServiceFixture(minInterval: 0)
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204, "served once: its catalog is prepared")
         let other = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
-        try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("elsewhere()".utf8), actor: Actor("cli"))
+        _ = try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("elsewhere()".utf8), actor: Actor("cli"))
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").status == 204, "answered from the prepared catalog until a reload")
         f.service.reloadChanged()
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
