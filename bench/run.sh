@@ -329,7 +329,7 @@ row "5b. Publish 100 KB, encrypted (AES-256-GCM): median of 200 (lower is better
 
 # -- row 6: hashing and encryption vs openssl speed ----------------------------------------------------
 
-say "row 6: crypto throughput (hotpatch-bench crypto --mb 64, openssl speed), 2 alternating rounds"
+say "row 6: crypto throughput (hotpatch-bench crypto --mb 64, openssl speed), 4 alternating rounds"
 # openssl speed's last line: the algorithm and its rate in 1000s of bytes per second ("1403812.41k").
 openssl_mbps() {
   openssl speed -evp "$1" -bytes 16384 -seconds 2 2>/dev/null >"$WORK/openssl-$1.txt" || die "openssl speed -evp $1 failed"
@@ -337,7 +337,7 @@ openssl_mbps() {
 }
 maximum() { printf '%s\n' "$@" | awk 'NR == 1 || $1 + 0 > m + 0 { m = $1 } END { print m }'; }
 ossl_sha_r=() ossl_md5_r=() ossl_gcm_r=()
-for r in 1 2; do
+for r in 1 2 3 4; do
   "$BIN/hotpatch-bench" crypto --mb 64 >"$WORK/crypto-$r.json" || die "hotpatch-bench crypto failed"
   ossl_sha_r+=("$(openssl_mbps sha256)"); ossl_md5_r+=("$(openssl_mbps md5)"); ossl_gcm_r+=("$(openssl_mbps aes-256-gcm)")
   say "  crypto round $r: hotpatch $(cat "$WORK/crypto-$r.json"); openssl sha256 ${ossl_sha_r[-1]}, md5 ${ossl_md5_r[-1]}, aes-256-gcm ${ossl_gcm_r[-1]} MB/s"
@@ -513,7 +513,7 @@ note "Ratios are hotpatch ÷ reference. For requests/s and MB/s higher is better
 note "Rows 1–4 alternate patchd and nginx (patchd first), after one discarded 1 s warm-up run against each, 3 rounds each (row 3: 5, its p99 varies most between rounds), both servers up throughout on 127.0.0.1; they served byte-identical \`timestamp.json\`, bundle and 200 KB target (checked before measuring). patchd runs with its default 2 worker threads on this machine."
 note "nginx $(nginx -v 2>&1 | sed 's/^nginx version: //'): worker_processes 2, access_log off, sendfile on, keepalive_requests 100000000, default etag and open_file_cache (off), serving the \`patchctl export\` of the same apps at SITE/v1/apps/APP so the URLs match patchd's."
 note "Row 2: patchd answers the app's simple check with 304 for one device (app with \`--min-interval 0\`) sending If-None-Match with the patch ETag; nginx answers 304 for the same bundle's static target file with the ETag from a HEAD. Row 3: \`bench/distinct-devices.lua\` sends PREFIX-THREAD-COUNTER as X-Device-ID, a new device per request (app with \`--min-interval 3600\`, so every check is a 200 and is tracked); nginx is driven by the same script so both sides pay the same client cost."
-note "MB is 2^20 bytes throughout. wrk's Transfer/sec uses binary units (headers included). hotpatch-bench crypto reports MiB/s over one 64 MB buffer (best of 3; the ratio and the goal use this figure), and the same 64 MB in 16 KB calls; it and openssl alternate for 2 rounds and the better round of each is shown; \`openssl speed -evp ALG -bytes 16384 -seconds 2\` prints 1000s of bytes per second, converted as value × 1000 / 2^20. openssl's 16 KB blocks stay in cache, the 64 MB buffer does not."
+note "MB is 2^20 bytes throughout. wrk's Transfer/sec uses binary units (headers included). hotpatch-bench crypto reports MiB/s over one 64 MB buffer (best of 3; the ratio and the goal use this figure), and the same 64 MB in 16 KB calls; it and openssl alternate for 4 rounds (their figures vary by up to a fifth from round to round here) and the best round of each is shown; \`openssl speed -evp ALG -bytes 16384 -seconds 2\` prints 1000s of bytes per second, converted as value × 1000 / 2^20. openssl's 16 KB blocks stay in cache, the 64 MB buffer does not."
 note "Row 7: the same patchd, app demo (\`--min-interval 0\`: PatchClient sends X-Device-ID on timestamp.json). \`hotpatch-bench client\` runs PatchClient.sync in process (cold: a new cache each run; no-change: a warm cache). \`bench/python_client.py\` runs python-tuf $("$PY" -c 'import tuf; print(tuf.__version__)')'s Updater in process: cold = a fresh metadata directory bootstrapped from the same trusted root, refresh(), get_targetinfo(), download_target(); no-change = Updater on the warm directory + refresh(). Updater construction is timed. The two alternate for 2 rounds; each side's better round is shown. PatchClient's no-change sync also checks its cached patch, python-tuf's refresh() does not."
 note "Row 8: a fresh patchd on the bench registry; idle RSS (VmRSS from /proc/PID/status) 1 s after the listening line; then wrk with \`bench/distinct-devices.lua\` against app fleet's simple check (IP limit off) until /metrics showed hotpatch_tracked_devices ≥ 1,000,000 (polled every second, 90 s cap). RSS read after wrk stopped; peak is VmHWM."
 note "Row 9: the large and the one-app registry are both seeded by \`hotpatch-bench seed\` (app0000 of each has the same 20 × 5 patches); start-up is measured from spawn to patchd's \"listening\" line, read through a FIFO; publish runs \`hotpatch-bench publish --count 10\` into each registry in 5 rounds, alternating which goes first, after a \`sync\`; the row shows the median of the 50 times of each."
