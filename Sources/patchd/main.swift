@@ -29,16 +29,17 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 
 var options: [String: String] = [:]
 let environment = ProcessInfo.processInfo.environment
-for (flag, variable) in [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
-                         ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
-                         ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES")] {
+let optionVariables = [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
+                       ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
+                       ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES")]
+for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
 var words = Array(CommandLine.arguments.dropFirst())
 while !words.isEmpty {
     let word = words.removeFirst()
     if word == "--help" || word == "-h" { print(usage, terminator: ""); exit(0) }
-    guard ["--data", "--keys", "--listen", "--tls-cert", "--tls-key", "--threads", "--trusted-proxy"].contains(word) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
+    guard optionVariables.contains(where: { $0.0 == word }) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
     guard !words.isEmpty else { fail("\(word) needs a value", code: 64) }
     options[word] = words.removeFirst()
 }
@@ -67,6 +68,15 @@ case (nil, nil): break
 default: fail("--tls-cert and --tls-key go together", code: 64)
 }
 
+// SIGTERM and SIGINT are blocked here, before any thread exists, so every thread inherits
+// the mask and the signals stay pending until the main thread takes them (sigwait, at the
+// end). Otherwise one could land on a libmicrohttpd worker and be lost (the stop hung), and
+// one arriving during start-up is kept, not lost.
+var stopSignals = sigset_t()
+sigemptyset(&stopSignals)
+for sig in [SIGTERM, SIGINT] { sigaddset(&stopSignals, sig) }
+pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+
 let registry: Registry
 do {
     registry = try Registry(dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true),
@@ -91,26 +101,20 @@ do { server = try HTTPServer(configuration: configuration) { service.respond(to:
 
 let upkeep = Upkeep(service: service)
 
-// Signals arrive on a dispatch source, not in a C handler, so draining runs as normal code.
-// Everything that may be inside OpenSSL or SQLite is stopped and joined before exit(0).
-let signalQueue = DispatchQueue(label: "patchd.signals")
-var signalSources: [DispatchSourceSignal] = []
-for sig in [SIGTERM, SIGINT] {
-    signal(sig, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
-    source.setEventHandler {
-        FileHandle.standardError.write(Data("patchd: draining (signal \(sig))\n".utf8))
-        server.stop(drainTimeout: 10)
-        upkeep.stop()
-        FileHandle.standardError.write(Data("patchd: stopped\n".utf8))
-        exit(0)
-    }
-    source.resume()
-    signalSources.append(source)
-}
-
 // Written straight to the file descriptor: a pipe-reading supervisor (or test) sees the
 // line at once, whatever stdio buffering is in force.
 let urlHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
 FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(urlHost):\(server.port)\n".utf8))
-dispatchMain()
+
+// The main thread waits for SIGTERM or SIGINT with sigwait (they are blocked everywhere,
+// see above), so draining runs as normal code, and everything that may be inside OpenSSL or
+// SQLite is stopped and joined before exit(0). Not a dispatch signal source: on Linux,
+// dispatchMain's main thread waits with every signal unblocked, so a signal could land
+// there, ignored, and the stop never began.
+var received: Int32 = 0
+while sigwait(&stopSignals, &received) != 0 {}
+FileHandle.standardError.write(Data("patchd: draining (signal \(received))\n".utf8))
+server.stop(drainTimeout: 10)
+upkeep.stop()
+FileHandle.standardError.write(Data("patchd: stopped\n".utf8))
+exit(0)
