@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-APT_PACKAGES := libssl-dev libsqlite3-dev libmicrohttpd-dev libzip-dev libcurl4-openssl-dev pkg-config openssl python3-venv curl zip unzip
+APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev pkg-config openssl python3-venv curl zip unzip
 APT_BENCH_PACKAGES := wrk nginx-light hyperfine
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -18,13 +18,14 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
-                       providers: [.apt(["libmicrohttpd-dev"])]),
+        // patchd's own HTTP/1.1 transport: epoll, sockets and OpenSSL's libssl for HTTPS.
+        .systemLibrary(name: "CNetwork", path: "Sources/CNetwork", pkgConfig: "libssl",
+                       providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
                        providers: [.apt(["libzip-dev"])]),
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip"]),
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CMicroHTTPD"]),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds of thread

@@ -10,14 +10,27 @@ import PatchServer
 ///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
 ///   --threads N (HOTPATCH_THREADS)
 ///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
+///   front-door limits: --max-conns-per-ip, --header-timeout, --request-timeout, --idle-timeout,
+///   --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS_PER_IP, …; see `usage`)
 let usage = """
     Usage: patchd [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
-                  [--trusted-proxy CIDR[,CIDR...]]
+                  [--trusted-proxy CIDR[,CIDR...]] [--max-conns-per-ip N] [--header-timeout S]
+                  [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
-    HOTPATCH_TRUSTED_PROXIES.
+    HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
+    HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX.
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
     (addresses or networks, like 10.0.0.0/8 or fd00::/8); without it the header is ignored.
+    They are also exempt from --max-conns-per-ip.
+    --max-conns-per-ip N     open connections per client address, IPv6 per network (default 128; 0: no limit)
+    --header-timeout S       from a request's first byte to the end of its head (default 10)
+    --request-timeout S      from a request's first byte to the end of its body (default 60)
+    --idle-timeout S         between requests on a keep-alive connection, or a stalled write (default 30)
+    --body-budget BYTES      request-body bytes all uploads in flight may hold together; past it
+                             uploads get 503 with Retry-After (default 67108864)
+    --ipv6-prefix N          IPv6 clients are one client per network of N bits for the per-IP
+                             limits (default 64)
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
 
     """
@@ -31,7 +44,10 @@ var options: [String: String] = [:]
 let environment = ProcessInfo.processInfo.environment
 let optionVariables = [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
                        ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
-                       ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES")]
+                       ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES"), ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"),
+                       ("--header-timeout", "HOTPATCH_HEADER_TIMEOUT"), ("--request-timeout", "HOTPATCH_REQUEST_TIMEOUT"),
+                       ("--idle-timeout", "HOTPATCH_IDLE_TIMEOUT"), ("--body-budget", "HOTPATCH_BODY_BUDGET"),
+                       ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX")]
 for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
@@ -58,6 +74,20 @@ if let threads = options["--threads"] {
     guard let n = Int(threads), (1...256).contains(n) else { fail("--threads must be 1 to 256", code: 64) }
     configuration.threads = n
 }
+/// An integer option within `range`, or a usage error naming it.
+@MainActor func integer(_ flag: String, in range: ClosedRange<Int>) -> Int? {
+    guard let raw = options[flag] else { return nil }
+    guard let n = Int(raw), range.contains(n) else { fail("\(flag) must be an integer from \(range.lowerBound) to \(range.upperBound)", code: 64) }
+    return n
+}
+if let n = integer("--max-conns-per-ip", in: 0...1_000_000) { configuration.maxConnectionsPerIP = n }
+if let n = integer("--header-timeout", in: 1...3600) { configuration.headerTimeout = Double(n) }
+if let n = integer("--request-timeout", in: 1...86_400) { configuration.requestTimeout = Double(n) }
+if let n = integer("--idle-timeout", in: 1...86_400) { configuration.idleTimeout = Double(n) }
+if let n = integer("--body-budget", in: 1...(1 << 40)) { configuration.bodyBudget = n }
+let ipv6Prefix = integer("--ipv6-prefix", in: 1...128) ?? 64
+configuration.ipv6Prefix = ipv6Prefix
+
 switch (options["--tls-cert"], options["--tls-key"]) {
 case (let cert?, let key?):
     guard let certPEM = try? String(contentsOfFile: cert, encoding: .utf8) else { fail("cannot read --tls-cert \(cert)") }
@@ -84,6 +114,7 @@ do {
 } catch { fail("cannot open the registry: \(error)") }
 
 var serviceConfiguration = ServiceConfiguration()
+serviceConfiguration.ipv6Prefix = ipv6Prefix
 if let proxies = options["--trusted-proxy"] {
     for entry in proxies.split(separator: ",") {
         do { serviceConfiguration.trustedProxies.append(try IPNetwork(entry.trimmingCharacters(in: .whitespaces))) } catch {
@@ -91,13 +122,14 @@ if let proxies = options["--trusted-proxy"] {
         }
     }
     guard !serviceConfiguration.trustedProxies.isEmpty else { fail("--trusted-proxy needs at least one address or network", code: 64) }
+    configuration.connectionLimitExempt = serviceConfiguration.trustedProxies
 }
 
 let service: PatchService
 do { service = try PatchService(registry: registry, configuration: serviceConfiguration) } catch { fail("cannot load the registry: \(error)") }
 
 let server: HTTPServer
-do { server = try HTTPServer(configuration: configuration) { service.respond(to: $0) } } catch { fail("\(error)") }
+do { server = try HTTPServer(configuration: configuration, responder: service) } catch { fail("\(error)") }
 
 let upkeep = Upkeep(service: service)
 

@@ -10,7 +10,7 @@ struct TransportTests {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.maxBodySize = maxBody
-        configuration.connectionMemoryLimit = memory
+        configuration.maxHeadSize = memory
         let prepared = HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("prepared".utf8), prepared: true)
         return try HTTPServer(configuration: configuration) { request in
             if request.path == "/prepared" { return prepared }

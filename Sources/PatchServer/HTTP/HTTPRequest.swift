@@ -1,47 +1,78 @@
-/// One HTTP request as the router sees it. Headers and query arguments are looked up on
-/// demand: the transport answers from its own parsed copy, so a request that reads two
-/// headers costs two lookups, not a dictionary of all of them.
-public struct HTTPRequest {
+/// One HTTP request as the router sees it: the head the transport parsed (method, decoded
+/// path, header fields, query arguments) and, once admitted and read, the body.
+public struct HTTPRequest: Sendable {
     public let method: String
     /// The decoded path, without the query string.
     public let path: String
-    public let body: [UInt8]
-    private let addressLookup: () -> String
-    private let headerLookup: (String) -> String?
-    private let joinedHeaderLookup: (String) -> String?
-    private let queryLookup: (String) -> String?
+    public var body: [UInt8]
+    /// How the body is framed, known from the head before any of it is read.
+    public let declaredBody: DeclaredBody
+    /// The TCP peer.
+    public let peer: IPAddress
+    /// Field lines in order, names lowercased.
+    let fields: [(name: String, value: String)]
+    let arguments: [(name: String, value: String)]
+
+    public enum DeclaredBody: Sendable, Equatable {
+        case none
+        case length(Int)
+        /// Chunked: the length is known only once it has been read.
+        case chunked
+    }
 
     /// For tests and in-process callers: header names match case-insensitively.
     public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
                 body: [UInt8] = [], remoteAddress: String = "127.0.0.1") {
-        let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
-        self.init(method: method, path: path, body: body, addressLookup: { remoteAddress },
-                  headerLookup: { lowered[$0.lowercased()] }, joinedHeaderLookup: { lowered[$0.lowercased()] },
-                  queryLookup: { query[$0] })
+        self.init(method: method, path: path, fields: headers.map { ($0.key, $0.value) }, query: query, body: body, remoteAddress: remoteAddress)
     }
 
-    init(method: String, path: String, body: [UInt8], addressLookup: @escaping () -> String,
-         headerLookup: @escaping (String) -> String?, joinedHeaderLookup: @escaping (String) -> String?,
-         queryLookup: @escaping (String) -> String?) {
+    /// For tests that need a header on several lines.
+    public init(method: String, path: String, fields: [(String, String)], query: [String: String] = [:],
+                body: [UInt8] = [], remoteAddress: String = "127.0.0.1") {
         self.method = method
         self.path = path
         self.body = body
-        self.addressLookup = addressLookup
-        self.headerLookup = headerLookup
-        self.joinedHeaderLookup = joinedHeaderLookup
-        self.queryLookup = queryLookup
+        self.declaredBody = body.isEmpty ? .none : .length(body.count)
+        self.peer = IPAddress(remoteAddress) ?? .loopback
+        self.fields = fields.map { ($0.0.lowercased(), $0.1) }
+        self.arguments = query.map { ($0.key, $0.value) }
     }
 
-    /// The client's IP address as text ("127.0.0.1", "::1"); formatted only when asked for
-    /// (the per-IP limit, when it is on).
-    public var remoteAddress: String { addressLookup() }
+    init(method: String, path: String, fields: [(name: String, value: String)], arguments: [(name: String, value: String)],
+         declaredBody: DeclaredBody, peer: IPAddress) {
+        self.method = method
+        self.path = path
+        self.body = []
+        self.declaredBody = declaredBody
+        self.peer = peer
+        self.fields = fields
+        self.arguments = arguments
+    }
+
+    /// The client's IP address as text ("127.0.0.1", "::1").
+    public var remoteAddress: String { peer.description }
 
     /// The first line of header `name`.
-    public func header(_ name: String) -> String? { headerLookup(name) }
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return fields.first { $0.name == lowered }?.value
+    }
+
+    /// Every line of header `name`, in order.
+    public func headerLines(_ name: String) -> [String] {
+        let lowered = name.lowercased()
+        return fields.compactMap { $0.name == lowered ? $0.value : nil }
+    }
+
     /// Every line of a list-valued header joined with ", " (X-Forwarded-For: a proxy may add
     /// its own line after one the client sent).
-    public func joinedHeader(_ name: String) -> String? { joinedHeaderLookup(name) }
-    public func query(_ name: String) -> String? { queryLookup(name) }
+    public func joinedHeader(_ name: String) -> String? {
+        let lines = headerLines(name)
+        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+    }
+
+    /// The first query argument `name`, decoded.
+    public func query(_ name: String) -> String? { arguments.first { $0.name == name }?.value }
 
     /// The bearer token of an `Authorization: Bearer …` header.
     public var bearerToken: String? {

@@ -1,7 +1,21 @@
-/// Path parameters captured by a route pattern (`:app` → `params["app"]`).
+import PatchRegistry
+
+/// What routing found for a request: the path parameters captured by the pattern
+/// (`:app` → `params["app"]`) and, for routes that need one, the caller's token, checked
+/// from the request head before any body was read.
 public struct PathParameters: Sendable {
     var values: [String: String] = [:]
+    public internal(set) var caller: TokenRecord?
     public subscript(name: String) -> String { values[name] ?? "" }
+}
+
+/// Who may use a route. Checked from the request head, before any body byte is read.
+public enum RouteAccess: Sendable {
+    case anyone
+    /// Any known token; the handler decides what it may see.
+    case token
+    /// A token that may act as this role on the route's `:app`.
+    case role(TokenRole)
 }
 
 /// Matches method and path segments to handlers. Knows nothing of sockets: it turns an
@@ -10,11 +24,14 @@ public struct Router<Context>: Sendable {
     /// Handlers get the context (the service) per call, so the router holds no reference to it.
     public typealias Handler = @Sendable (Context, HTTPRequest, PathParameters) throws(HTTPError) -> HTTPResponse
 
-    struct Route: Sendable {
+    public struct Route: Sendable {
         let method: String
         let segments: [String]
-        let metric: Metrics.Route
-        let handler: Handler
+        public let metric: Metrics.Route
+        public let access: RouteAccess
+        /// Request-body bytes the route takes: 0 for routes that take none.
+        public let bodyLimit: Int
+        public let handler: Handler
     }
 
     private(set) var routes: [Route] = []
@@ -23,13 +40,15 @@ public struct Router<Context>: Sendable {
 
     /// Adds a route. `pattern` segments starting with `:` capture one segment; a last
     /// segment like `:hash.main.js` captures what precedes the literal suffix.
-    public mutating func add(_ method: String, _ pattern: String, metric: Metrics.Route, _ handler: @escaping Handler) {
-        routes.append(Route(method: method, segments: pattern.split(separator: "/").map(String.init), metric: metric, handler: handler))
+    public mutating func add(_ method: String, _ pattern: String, metric: Metrics.Route, access: RouteAccess = .anyone, body bodyLimit: Int = 0,
+                             _ handler: @escaping Handler) {
+        routes.append(Route(method: method, segments: pattern.split(separator: "/").map(String.init), metric: metric,
+                            access: access, bodyLimit: bodyLimit, handler: handler))
     }
 
     public struct Match {
         public let metric: Metrics.Route
-        public let result: Result<(Handler, PathParameters), HTTPError>
+        public let result: Result<(Route, PathParameters), HTTPError>
     }
 
     /// Finds the route for a request: 404 when no pattern matches the path, 405 when one does
@@ -44,7 +63,7 @@ public struct Router<Context>: Sendable {
         var metric = Metrics.Route.unknown
         for route in routes {
             guard let params = Router.capture(route.segments, segments) else { continue }
-            if route.method == effective { return Match(metric: route.metric, result: .success((route.handler, params))) }
+            if route.method == effective { return Match(metric: route.metric, result: .success((route, params))) }
             allowed.append(route.method)
             metric = route.metric
         }

@@ -14,13 +14,16 @@ public struct ServiceConfiguration: Sendable {
     /// Proxies (load balancers, CDNs) whose X-Forwarded-For names the client for the per-IP
     /// limits. Empty: the header is ignored and the TCP peer is the client.
     public var trustedProxies: [IPNetwork] = []
+    /// IPv6 clients share a per-IP bucket per network of this many bits (one subscriber
+    /// usually holds a /64); IPv4 clients have one each.
+    public var ipv6Prefix = 64
     public init() {}
 }
 
 /// hotpatch's HTTP API: the routes, authorization, throttling and metrics. Reads are
 /// answered from the prepared `Catalog`; writes go through the registry under one lock and
 /// rebuild the app's catalog before answering.
-public final class PatchService: Sendable {
+public final class PatchService: HTTPResponder {
     let registry: Mutex<Registry>
     public let catalog = Catalog()
     public let metrics = Metrics()
@@ -45,8 +48,21 @@ public final class PatchService: Sendable {
         self.router = PatchService.routes()
     }
 
-    /// Answers one request: route, per-IP limit, handler, errors as JSON, metrics.
+    /// Answers one whole request in process (tests, fuzzing): the same admission the
+    /// transport runs on the head, then the handler with the body.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        switch admit(request) {
+        case .answer(let response): return response
+        case .readBody(let limit, let finish):
+            guard request.body.count <= limit else { return HTTPError.tooLarge(limit).response }
+            return finish(request)
+        }
+    }
+
+    /// Decides a request from its head alone: route, per-IP limit, the route's access rule
+    /// (the token is checked before a body byte is read) and its body limit. A request
+    /// without a body is answered here; one with a body that passed is read, then finished.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
         let started = IPRateLimiter.monotonicTime()
         // Fast path for the TUF files and the simple check, the bulk of traffic: one lookup of
         // the whole path in the prepared catalog, then the same limits the routed handlers apply.
@@ -59,6 +75,7 @@ public final class PatchService: Sendable {
             }
             do throws(HTTPError) {
                 try limitIP(request, app: file.app)
+                try refuseBody(request, limit: 0)
                 switch file.kind {
                 case .file(let prepared, let isCheck):
                     if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { _ = try deviceID(request) }
@@ -69,35 +86,75 @@ public final class PatchService: Sendable {
             } catch {
                 response = error.response
             }
-            metrics.record(route: route, status: response.status, bodyBytes: response.body.count,
-                           seconds: IPRateLimiter.monotonicTime() - started)
-            return response
+            return .answer(record(response, route: route, since: started))
         }
         let match = router.match(method: request.method, path: request.path)
-        let response: HTTPResponse
         switch match.result {
         case .failure(let error):
-            response = error.response
-        case .success(let (handler, params)):
+            return .answer(record(error.response, route: match.metric, since: started))
+        case .success(let (route, found)):
+            var params = found
             do throws(HTTPError) {
                 try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) })
-                response = try handler(self, request, params)
+                params.caller = try admitCaller(request, route.access, app: params.values["app"])
+                try refuseBody(request, limit: route.bodyLimit)
+                if request.declaredBody == .none {
+                    return .answer(record(try route.handler(self, request, params), route: match.metric, since: started))
+                }
             } catch {
-                response = error.response
+                return .answer(record(error.response, route: match.metric, since: started))
+            }
+            let admitted = params, metric = match.metric
+            return .readBody(limit: route.bodyLimit) { [self] whole in
+                let response: HTTPResponse
+                do throws(HTTPError) { response = try route.handler(self, whole, admitted) } catch { response = error.response }
+                return record(response, route: metric, since: started)
             }
         }
-        metrics.record(route: match.metric, status: response.status, bodyBytes: response.body.count,
+    }
+
+    private func record(_ response: HTTPResponse, route: Metrics.Route, since started: Double) -> HTTPResponse {
+        metrics.record(route: route, status: response.status, bodyBytes: response.body.count,
                        seconds: IPRateLimiter.monotonicTime() - started)
         return response
     }
 
-    /// The per-IP bucket of the app (its own rate), or the global one for other routes.
+    /// A declared body the route cannot take is refused from the head; it is never read.
+    private func refuseBody(_ request: HTTPRequest, limit: Int) throws(HTTPError) {
+        switch request.declaredBody {
+        case .none: return
+        case .length(let n) where n <= limit: return
+        case .chunked where limit > 0: return
+        default:
+            if limit == 0 { throw HTTPError(413, "too_large", "\(request.method) \(request.path.debugSanitized) takes no request body") }
+            throw .tooLarge(limit)
+        }
+    }
+
+    /// The token a route's access rule requires, checked before anything else of the request
+    /// is read: 401 without a known token, 403 when it may not act on this app.
+    private func admitCaller(_ request: HTTPRequest, _ access: RouteAccess, app rawApp: String?) throws(HTTPError) -> TokenRecord? {
+        switch access {
+        case .anyone:
+            return nil
+        case .token:
+            return try authenticate(request)
+        case .role(let role):
+            let record = try authenticate(request)
+            let app = rawApp.flatMap { try? AppName($0) }
+            guard record.allows(role, app: app) else { throw .forbidden }
+            return record
+        }
+    }
+
+    /// The per-IP bucket of the app (its own rate), or the global one for other routes. The
+    /// key is the parsed address, IPv6 grouped by `ipv6Prefix` bits.
     private func limitIP(_ request: HTTPRequest, app: AppCatalog?) throws(HTTPError) {
         let scope = app?.app.rawValue ?? "*"
         let rate = app?.rules.ipRatePerMinute ?? configuration.globalIPRatePerMinute
         guard rate > 0 else { return }
-        let client = configuration.trustedProxies.client(peer: request.remoteAddress, forwardedFor: request.joinedHeader("X-Forwarded-For"))
-        if let wait = ipLimiter.take(scope: scope, ip: client, ratePerMinute: rate) {
+        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For"))
+        if let wait = ipLimiter.take(scope: scope, ip: client.limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
         }
     }
@@ -130,8 +187,12 @@ public final class PatchService: Sendable {
 
     /// The request's X-Device-ID, if any, checked wherever the header is documented (every
     /// metadata file, not only the ones it throttles): 1 to 256 bytes.
+    /// Sent on two lines, which one counts would depend on who reads it (a proxy hashing the
+    /// first for affinity, this server another): refused.
     func deviceID(_ request: HTTPRequest) throws(HTTPError) -> String? {
-        guard let device = request.header("X-Device-ID") else { return nil }
+        let lines = request.headerLines("X-Device-ID")
+        guard let device = lines.first else { return nil }
+        guard lines.count == 1 else { throw .badRequest("X-Device-ID must be sent once") }
         guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
         return device
     }
@@ -144,11 +205,10 @@ public final class PatchService: Sendable {
         }
     }
 
-    /// The token of the request, if it may act as `role` on `app` (nil: every app).
-    func authorize(_ request: HTTPRequest, _ role: TokenRole, app: AppName?) throws(HTTPError) -> TokenRecord {
-        let record = try authenticate(request)
-        guard record.allows(role, app: app) else { throw .forbidden }
-        return record
+    /// The token the route's access rule admitted (see `admitCaller`).
+    func caller(_ p: PathParameters) throws(HTTPError) -> TokenRecord {
+        guard let token = p.caller else { throw .unauthorized }
+        return token
     }
 
     /// The token of the request, whatever it may do: 401 without a known token.

@@ -11,12 +11,13 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
         r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
-        r.add("POST", "/v1/apps/:app/patches", metric: .publish) { s, q, p throws(HTTPError) in try s.publish(q, p) }
-        r.add("GET", "/v1/apps/:app/patches", metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
-        r.add("GET", "/v1/audit", metric: .audit) { s, q, _ throws(HTTPError) in try s.audit(q) }
+        r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
+        r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout, access: .role(.publisher),
+              body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
+        r.add("GET", "/v1/audit", metric: .audit, access: .token) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
         r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
         r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
@@ -31,6 +32,9 @@ extension PatchService {
         default: throw .badRequest("\(name) must be true or false")
         }
     }
+
+    /// The rollout route's JSON body, at most.
+    static let rolloutBodyLimit = 4096
 
     /// Events per /v1/audit page, at most and by default.
     static let auditPageLimit = 1000
@@ -93,7 +97,7 @@ extension PatchService {
 
     func publish(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
-        let token = try authorize(request, .publisher, app: app)
+        let token = try caller(p)
         guard let rawVersion = request.query("appVersion") else { throw .badRequest("appVersion query parameter is required") }
         let version = try appVersion(rawVersion)
         var rollout = 100
@@ -114,7 +118,7 @@ extension PatchService {
     /// Revokes patch `:patch`, or every active patch of the version when the route has none.
     func revoke(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
-        let token = try authorize(request, .publisher, app: app)
+        let token = try caller(p)
         let version = try appVersion(p["version"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
         let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
@@ -125,11 +129,11 @@ extension PatchService {
 
     func rollout(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
-        let token = try authorize(request, .publisher, app: app)
+        let token = try caller(p)
         let version = try appVersion(p["version"])
         let number = try PatchService.patchNumber(p["patch"])
         let body: JSON
-        do { body = try JSONParser.parse(request.body, maxLength: 4096) } catch { throw .badRequest("body must be JSON like {\"percent\": 50}: \(error)") }
+        do { body = try JSONParser.parse(request.body, maxLength: PatchService.rolloutBodyLimit) } catch { throw .badRequest("body must be JSON like {\"percent\": 50}: \(error)") }
         guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
             throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
         }
@@ -143,16 +147,15 @@ extension PatchService {
 
     func list(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
-        _ = try authorize(request, .auditor, app: app)
         let activeOnly = try PatchService.flag(request, "active")
         let patches = try read { registry throws(RegistryError) in try registry.patches(app: app, appVersion: nil, activeOnly: activeOnly) }
         return .json(.array(patches.map(\.json)))
     }
 
-    func audit(_ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+    func audit(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         var app: AppName?
         if let raw = request.query("app") { app = try appCatalog(raw).app }
-        let token = try authenticate(request)
+        let token = try caller(p)
         // A token scoped to one app sees only that app's events.
         if app == nil { app = token.app }
         guard token.allows(.auditor, app: app) else { throw .forbidden }

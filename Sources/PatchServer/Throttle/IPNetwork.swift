@@ -65,18 +65,20 @@ extension [IPNetwork] {
     /// entry the nearest proxy added) past every trusted address, and the first untrusted
     /// one is the client. Entries further left were written by the client and are ignored;
     /// a malformed entry stops the walk at the last trusted hop. The header is read only
-    /// when the peer is trusted (reading it walks every header of the request).
-    func client(peer: String, forwardedFor: @autoclosure () -> String?) -> String {
-        guard !isEmpty, let peerBytes = IPNetwork.parseAddress(peer), trusts(peerBytes), let forwardedFor = forwardedFor() else { return peer }
+    /// when the peer is trusted.
+    func client(peer: IPAddress, forwardedFor: @autoclosure () -> String?) -> IPAddress {
+        guard !isEmpty, trusts(peer), let forwardedFor = forwardedFor() else { return peer }
         var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {
-            let candidate = entry.trimmingCharacters(in: .whitespaces)
-            guard let bytes = IPNetwork.parseAddress(candidate) else { break }
-            client = candidate
-            if !trusts(bytes) { break }
+            guard let address = IPAddress(entry.trimmingCharacters(in: .whitespaces)) else { break }
+            client = address
+            if !trusts(address) { break }
         }
         return client
     }
 
-    private func trusts(_ address: [UInt8]) -> Bool { contains { $0.contains(address) } }
+    func trusts(_ address: IPAddress) -> Bool {
+        let bytes = address.bytes
+        return contains { $0.contains(bytes) }
+    }
 }

@@ -31,7 +31,9 @@ public final class IPRateLimiter: Sendable {
     }
 
     /// nil when allowed, else the seconds until one token is available. A rate of 0 is off.
-    public func take(scope: String, ip: String, ratePerMinute: Int) -> Int? {
+    /// `ip` is the client's key: a parsed address (grouped, see `IPAddress.limitKey`), or
+    /// any other identity a scope counts by (a token).
+    public func take(scope: String, ip: some Hashable, ratePerMinute: Int) -> Int? {
         guard ratePerMinute > 0 else { return nil }
         var hasher = Hasher()
         hasher.combine(seed)

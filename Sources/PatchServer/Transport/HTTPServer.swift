@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-internal import CMicroHTTPD
+internal import CNetwork
 
 /// Limits and settings of the HTTP transport.
 public struct HTTPServerConfiguration: Sendable {
@@ -10,17 +10,32 @@ public struct HTTPServerConfiguration: Sendable {
     /// Worker threads, each with its own epoll loop.
     public var threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
     public var maxConnections: Int = 10_000
-    public var maxConnectionsPerIP: Int = 0
-    /// Seconds an idle or stalled connection is kept (slowloris protection).
-    public var connectionTimeout: Int = 30
-    /// Per-connection buffer for the request line and headers: bounds header size.
-    public var connectionMemoryLimit: Int = 32 * 1024
+    /// Open connections per client address (IPv6: per `ipv6Prefix` network); 0 is no limit.
+    public var maxConnectionsPerIP: Int = 128
+    /// Peers not counted against `maxConnectionsPerIP` (the load balancers in front).
+    public var connectionLimitExempt: [IPNetwork] = []
+    /// How IPv6 clients are grouped for per-address limits.
+    public var ipv6Prefix: Int = 64
+    /// Seconds a connection may wait between requests, or make no progress reading an answer.
+    public var idleTimeout: Double = 30
+    /// Seconds from a request's first byte to the end of its head.
+    public var headerTimeout: Double = 10
+    /// Seconds from a request's first byte to the end of its body.
+    public var requestTimeout: Double = 60
+    /// Bytes of a request line, and of a whole head (request line and header fields).
+    public var maxRequestLineSize: Int = 8 * 1024
+    public var maxHeadSize: Int = 32 * 1024
+    /// The body limit of the closure-based server (a responder sets its own per request).
     public var maxBodySize: Int = 11 << 20
-    /// PEM text of a certificate and key for HTTPS; nil for plain HTTP.
+    /// Request-body bytes all requests in flight may reserve together.
+    public var bodyBudget: Int = 64 << 20
+    /// PEM text of a certificate (chain) and key for HTTPS; nil for plain HTTP.
     public var tlsCertificatePEM: String?
     public var tlsKeyPEM: String?
 
     public init() {}
+
+    var headLimits: RequestHead.Limits { RequestHead.Limits(requestLine: maxRequestLineSize, head: maxHeadSize) }
 }
 
 public struct HTTPServerError: Error, CustomStringConvertible {
@@ -28,123 +43,149 @@ public struct HTTPServerError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The libmicrohttpd transport. It owns the daemon and knows nothing of patches: it turns
-/// each request into an `HTTPRequest`, calls the handler and sends the `HTTPResponse`.
-public final class HTTPServer: @unchecked Sendable {
-    // The daemon pointer is only used by MHD calls that are thread-safe (quiesce, info, stop),
-    // and not at all once `stopped` is set.
-
+/// patchd's HTTP/1.1 transport: a listening socket and a pool of epoll event loops, with a
+/// strict parser (RequestHead, ChunkedDecoder) and TLS through OpenSSL. It knows nothing of
+/// patches: it asks its responder to admit each request from the head, reads the body only
+/// if told to, and writes the `HTTPResponse` it gets back.
+public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
-    private let daemon: OpaquePointer
-    private let context: Unmanaged<ServerContext>
+    private let shared: ServerShared
+    private let loops: [EventLoop]
     private let stopped = Atomic<Bool>(false)
-    /// The listening socket MHD hands back when draining; ours to close, but only once the
-    /// daemon is stopped (its threads may still hold it until then).
-    private let quiescedSocket = Atomic<Int32>(-1)
+    private let listenerClosed = Atomic<Bool>(false)
     public let port: UInt16
     public let scheme: String
 
-    public init(configuration: HTTPServerConfiguration, handler: @escaping Handler) throws(HTTPServerError) {
-        // An IPv4 or IPv6 address, built in a sockaddr_storage that outlives the start call.
-        var address = sockaddr_storage()
-        var ipv6 = false
-        var v4 = in_addr(), v6 = in6_addr()
-        if inet_pton(AF_INET, configuration.host, &v4) == 1 {
-            withUnsafeMutableBytes(of: &address) { raw in
-                var sin = sockaddr_in()
-                sin.sin_family = sa_family_t(AF_INET)
-                sin.sin_port = configuration.port.bigEndian
-                sin.sin_addr = v4
-                raw.storeBytes(of: sin, as: sockaddr_in.self)
-            }
-        } else if inet_pton(AF_INET6, configuration.host, &v6) == 1 {
-            ipv6 = true
-            withUnsafeMutableBytes(of: &address) { raw in
-                var sin6 = sockaddr_in6()
-                sin6.sin6_family = sa_family_t(AF_INET6)
-                sin6.sin6_port = configuration.port.bigEndian
-                sin6.sin6_addr = v6
-                raw.storeBytes(of: sin6, as: sockaddr_in6.self)
-            }
-        } else {
-            throw HTTPServerError(message: "listen address must be an IPv4 or IPv6 address, got \(configuration.host)")
-        }
-        let context = Unmanaged.passRetained(ServerContext(handler: handler, maxBodySize: configuration.maxBodySize))
-        // Epoll with a pool of internal threads: each thread accepts and serves its own
-        // connections, so no request waits on a dispatcher thread.
-        // ITC (an inter-thread pipe) lets MHD_quiesce_daemon wake the workers when draining.
-        var flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue) | UInt32(MHD_USE_ERROR_LOG.rawValue) | UInt32(MHD_USE_ITC.rawValue)
-        // "::" also accepts IPv4 (dual stack), as "0.0.0.0" does for IPv4 alone; a specific
-        // IPv6 address only that address.
-        if ipv6 { flags |= UInt32(configuration.host == "::" ? MHD_USE_DUAL_STACK.rawValue : MHD_USE_IPv6.rawValue) }
-        let started: OpaquePointer? = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                configuration.tlsKeyPEM.withOptionalCString { key in
-                    configuration.tlsCertificatePEM.withOptionalCString { cert in
-                        var c = hp_mhd_config(
-                            flags: flags, address: sa, thread_pool_size: UInt32(configuration.threads),
-                            connection_limit: UInt32(configuration.maxConnections),
-                            connection_timeout: UInt32(configuration.connectionTimeout),
-                            connection_memory_limit: configuration.connectionMemoryLimit,
-                            per_ip_connection_limit: UInt32(configuration.maxConnectionsPerIP),
-                            tls_key_pem: key, tls_cert_pem: cert, unescape: unescapeKeepingNUL)
-                        return hp_mhd_start(&c, accessHandler, context.toOpaque(), requestCompleted, context.toOpaque())
-                    }
-                }
-            }
-        }
-        guard let started else {
-            context.release()
-            throw HTTPServerError(message: "cannot listen on \(configuration.host):\(configuration.port) (address in use, or a bad TLS certificate/key)")
-        }
-        self.daemon = started
-        self.context = context
-        self.port = hp_mhd_bound_port(started)
-        self.scheme = configuration.tlsKeyPEM == nil ? "http" : "https"
+    /// A server whose every request is read (bodies up to `maxBodySize`) and answered by `handler`.
+    public convenience init(configuration: HTTPServerConfiguration, handler: @escaping Handler) throws(HTTPServerError) {
+        try self.init(configuration: configuration, responder: AcceptingResponder(maxBody: configuration.maxBodySize, handler: handler))
     }
 
-    /// Stops accepting new connections, waits up to `timeout` for open ones to finish their
-    /// requests, then stops. In-flight requests complete; idle keep-alive connections close.
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) throws(HTTPServerError) {
+        var tls: TLSContext?
+        switch (configuration.tlsCertificatePEM, configuration.tlsKeyPEM) {
+        case (let cert?, let key?): tls = try TLSContext(certificatePEM: cert, keyPEM: key)
+        case (nil, nil): break
+        default: throw HTTPServerError(message: "a TLS certificate and key go together")
+        }
+        // A write to a peer that has gone raises SIGPIPE (OpenSSL writes with write(2));
+        // the error return is what the loops act on.
+        signal(SIGPIPE, SIG_IGN)
+        HTTPServer.raiseDescriptorLimit(to: configuration.maxConnections + 256)
+        let (listener, port) = try HTTPServer.listen(host: configuration.host, port: configuration.port)
+        let shared = ServerShared(configuration: configuration, responder: responder, tls: tls, listener: listener)
+        var loops: [EventLoop] = []
+        do {
+            for _ in 0..<max(1, configuration.threads) { loops.append(try EventLoop(shared: shared)) }
+        } catch {
+            close(listener)
+            throw error
+        }
+        self.shared = shared
+        self.loops = loops
+        self.port = port
+        self.scheme = tls == nil ? "http" : "https"
+        for (index, loop) in loops.enumerated() {
+            let thread = Thread { loop.run() }
+            thread.name = "patchd-http-\(index)"
+            thread.start()
+        }
+    }
+
+    /// Stops accepting (new connections are refused at once), lets requests in flight get
+    /// their answers for up to `timeout` seconds, and closes idle keep-alive connections.
     public func drain(timeout: TimeInterval = 10) {
-        let socket = MHD_quiesce_daemon(daemon)
-        if socket >= 0 { quiescedSocket.store(socket, ordering: .releasing) }
-        let deadline = Date().addingTimeInterval(timeout)
-        while context.takeUnretainedValue().inFlight.load(ordering: .acquiring) > 0, Date() < deadline {
-            usleep(10_000)
-        }
+        _ = shared.state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing)
+        for loop in loops { loop.signal() }
+        // The listening socket is closed only once no loop can be inside accept on it, so
+        // its descriptor number cannot be reused under a loop.
+        let deadline = Date().addingTimeInterval(max(timeout, 1))
+        while loops.contains(where: { !$0.stoppedAccepting.load(ordering: .acquiring) }), Date() < deadline { usleep(1_000) }
+        if !listenerClosed.exchange(true, ordering: .acquiringAndReleasing) { close(shared.listener) }
+        let answerDeadline = Date().addingTimeInterval(timeout)
+        while shared.inFlight.load(ordering: .acquiring) > 0, Date() < answerDeadline { usleep(5_000) }
     }
 
-    /// Drains (see `drain`), then stops the daemon: closes every connection and joins the
+    /// Drains (see `drain`), then stops every loop, closing their connections, and joins the
     /// worker threads, so no handler runs once this returns. A process must do this before
     /// `exit`, whose clean-up handlers free library state a worker could still be using.
     /// Idempotent.
     public func stop(drainTimeout: TimeInterval = 10) {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         drain(timeout: drainTimeout)
-        MHD_stop_daemon(daemon)
-        // Closing the handed-back socket is what makes new connections fail at once
-        // instead of waiting in the kernel's backlog for an accept that never comes.
-        let socket = quiescedSocket.exchange(-1, ordering: .acquiringAndReleasing)
-        if socket >= 0 { close(socket) }
+        shared.state.store(2, ordering: .releasing)
+        for loop in loops { loop.signal() }
+        for loop in loops { loop.finished.wait() }
     }
 
     /// Open connections; 0 once stopped.
-    public var openConnections: Int { stopped.load(ordering: .acquiring) ? 0 : Int(hp_mhd_current_connections(daemon)) }
+    public var openConnections: Int { shared.open.load(ordering: .relaxed) }
 
-    deinit {
-        if !stopped.load(ordering: .acquiring) { MHD_stop_daemon(daemon) }
-        let socket = quiescedSocket.load(ordering: .acquiring)
-        if socket >= 0 { close(socket) }
-        context.release()
+    /// Request-body bytes reserved right now.
+    public var bodyBytesReserved: Int { shared.budget.inUse }
+
+    deinit { stop(drainTimeout: 0) }
+
+    private static func listen(host: String, port: UInt16) throws(HTTPServerError) -> (Int32, UInt16) {
+        var storage = sockaddr_storage()
+        let family: Int32
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            family = AF_INET
+            withUnsafeMutableBytes(of: &storage) { raw in
+                var sin = sockaddr_in()
+                sin.sin_family = sa_family_t(AF_INET)
+                sin.sin_port = port.bigEndian
+                sin.sin_addr = v4
+                raw.storeBytes(of: sin, as: sockaddr_in.self)
+            }
+        } else if inet_pton(AF_INET6, host, &v6) == 1 {
+            family = AF_INET6
+            withUnsafeMutableBytes(of: &storage) { raw in
+                var sin6 = sockaddr_in6()
+                sin6.sin6_family = sa_family_t(AF_INET6)
+                sin6.sin6_port = port.bigEndian
+                sin6.sin6_addr = v6
+                raw.storeBytes(of: sin6, as: sockaddr_in6.self)
+            }
+        } else {
+            throw HTTPServerError(message: "listen address must be an IPv4 or IPv6 address, got \(host)")
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HTTPServerError(message: "cannot create a socket") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if family == AF_INET6 {
+            // "::" also accepts IPv4 (dual stack), as "0.0.0.0" does for IPv4 alone; a
+            // specific IPv6 address only that address.
+            var only: Int32 = host == "::" ? 0 : 1
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let size = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
+        let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+        guard bound == 0, Foundation.listen(fd, 4096) == 0 else {
+            close(fd)
+            throw HTTPServerError(message: "cannot listen on \(host):\(port) (address in use?)")
+        }
+        var actual = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let boundPort: UInt16 = withUnsafeBytes(of: &actual) { raw in
+            family == AF_INET ? UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port) : UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port)
+        }
+        return (fd, boundPort)
     }
-}
 
-extension Optional where Wrapped == String {
-    fileprivate func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
-        switch self {
-        case .some(let s): return s.withCString { body($0) }
-        case .none: return body(nil)
+    /// Each connection is a descriptor: lift the soft limit toward the hard one so
+    /// `maxConnections` can be reached (the default soft limit is often 1,024).
+    private static func raiseDescriptorLimit(to wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let target = min(rlim_t(wanted), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
     }
 }

@@ -1,0 +1,70 @@
+#ifndef HOTPATCH_CNETWORK_SHIM_H
+#define HOTPATCH_CNETWORK_SHIM_H
+// What patchd's own HTTP/1.1 transport needs from the system: epoll, sockets, and OpenSSL's
+// libssl for HTTPS. Only headers and static inline wrappers for what Swift cannot call
+// (macros over SSL_CTX_ctrl, the epoll_data union).
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <errno.h>
+#include <string.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
+static inline int hp_epoll_add(int epfd, int fd, uint32_t events) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = events;
+    ev.data.fd = fd;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static inline int hp_epoll_mod(int epfd, int fd, uint32_t events) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = events;
+    ev.data.fd = fd;
+    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+static inline int hp_epoll_del(int epfd, int fd) {
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/// Waits for events; writes the ready descriptors and their event bits to fds/events.
+static inline int hp_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event ready[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, ready, max, timeout_ms);
+    for (int i = 0; i < n; i++) { fds[i] = ready[i].data.fd; events[i] = ready[i].events; }
+    return n;
+}
+
+static inline int hp_errno(void) { return errno; }
+
+/// accept(2) returning a non-blocking, close-on-exec descriptor (accept4 needs _GNU_SOURCE,
+/// which a module header cannot set reliably).
+static inline int hp_accept(int listener, struct sockaddr *address, socklen_t *length) {
+    int fd = accept(listener, address, length);
+    if (fd < 0) return fd;
+    int flags = fcntl(fd, F_GETFL, 0);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        close(fd);
+        errno = EAGAIN;
+        return -1;
+    }
+    return fd;
+}
+
+static inline long hp_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long hp_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+static inline long hp_ssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) { return SSL_CTX_add_extra_chain_cert(ctx, cert); }
+#endif

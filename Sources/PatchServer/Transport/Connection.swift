@@ -1,0 +1,414 @@
+import Foundation
+internal import CNetwork
+
+/// One client connection, owned by one event loop and touched only on its thread. A state
+/// machine: wait for a request → read its head → admit it → read its body → write the
+/// answer → wait again (keep-alive) or close. Every phase has a deadline that trickled
+/// bytes cannot extend.
+final class Connection {
+    enum Phase {
+        /// Between requests: nothing of the next one has arrived.
+        case idle
+        /// Bytes of a head have arrived.
+        case head
+        /// An admitted request whose body is being read.
+        case body(Body)
+        /// An answer is being written.
+        case writing
+        /// The last answer is out and our side is shut; what the client still sends is read
+        /// and dropped until it closes or the linger time ends, so the answer is not lost to
+        /// a reset (closing with unread bytes makes the kernel send RST, which can discard
+        /// the answer before the client reads it).
+        case lingering
+    }
+
+    struct Body {
+        var request: HTTPRequest
+        var finish: @Sendable (HTTPRequest) -> HTTPResponse
+        var framing: BodyFraming
+        var decoder: ChunkedDecoder?
+        var data: [UInt8]
+    }
+
+    /// What to do once the answer is written.
+    enum After { case keepAlive, close }
+
+    let fd: Int32
+    let peer: IPAddress
+    /// The key this connection is counted under, nil when the peer is exempt.
+    let countedAs: IPAddress?
+    let tls: TLSSession?
+    private(set) var phase = Phase.idle
+    /// Monotonic seconds by which the current phase must end.
+    private(set) var deadline: Double
+    private var requestStarted = 0.0
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private var output: Output?
+    private var after = After.keepAlive
+    private var reservedBody = 0
+    private(set) var closed = false
+
+    /// A response being written: its head bytes and body, and how much has gone out.
+    private struct Output {
+        let head: [UInt8]
+        let response: HTTPResponse?
+        var sent = 0
+        var total: Int { head.count + (response?.body.count ?? 0) }
+    }
+
+    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, now: Double, idleTimeout: Double) {
+        self.fd = fd
+        self.peer = peer
+        self.countedAs = countedAs
+        self.tls = tls
+        deadline = now + idleTimeout
+    }
+
+    /// Whether a request is between its first byte and its answer being written (what a
+    /// drain waits for).
+    var inFlight: Bool {
+        switch phase {
+        case .idle, .lingering: return false
+        case .head, .body, .writing: return true
+        }
+    }
+
+    var wantsWrite: Bool { if case .writing = phase { return true } else { return false } }
+
+    // MARK: Reading
+
+    /// Reads what the socket has and acts on it. Called when epoll reports the socket readable
+    /// (and after a write finishes, for bytes of a pipelined request already buffered).
+    func readable(_ loop: EventLoop) {
+        guard !closed, !wantsWrite else { return }
+        if case .lingering = phase { return discard(loop) }
+        var wouldBlock = false
+        while !wouldBlock, !closed, !wantsWrite, unreadBytes < loop.shared.maxBufferedInput {
+            let room = 16 * 1024
+            if input.count - inputStart == 0 { input.removeAll(keepingCapacity: true); inputStart = 0 }
+            let start = input.count
+            input.append(contentsOf: repeatElement(0, count: room))
+            let result = input.withUnsafeMutableBytes { raw in
+                receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
+            }
+            switch result {
+            case .bytes(let n):
+                input.removeLast(room - n)
+            case .wouldBlock:
+                input.removeLast(room)
+                wouldBlock = true
+            case .closed:
+                input.removeLast(room)
+                close(loop)
+                return
+            }
+            process(loop)
+        }
+    }
+
+    private var unreadBytes: Int { input.count - inputStart }
+
+    private func receive(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
+        if let tls { return tls.read(into: buffer) }
+        let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+        if n > 0 { return .bytes(n) }
+        if n < 0, hp_errno() == EAGAIN || hp_errno() == EWOULDBLOCK || hp_errno() == EINTR { return .wouldBlock(wantsWrite: false) }
+        return .closed
+    }
+
+    /// Acts on the buffered bytes: parses a head, admits it, collects a body, answers.
+    private func process(_ loop: EventLoop) {
+        while !closed {
+            switch phase {
+            case .writing, .lingering:
+                return
+            case .idle:
+                guard unreadBytes > 0 else { return }
+                phase = .head
+                requestStarted = loop.now
+                deadline = requestStarted + loop.shared.configuration.headerTimeout
+            case .head:
+                guard let head = parseHead(loop) else { return }
+                admit(head, loop)
+            case .body(var body):
+                let done: Bool
+                do throws(FramingError) { done = try collect(&body) } catch {
+                    fail(error, loop)
+                    return
+                }
+                guard done else {
+                    phase = .body(body)
+                    return
+                }
+                loop.shared.budget.release(reservedBody)
+                reservedBody = 0
+                body.request.body = body.data
+                phase = .head  // not idle: the answer is still owed
+                respond(body.finish(body.request), loop)
+            }
+        }
+    }
+
+    private func parseHead(_ loop: EventLoop) -> RequestHead? {
+        do throws(FramingError) {
+            let limits = loop.shared.configuration.headLimits
+            let parsed = try input.withUnsafeBytes { raw in
+                Result { () throws(FramingError) in try RequestHead.parse(UnsafeRawBufferPointer(rebasing: raw[inputStart...]), limits: limits) }
+            }.get()
+            guard let head = parsed else { return nil }
+            inputStart += head.size
+            return head
+        } catch {
+            fail(error, loop)
+            return nil
+        }
+    }
+
+    private func admit(_ head: RequestHead, _ loop: EventLoop) {
+        let framing: BodyFraming
+        let expectsContinue: Bool
+        do throws(FramingError) {
+            try head.checkHost()
+            framing = try head.framing()
+            expectsContinue = try head.expectsContinue()
+        } catch {
+            fail(error, loop)
+            return
+        }
+        if !head.keepAlive || loop.draining { after = .close }
+        let declared: HTTPRequest.DeclaredBody
+        switch framing {
+        case .none: declared = .none
+        case .length(let n): declared = .length(n)
+        case .chunked: declared = .chunked
+        }
+        let request = head.request(peer: peer, declaredBody: declared)
+        switch loop.shared.responder.admit(request) {
+        case .answer(let response):
+            // An unread body cannot be skipped safely: close after answering.
+            if framing != .none { after = .close }
+            respond(response, loop, head: head.method == "HEAD")
+        case .readBody(let limit, let finish):
+            let reserve: Int
+            switch framing {
+            case .none:
+                respond(finish(request), loop, head: head.method == "HEAD")
+                return
+            case .length(let n):
+                guard n <= limit else { return refuse(.tooLarge(limit), loop) }
+                reserve = n
+            case .chunked:
+                reserve = limit
+            }
+            guard loop.shared.budget.reserve(reserve) else {
+                return refuse(HTTPError(503, "busy", "too many uploads in progress; retry", headers: [("Retry-After", "1")]), loop)
+            }
+            reservedBody = reserve
+            if expectsContinue, !sendInterim() { return close(loop) }
+            var data: [UInt8] = []
+            if case .length(let n) = framing { data.reserveCapacity(n) }
+            let decoder = framing == .chunked ? ChunkedDecoder(limit: limit) : nil
+            phase = .body(Body(request: request, finish: finish, framing: framing, decoder: decoder, data: data))
+            deadline = requestStarted + loop.shared.configuration.requestTimeout
+        }
+    }
+
+    /// Moves buffered bytes into the body; true once it is complete.
+    private func collect(_ body: inout Body) throws(FramingError) -> Bool {
+        switch body.framing {
+        case .none:
+            return true
+        case .length(let total):
+            let n = min(total - body.data.count, unreadBytes)
+            body.data.append(contentsOf: input[inputStart..<(inputStart + n)])
+            inputStart += n
+            return body.data.count == total
+        case .chunked:
+            var decoder = body.decoder!
+            var data = body.data
+            body.data = []  // moved out, so appending does not copy
+            let used = input.withUnsafeBytes { raw in
+                Result { () throws(FramingError) in try decoder.feed(UnsafeRawBufferPointer(rebasing: raw[inputStart...]), into: &data) }
+            }
+            body.data = data
+            inputStart += try used.get()
+            body.decoder = decoder
+            return decoder.isDone
+        }
+    }
+
+    /// `100 Continue`, sent only once the request is admitted. 25 bytes on a connection whose
+    /// send buffer is empty: written at once or the connection is given up.
+    private func sendInterim() -> Bool {
+        let line = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        return line.withUnsafeBytes { raw in
+            if case .bytes(let n) = transmit(raw), n == raw.count { return true }
+            return false
+        }
+    }
+
+    // MARK: Answering
+
+    /// Answers a request the transport itself refuses, then closes.
+    private func fail(_ error: FramingError, _ loop: EventLoop) { refuse(error.httpError, loop) }
+
+    private func refuse(_ error: HTTPError, _ loop: EventLoop) {
+        after = .close
+        respond(error.response, loop)
+    }
+
+    private func respond(_ response: HTTPResponse, _ loop: EventLoop, head isHead: Bool = false) {
+        if reservedBody > 0 {
+            loop.shared.budget.release(reservedBody)
+            reservedBody = 0
+        }
+        if loop.draining { after = .close }
+        var head = ResponseHead.of(response).bytes
+        head += loop.date.refresh()
+        head += Array((after == .close ? "Connection: close\r\n\r\n" : "\r\n").utf8)
+        output = Output(head: head, response: isHead || response.body.isEmpty ? nil : response)
+        phase = .writing
+        deadline = loop.now + loop.shared.configuration.idleTimeout
+        flush(loop)
+    }
+
+    /// The socket is writable again: write more of the answer, and once it is out, go on
+    /// with the next request (bytes of it may be buffered already).
+    func writable(_ loop: EventLoop) {
+        guard !closed, output != nil else { return }
+        if flush(loop) { resume(loop) }
+    }
+
+    /// Acts on buffered bytes after an answer went out; for TLS also reads what OpenSSL
+    /// already decrypted, which the socket will never signal again.
+    private func resume(_ loop: EventLoop) {
+        process(loop)
+        if tls != nil, !closed, !wantsWrite { readable(loop) }
+    }
+
+    /// Writes what it can of the pending answer; true once it is all out and the connection
+    /// waits for its next request (false: still writing, or closed).
+    @discardableResult
+    private func flush(_ loop: EventLoop) -> Bool {
+        guard !closed, var out = output else { return false }
+        while out.sent < out.total {
+            switch write(&out) {
+            case .bytes(let n):
+                out.sent += n
+                deadline = loop.now + loop.shared.configuration.idleTimeout
+            case .wouldBlock:
+                output = out
+                return false
+            case .closed:
+                close(loop)
+                return false
+            }
+        }
+        output = nil
+        if after == .close {
+            linger(loop)
+            return false
+        }
+        phase = .idle
+        deadline = loop.now + loop.shared.configuration.idleTimeout
+        return true
+    }
+
+    private func write(_ out: inout Output) -> IOResult {
+        let headLeft = out.head.count - out.sent
+        if let tls {
+            if headLeft > 0 { return out.head.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[out.sent...])) } }
+            return out.response!.body.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[(out.sent - out.head.count)...])) }
+        }
+        // Head and body in one writev: one segment on the wire for a small answer, no copy
+        // of a large one.
+        return out.head.withUnsafeBytes { head in
+            let body = out.response?.body ?? []
+            return body.withUnsafeBytes { body in
+                var vectors: [iovec] = []
+                if headLeft > 0 { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + out.sent), iov_len: headLeft)) }
+                let bodyOffset = max(0, out.sent - out.head.count)
+                if body.count > bodyOffset { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodyOffset), iov_len: body.count - bodyOffset)) }
+                return vectors.withUnsafeMutableBufferPointer { v in
+                    var message = msghdr()
+                    message.msg_iov = v.baseAddress
+                    message.msg_iovlen = v.count
+                    return Connection.outcome(sendmsg(fd, &message, Int32(MSG_NOSIGNAL)))
+                }
+            }
+        }
+    }
+
+    private func transmit(_ bytes: UnsafeRawBufferPointer) -> IOResult {
+        if let tls { return tls.write(bytes) }
+        return Connection.outcome(send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)))
+    }
+
+    private static func outcome(_ n: Int) -> IOResult {
+        if n >= 0 { return .bytes(n) }
+        let error = hp_errno()
+        return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock(wantsWrite: true) : .closed
+    }
+
+    // MARK: Deadlines and closing
+
+    /// Bytes a lingering connection may still send before it is closed regardless.
+    private static let lingerBytes = 1 << 20
+    private var discarded = 0
+
+    private func linger(_ loop: EventLoop) {
+        if tls != nil { return close(loop) }
+        Foundation.shutdown(fd, Int32(SHUT_WR))
+        phase = .lingering
+        input = []
+        inputStart = 0
+        deadline = loop.now + 2
+        discard(loop)
+    }
+
+    private func discard(_ loop: EventLoop) {
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = recv(fd, &scratch, scratch.count, 0)
+            if n > 0 {
+                discarded += n
+                if discarded > Connection.lingerBytes { return close(loop) }
+                continue
+            }
+            if n < 0, hp_errno() == EAGAIN || hp_errno() == EWOULDBLOCK || hp_errno() == EINTR { return }
+            return close(loop)
+        }
+    }
+
+    /// Called by the loop when `deadline` has passed: a request that is late gets 408 (if no
+    /// answer has begun), anything else is closed.
+    func expire(_ loop: EventLoop) {
+        switch phase {
+        case .head, .body:
+            fail(.timeout, loop)
+            // The 408 is best effort: a client that stopped reading does not get to hold the
+            // connection for another write timeout.
+            if !closed, wantsWrite { close(loop) }
+        case .idle, .writing, .lingering:
+            close(loop)
+        }
+    }
+
+    /// Drain: an idle connection closes now; one mid-request closes after its answer.
+    func drain(_ loop: EventLoop) {
+        switch phase {
+        case .idle, .lingering: close(loop)
+        case .head, .body, .writing: after = .close
+        }
+    }
+
+    func close(_ loop: EventLoop) {
+        guard !closed else { return }
+        closed = true
+        if reservedBody > 0 { loop.shared.budget.release(reservedBody) }
+        reservedBody = 0
+        tls?.shutdown()
+        loop.forget(self)
+    }
+}

@@ -1,0 +1,266 @@
+/// An HTTP/1.x request head as received, parsed strictly (RFC 9112). Strict because patchd
+/// may sit behind a proxy: wherever two parsers could read the same bytes differently
+/// (whitespace before a colon, folded lines, a NUL in the target, bare LF, two lengths) a
+/// smuggled request becomes possible, so every such head is refused instead of guessed at.
+struct RequestHead: Sendable {
+    enum Version: Sendable { case http10, http11 }
+
+    var method: String
+    /// The request target exactly as sent (origin form: `/path?query`), visible ASCII only.
+    var target: [UInt8]
+    var version: Version
+    /// Field lines in order, names lowercased.
+    var fields: [(name: String, value: String)]
+    /// Bytes of the head, including leading empty lines and the final CRLF.
+    var size: Int
+
+    /// The limits the parser enforces while bytes arrive.
+    struct Limits: Sendable {
+        var requestLine = 8 * 1024
+        var head = 32 * 1024
+    }
+
+    /// Parses a head from the start of `bytes`: nil while it is incomplete (and within the
+    /// limits), the head once its empty line has arrived, or the error to answer with.
+    static func parse(_ bytes: UnsafeRawBufferPointer, limits: Limits) throws(FramingError) -> RequestHead? {
+        var p = HeadScanner(bytes: bytes)
+        // RFC 9112 §2.2: empty lines before the request line are ignored (some clients send
+        // a CRLF after a POST body).
+        while p.remaining >= 2, p.peek(0) == cr, p.peek(1) == lf { p.index += 2 }
+        let lineStart = p.index
+        guard let lineEnd = try p.lineEnd(limit: lineStart + limits.requestLine) else {
+            if bytes.count - lineStart > limits.requestLine { throw .uriTooLong }
+            return nil
+        }
+        let (method, target, version) = try requestLine(p.slice(lineStart, lineEnd))
+        if method.isEmpty { throw .malformed("empty method") }
+        p.index = lineEnd + 2
+        var fields: [(name: String, value: String)] = []
+        while true {
+            guard let end = try p.lineEnd(limit: limits.head) else {
+                if bytes.count > limits.head { throw .headTooLarge }
+                return nil
+            }
+            if end > limits.head { throw .headTooLarge }
+            if end == p.index {
+                p.index += 2
+                break
+            }
+            fields.append(try field(p.slice(p.index, end)))
+            p.index = end + 2
+        }
+        if p.index > limits.head { throw .headTooLarge }
+        return RequestHead(method: method, target: target, version: version, fields: fields, size: p.index)
+    }
+
+    private static func requestLine(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (String, [UInt8], Version) {
+        // METHOD SP request-target SP HTTP-version, each separated by exactly one space.
+        guard let firstSpace = line.firstIndex(of: space) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
+        let rest = UnsafeRawBufferPointer(rebasing: line[(firstSpace + 1)...])
+        guard let secondSpace = rest.firstIndex(of: space) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
+        let method = UnsafeRawBufferPointer(rebasing: line[..<firstSpace])
+        let target = UnsafeRawBufferPointer(rebasing: rest[..<secondSpace])
+        let version = UnsafeRawBufferPointer(rebasing: rest[(secondSpace + 1)...])
+        guard method.allSatisfy(isTokenByte) else { throw .malformed("the method is not an HTTP token") }
+        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .malformed("the request target must be visible ASCII without spaces or control bytes")
+        }
+        guard target.first == UInt8(ascii: "/") else { throw .malformed("the request target must be a path starting with /") }
+        let parsedVersion: Version
+        switch Array(version) {
+        case Array("HTTP/1.1".utf8): parsedVersion = .http11
+        case Array("HTTP/1.0".utf8): parsedVersion = .http10
+        case let v where v.count == 8 && v.starts(with: Array("HTTP/".utf8)) && isDigit(v[5]) && v[6] == UInt8(ascii: ".") && isDigit(v[7]):
+            throw .versionNotSupported
+        default: throw .malformed("the HTTP version must be HTTP/1.1 or HTTP/1.0")
+        }
+        return (String(decoding: method, as: UTF8.self), Array(target), parsedVersion)
+    }
+
+    private static func field(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (name: String, value: String) {
+        guard let first = line.first else { throw .malformed("empty header line") }
+        if first == space || first == tab { throw .malformed("folded header lines (obs-fold) are not accepted") }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .malformed("a header line has no colon") }
+        let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
+        guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
+            throw .malformed("a header name is empty or has a space or other byte that is not allowed (before the colon?)")
+        }
+        var start = colon + 1, end = line.count
+        while start < end, line[start] == space || line[start] == tab { start += 1 }
+        while end > start, line[end - 1] == space || line[end - 1] == tab { end -= 1 }
+        let value = UnsafeRawBufferPointer(rebasing: line[start..<end])
+        // field-value: visible bytes, obs-text, and spaces/tabs between them; never NUL, CR,
+        // LF or another control byte.
+        guard value.allSatisfy({ $0 == tab || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            throw .malformed("a header value has a control byte")
+        }
+        return (String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self))
+    }
+
+    /// Every value of field `name` (lowercase), in order.
+    func values(_ name: String) -> [String] { fields.compactMap { $0.name == name ? $0.value : nil } }
+
+    /// How the body is framed (RFC 9112 §6.1–6.3), and the rules that keep that unambiguous.
+    func framing() throws(FramingError) -> BodyFraming {
+        let encodings = values("transfer-encoding")
+        let lengths = values("content-length")
+        if !encodings.isEmpty {
+            if !lengths.isEmpty { throw .malformed("Content-Length and Transfer-Encoding must not both be sent") }
+            if version == .http10 { throw .malformed("Transfer-Encoding is not allowed in HTTP/1.0") }
+            let codings = encodings.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
+            guard codings == ["chunked"] else { throw .unsupportedCoding }
+            return .chunked
+        }
+        guard let length = lengths.first else { return .none }
+        if lengths.count > 1 { throw .malformed("Content-Length must be sent once") }
+        guard !length.isEmpty, length.utf8.count <= 18, length.utf8.allSatisfy(isDigit), let n = Int(length) else {
+            throw .malformed("Content-Length must be a decimal number of bytes")
+        }
+        return n == 0 ? .none : .length(n)
+    }
+
+    /// Host is required in HTTP/1.1 and may be sent once (RFC 9112 §3.2).
+    func checkHost() throws(FramingError) {
+        let hosts = values("host")
+        if hosts.count > 1 { throw .malformed("Host must be sent once") }
+        if version == .http11, hosts.isEmpty { throw .malformed("HTTP/1.1 requests must send Host") }
+    }
+
+    /// Whether the client asked for `100 Continue` before sending its body; any expectation
+    /// other than 100-continue cannot be met (RFC 9110 §10.1.1).
+    func expectsContinue() throws(FramingError) -> Bool {
+        let expect = values("expect")
+        if expect.isEmpty { return false }
+        guard expect.count == 1, expect[0].lowercased() == "100-continue" else { throw .expectationFailed }
+        return version == .http11
+    }
+
+    /// Whether the connection may carry another request after this one.
+    var keepAlive: Bool {
+        let tokens = values("connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
+        if tokens.contains("close") { return false }
+        return version == .http11 || tokens.contains("keep-alive")
+    }
+}
+
+/// How a request body is delimited.
+enum BodyFraming: Sendable, Equatable {
+    case none
+    case length(Int)
+    case chunked
+}
+
+/// A request the transport refuses before any handler sees it; the connection is closed after
+/// the answer, since what follows on it cannot be trusted to be a request boundary.
+enum FramingError: Error, Equatable {
+    case malformed(String)
+    case uriTooLong
+    case headTooLarge
+    case versionNotSupported
+    case unsupportedCoding
+    case expectationFailed
+    case chunkTooLarge(Int)
+    case timeout
+
+    var httpError: HTTPError {
+        switch self {
+        case .malformed(let message): return HTTPError(400, "bad_request", message)
+        case .uriTooLong: return HTTPError(414, "uri_too_long", "the request line is too long")
+        case .headTooLarge: return HTTPError(431, "headers_too_large", "the request head is too large")
+        case .versionNotSupported: return HTTPError(505, "version_not_supported", "only HTTP/1.1 and HTTP/1.0 are served")
+        case .unsupportedCoding: return HTTPError(501, "not_implemented", "the only transfer coding accepted is chunked")
+        case .expectationFailed: return HTTPError(417, "expectation_failed", "the only expectation that can be met is 100-continue")
+        case .chunkTooLarge(let limit): return .tooLarge(limit)
+        case .timeout: return HTTPError(408, "request_timeout", "the request was not received in time")
+        }
+    }
+}
+
+let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+
+func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+/// tchar (RFC 9110 §5.6.2): the bytes of methods and header names.
+func isTokenByte(_ b: UInt8) -> Bool {
+    switch b {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), 0x30...0x39: return true
+    default: return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
+    }
+}
+
+/// A cursor over received bytes that finds CRLF line ends and refuses a bare CR or LF.
+private struct HeadScanner {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+
+    var remaining: Int { bytes.count - index }
+    func peek(_ offset: Int) -> UInt8 { bytes[index + offset] }
+    func slice(_ start: Int, _ end: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[start..<end]) }
+
+    /// The index of the CR of the next CRLF at or after `index`; nil if none within the first
+    /// `limit` bytes of the buffer yet.
+    func lineEnd(limit: Int) throws(FramingError) -> Int? {
+        var i = index
+        let stop = min(bytes.count, limit + 2)
+        while i < stop {
+            let b = bytes[i]
+            if b == lf { throw .malformed("lines must end with CRLF, not a bare LF") }
+            if b == cr {
+                guard i + 1 < bytes.count else { return nil }
+                guard bytes[i + 1] == lf else { throw .malformed("a bare CR in the request head") }
+                return i
+            }
+            i += 1
+        }
+        return nil
+    }
+}
+
+extension RequestHead {
+    /// The request the router sees: path and query arguments percent-decoded, fields as sent.
+    func request(peer: IPAddress, declaredBody: HTTPRequest.DeclaredBody) -> HTTPRequest {
+        let question = target.firstIndex(of: UInt8(ascii: "?"))
+        let path = RequestHead.percentDecoded(target[..<(question ?? target.endIndex)], plusIsSpace: false)
+        var arguments: [(name: String, value: String)] = []
+        if let question {
+            for pair in target[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+                let equals = pair.firstIndex(of: UInt8(ascii: "="))
+                let name = RequestHead.percentDecoded(pair[..<(equals ?? pair.endIndex)], plusIsSpace: true)
+                let value = equals.map { RequestHead.percentDecoded(pair[($0 + 1)...], plusIsSpace: true) } ?? ""
+                arguments.append((name, value))
+            }
+        }
+        return HTTPRequest(method: method, path: path, fields: fields, arguments: arguments, declaredBody: declaredBody, peer: peer)
+    }
+
+    /// `%XX` decoded, except `%00`, which is kept as the three characters: a decoded NUL
+    /// would end a C string early somewhere downstream (`/healthz%00xyz` served as `/healthz`,
+    /// `appVersion=2.3%00evil` read as `2.3`); kept literal it fails validation like any
+    /// other bad character. A `%` not followed by two hex digits is kept as is.
+    static func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> String {
+        func hex(_ b: UInt8) -> UInt8? {
+            switch b {
+            case 0x30...0x39: return b - 0x30
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - 87
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - 55
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            let b = bytes[i]
+            if b == UInt8(ascii: "%"), bytes.distance(from: i, to: bytes.endIndex) >= 3,
+                let high = hex(bytes[i + 1]), let low = hex(bytes[i + 2]), high << 4 | low != 0 {
+                out.append(high << 4 | low)
+                i += 3
+            } else {
+                out.append(plusIsSpace && b == UInt8(ascii: "+") ? space : b)
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
