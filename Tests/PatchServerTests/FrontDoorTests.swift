@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+@testable import PatchServer
+
+/// One raw TCP connection to a loopback server, from a chosen source address (anything in
+/// 127.0.0.0/8), for what an HTTP client library would hide: half-sent heads, trickled
+/// bytes, bodies the server must not wait for.
+final class RawConnection {
+    let fd: Int32
+
+    init(port: UInt16, from source: String = "127.0.0.1", timeout: Int = 5) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        _ = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var time = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+
+    /// What arrives until `until` is seen, the peer closes, or the receive timeout passes.
+    func read(until marker: String? = nil) -> (text: String, closed: Bool) {
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let marker, String(decoding: received, as: UTF8.self).contains(marker) { return (String(decoding: received, as: UTF8.self), false) }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if n < 0 { return (String(decoding: received, as: UTF8.self), false) }
+            received += buffer[0..<n]
+        }
+    }
+}
+
+/// The front door on loopback: admission from the head, 100 Continue, the body budget,
+/// deadlines and the per-address connection limit, with a responder that stands in for the
+/// service (a token "ok" admits an upload of up to 1,000 bytes).
+@Suite("HTTP front door on loopback", .serialized)
+struct FrontDoorTests {
+    struct GatedResponder: HTTPResponder {
+        func admit(_ head: HTTPRequest) -> HTTPAdmission {
+            if head.path == "/healthz" { return .answer(.text("ok")) }
+            guard head.header("Authorization") == "ok" else { return .answer(HTTPError.unauthorized.response) }
+            return .readBody(limit: 1000) { .text("got \($0.body.count)") }
+        }
+    }
+
+    static func server(_ change: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> HTTPServer {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        change(&configuration)
+        return try HTTPServer(configuration: configuration, responder: GatedResponder())
+    }
+
+    @Test("an unauthenticated upload with Expect: 100-continue gets 401 and no 100 Continue; an admitted one gets 100, then its answer")
+    func expectContinue() throws {
+        let server = try Self.server()
+        let refused = try RawConnection(port: server.port)
+        refused.send("POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 900\r\nExpect: 100-continue\r\n\r\n")
+        let answer = refused.read()
+        #expect(answer.text.hasPrefix("HTTP/1.1 401"))
+        #expect(!answer.text.contains("100 Continue"))
+        #expect(answer.text.contains("Content-Type: application/json"))
+        #expect(answer.closed, "the unread body is not taken for a next request")
+
+        let admitted = try RawConnection(port: server.port)
+        admitted.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        #expect(admitted.read(until: "\r\n\r\n").text == "HTTP/1.1 100 Continue\r\n\r\n")
+        admitted.send("hello")
+        #expect(admitted.read(until: "got 5").text.hasPrefix("HTTP/1.1 200"))
+    }
+
+    @Test("a body larger than the route takes is refused from the head, before it is sent")
+    func tooLarge() throws {
+        let server = try Self.server()
+        let c = try RawConnection(port: server.port)
+        c.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 10000000\r\n\r\n")
+        let answer = c.read()
+        #expect(answer.text.hasPrefix("HTTP/1.1 413"))
+        #expect(answer.closed)
+    }
+
+    @Test("uploads past the server-wide body budget get 503 with Retry-After while the first is in flight; the budget is given back")
+    func budget() throws {
+        let server = try Self.server { $0.bodyBudget = 1500 }
+        let first = try RawConnection(port: server.port)
+        first.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 900\r\n\r\npartial")
+        for _ in 0..<200 where server.bodyBytesReserved == 0 { usleep(5_000) }
+        #expect(server.bodyBytesReserved == 900)
+        let second = try RawConnection(port: server.port)
+        second.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 900\r\n\r\n")
+        let busy = second.read()
+        #expect(busy.text.hasPrefix("HTTP/1.1 503"))
+        #expect(busy.text.contains("Retry-After: 1"))
+        first.send(String(repeating: "x", count: 893))
+        #expect(first.read(until: "got 900").text.hasPrefix("HTTP/1.1 200"))
+        for _ in 0..<200 where server.bodyBytesReserved != 0 { usleep(5_000) }
+        #expect(server.bodyBytesReserved == 0)
+    }
+
+    @Test("a head trickled past the header deadline gets 408 and is closed; trickling does not extend it")
+    func headDeadline() throws {
+        let server = try Self.server { $0.headerTimeout = 1 }
+        let c = try RawConnection(port: server.port)
+        let started = Date()
+        c.send("GET /healthz HTTP/1.1\r\n")
+        var answer = ""
+        for i in 0..<20 {
+            usleep(200_000)
+            c.send("X-\(i): y\r\n")
+            var probe = [UInt8](repeating: 0, count: 4096)
+            let n = recv(c.fd, &probe, probe.count, Int32(MSG_DONTWAIT))
+            if n > 0 { answer = String(decoding: probe[0..<n], as: UTF8.self); break }
+            if n == 0 { break }
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(answer.hasPrefix("HTTP/1.1 408"))
+        #expect(elapsed < 2.5, "cut at \(elapsed) s")
+    }
+
+    @Test("a body trickled past the request deadline gets 408 and is closed")
+    func bodyDeadline() throws {
+        let server = try Self.server { $0.requestTimeout = 1 }
+        let c = try RawConnection(port: server.port)
+        let started = Date()
+        c.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 100\r\n\r\n")
+        var answer = ""
+        for _ in 0..<20 {
+            usleep(200_000)
+            c.send("x")
+            var probe = [UInt8](repeating: 0, count: 4096)
+            let n = recv(c.fd, &probe, probe.count, Int32(MSG_DONTWAIT))
+            if n > 0 { answer = String(decoding: probe[0..<n], as: UTF8.self); break }
+            if n == 0 { break }
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 408"))
+        #expect(Date().timeIntervalSince(started) < 2.5)
+    }
+
+    @Test("one address holding hundreds of half-sent connections cannot keep another address from being served")
+    func perAddress() throws {
+        let server = try Self.server { $0.maxConnectionsPerIP = 20 }
+        var held: [RawConnection] = []
+        for _ in 0..<300 {
+            let c = try RawConnection(port: server.port, timeout: 1)
+            c.send("GET /healthz HTTP/1.1\r\n")
+            held.append(c)
+        }
+        for _ in 0..<400 where server.openConnections != 20 { usleep(5_000) }
+        usleep(100_000)  // the rest of the backlog is accepted and turned away meanwhile
+        #expect(server.openConnections == 20, "the server kept only the limit of one address's connections")
+        let refused = try RawConnection(port: server.port)
+        refused.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        let over = refused.read()
+        #expect(over.text.hasPrefix("HTTP/1.1 503") || over.text.isEmpty)
+        let other = try RawConnection(port: server.port, from: "127.0.0.2")
+        other.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(other.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+        held.removeAll()
+    }
+
+    @Test("after a refused head nothing more on the connection is served (no smuggled second request)")
+    func noSmuggling() throws {
+        let server = try Self.server()
+        let c = try RawConnection(port: server.port)
+        c.send("POST /healthz HTTP/1.1\r\nHost: h\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        let answer = c.read()
+        #expect(answer.text.hasPrefix("HTTP/1.1 400"))
+        #expect(answer.text.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer")
+        #expect(answer.closed)
+    }
+
+    @Test("pipelined requests are answered in order on one connection; HEAD gets headers only")
+    func pipelined() throws {
+        let server = try Self.server()
+        let c = try RawConnection(port: server.port)
+        c.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\nHEAD /healthz HTTP/1.1\r\nHost: h\r\n\r\nPOST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        let answer = c.read()
+        #expect(answer.closed)
+        let statuses = answer.text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "200", "200", "200"])
+        #expect(answer.text.contains("got 3"))
+        #expect(answer.text.components(separatedBy: "\r\n\r\nok").count == 3, "HEAD's answer has no body")
+    }
+}
