@@ -294,7 +294,7 @@ public final class PatchService: HTTPResponder {
         for (app, error) in refresh.withoutJSPatch { logOnce("serving \(app) without its JSPatch packages: \(error)") }
     }
 
-    private func logOnce(_ message: String) {
+    func logOnce(_ message: String) {
         if loggedOnce.withLock({ $0.insert(message).inserted }) { log(message) }
     }
 }

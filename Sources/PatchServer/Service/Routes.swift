@@ -6,7 +6,7 @@ extension PatchService {
     /// Every route of the v1 API (documented in docs/openapi.yaml and docs/PROTOCOL.md).
     static func routes() -> Router<PatchService> {
         var r = Router<PatchService>()
-        r.add("GET", "/healthz", metric: .health) { _, _, _ in .json(["status": "ok"]) }
+        r.add("GET", "/healthz", metric: .health) { s, _, _ throws(HTTPError) in try s.health() }
         r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
         r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
         r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
@@ -186,6 +186,18 @@ extension PatchService {
     }
 
     // MARK: Operations
+
+    /// 200 while the registry can be read; 503 (JSON, Retry-After) when it cannot, so a load
+    /// balancer takes this instance out instead of sending devices to a server that 404s.
+    func health() throws(HTTPError) -> HTTPResponse {
+        do {
+            let apps = try registry.withLock { registry throws(RegistryError) in try registry.checkReadable() }
+            return .json(["status": "ok", "apps": .int(Int64(apps))], headers: [("Cache-Control", "no-store")])
+        } catch {
+            logOnce("health check: the registry cannot be read: \(error)")
+            throw HTTPError(503, "unavailable", "the registry cannot be read", headers: [("Retry-After", "5")])
+        }
+    }
 
     func renderMetrics() -> HTTPResponse {
         .text(metrics.render(gauges: [

@@ -12,7 +12,7 @@ struct CannedResponse: Sendable {
     static func ok(_ body: [UInt8]) -> CannedResponse { CannedResponse(status: 200, headers: [], body: body) }
 }
 
-/// A static mirror over real loopback HTTP (libmicrohttpd): a mutable map from URL path to
+/// A static mirror over real loopback HTTP (patchd's transport): a mutable map from URL path to
 /// the answer, built from `registry.export` output, so a test can tamper with, replay,
 /// delay or redirect any file. Every request path is logged; unknown paths are 404.
 final class Mirror: @unchecked Sendable {
@@ -92,19 +92,26 @@ final class LiveServer: @unchecked Sendable {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.threads = 4
-        let counter = self.counter
-        server = try HTTPServer(configuration: configuration) { request in
-            counter.withLock { $0 += 1 }
-            return service.respond(to: request)
-        }
+        server = try HTTPServer(configuration: configuration, responder: Counting(service: service, counter: counter))
         self.service = service
     }
 
     var url: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
     var requestCount: Int { counter.withLock { $0 } }
+
+    /// The service as patchd serves it (admission from the head), counting requests.
+    private struct Counting: HTTPResponder {
+        let service: PatchService
+        let counter: Guarded<Int>
+
+        func admit(_ head: HTTPRequest) -> HTTPAdmission {
+            counter.withLock { $0 += 1 }
+            return service.admit(head)
+        }
+    }
 }
 
-/// A raw TCP server for what libmicrohttpd cannot be made to do: it answers `/.../timestamp.json`
+/// A raw TCP server for what patchd's transport will not do: it answers `/.../timestamp.json`
 /// with fixed bytes, root versions with 404, and every other path with a chunked body that
 /// never ends (no Content-Length), until the client hangs up or `cap` bytes went out on
 /// that connection (a stream that reaches the cap was read to the end by the client).

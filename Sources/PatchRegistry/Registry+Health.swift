@@ -1,0 +1,13 @@
+extension Registry {
+    /// Reads the registry the way serving does (the apps table, through SQLite's page cache
+    /// and the file): the number of apps, or the error that makes every app route fail.
+    /// What `/healthz` answers on, so a load balancer stops sending traffic to an instance
+    /// whose registry is gone or corrupt instead of seeing "ok" beside a wall of 404s.
+    public func checkReadable() throws(RegistryError) -> Int {
+        do throws(SQLiteError) {
+            return Int(try db.query("SELECT count(*) FROM apps") { $0.int(0) }.first ?? 0)
+        } catch {
+            throw .storage(error)
+        }
+    }
+}
