@@ -36,7 +36,7 @@ let usage = """
     """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data("patchd: \(message)\n".utf8))
+    writeLine("patchd: \(message)")
     exit(code)
 }
 
@@ -136,7 +136,7 @@ let upkeep = Upkeep(service: service)
 // Written straight to the file descriptor: a pipe-reading supervisor (or test) sees the
 // line at once, whatever stdio buffering is in force.
 let urlHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(urlHost):\(server.port)\n".utf8))
+writeLine("patchd listening on \(server.scheme)://\(urlHost):\(server.port)", to: STDOUT_FILENO)
 
 // The main thread waits for SIGTERM or SIGINT with sigwait (they are blocked everywhere,
 // see above), so draining runs as normal code, and everything that may be inside OpenSSL or
@@ -145,8 +145,8 @@ FileHandle.standardOutput.write(Data("patchd listening on \(server.scheme)://\(u
 // there, ignored, and the stop never began.
 var received: Int32 = 0
 while sigwait(&stopSignals, &received) != 0 {}
-FileHandle.standardError.write(Data("patchd: draining (signal \(received))\n".utf8))
+writeLine("patchd: draining (signal \(received))")
 server.stop(drainTimeout: 10)
 upkeep.stop()
-FileHandle.standardError.write(Data("patchd: stopped\n".utf8))
+writeLine("patchd: stopped")
 exit(0)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from hotpatch_testing import Workspace, assert_cli_error
-from patchd_support import Patchd, request
+from patchd_support import Patchd, error_json, request
 
 CLIENTS = 8
 
@@ -106,3 +106,47 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     registry_consistent(ws, "demo")
     ws.publish("demo", "2.3", "second();\n")  # with room again, publishing works
     assert [p["patch"] for p in ws.json("list", "--active")] == [1, 2]
+
+
+def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_path, small_disk):
+    ws = Workspace(small_disk / "ws")
+    ws.json("apps", "create", "demo")
+    ws.publish("demo", "2.3", "first();\n")
+    token = ws.token("--app", "demo", "--name", "ci")
+    server = Patchd(ws)
+    try:
+        before = ws.registry_state()
+        big = (("x" * 1023 + "\n") * 2900).encode()  # ~2.8 MiB: more than the tmpfs has left
+        # Before: patchd died here (SIGILL): its log line about the failure, written with
+        # FileHandle.write to stderr on the same full disk, trapped.
+        resp = request(server.url, "/v1/apps/demo/patches?appVersion=2.3", method="POST", body=big,
+                       headers={"Authorization": f"Bearer {token}"})
+        assert resp.status == 507, (resp, server.stderr())
+        assert error_json(resp)["code"] == "insufficient_storage"
+        assert ws.registry_state() == before, "a failed publish changed the registry"
+        assert request(server.url, "/healthz").status == 200
+    finally:
+        server.stop()
+
+
+def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.json("apps", "create", "demo")
+    server = Patchd(ws)
+    try:
+        ok = request(server.url, "/healthz")
+        assert ok.status == 200 and json.loads(ok.body) == {"status": "ok", "apps": 1}
+        # What a failed disk or a botched restore does: the file under the server is garbage.
+        with open(ws.sqlite, "r+b") as f:
+            f.write(os.urandom(64 * 1024))
+        for sidecar in ("-wal", "-shm"):
+            path = str(ws.sqlite) + sidecar
+            if os.path.exists(path):
+                with open(path, "r+b") as f:
+                    f.write(os.urandom(4096))
+        resp = request(server.url, "/healthz")
+        assert resp.status == 503, resp
+        assert error_json(resp)["code"] == "unavailable"
+        assert resp.headers.get("Retry-After") == "5"
+    finally:
+        server.stop()

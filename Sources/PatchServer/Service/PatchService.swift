@@ -37,7 +37,7 @@ public final class PatchService: HTTPResponder {
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
-                log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("patchd: " + $0 + "\n").utf8)) }) throws(RegistryError) {
+                log: @escaping @Sendable (String) -> Void = { writeLine("patchd: " + $0) }) throws(RegistryError) {
         self.devices = devices ?? DeviceThrottle(capacity: configuration.maxTrackedDevices)
         self.ipLimiter = ipLimiter ?? IPRateLimiter()
         self.configuration = configuration
