@@ -5,8 +5,11 @@
 #      zero 5xx, zero socket errors, no status other than 200/304/429;
 #   2. RSS sampled every 2 s, after a warm-up, during steady load (downloads and timestamp.json, which track no
 #      state): no growth trend;
-#   3. 2,000 slowloris connections while /healthz keeps answering;
-#   4. SIGTERM: drained and exit 0.
+#   3. 2,000 slowloris connections from 127.0.0.1 while /healthz keeps answering for 127.0.0.2
+#      (patchd keeps --max-conns-per-ip of them and cuts those at the header deadline);
+#   4. 200 uploads declaring 11 MB each, unauthenticated then authenticated: RSS growth
+#      bounded by the body budget, /healthz answering throughout;
+#   5. SIGTERM: drained and exit 0.
 # SOAK_SECONDS (default 60) sets each load phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +29,12 @@ head -c 200000 /dev/urandom | base64 -w 76 > "$work/bundle.js"
 published=$(ctl publish --app demo --app-version 2.3 "$work/bundle.js" --json)
 sha=$(printf '%s' "$published" | sed -E 's/.*"served":\{[^}]*"sha256":"([0-9a-f]{64})".*/\1/')
 
-"$BIN/patchd" --data "$work/data" --keys "$work/keys" --listen 127.0.0.1:0 > "$work/patchd.out" 2> "$work/patchd.err" &
+token=$(ctl tokens create --app demo --name soak | tail -n 1)
+# wrk's 256 connections come from one address: the per-address limit is set above them
+# (and below the slowloris phase's 2,000); the header deadline is shortened so the
+# slowloris phase sees it act.
+"$BIN/patchd" --data "$work/data" --keys "$work/keys" --listen 127.0.0.1:0 --max-conns-per-ip 300 --header-timeout 5 \
+  > "$work/patchd.out" 2> "$work/patchd.err" &
 pid=$!
 for _ in $(seq 1 100); do grep -q listening "$work/patchd.out" 2>/dev/null && break; sleep 0.1; done
 url=$(awk '{print $4}' "$work/patchd.out")
@@ -78,9 +86,11 @@ echo
 echo "RSS during steady load: first third ${first} kB, last third ${last} kB ($n samples); after the device phases $(rss) kB with ${devices} tracked devices"
 [ "$last" -le $(( first + first / 5 + 2048 )) ] || fail "RSS grew from ${first} kB to ${last} kB under steady load"
 
-slow=$("$PY" soak/slowloris.py "$url" 2000 20) || fail "slowloris: $slow"
+slow=$("$PY" soak/slowloris.py "$url" 2000 20 127.0.0.1 127.0.0.2) || fail "slowloris: $slow"
 echo "slowloris: $slow"
 grep -q 'status="5' <(curl -s "$url/metrics") && fail "5xx after slowloris"
+uploads=$("$PY" soak/uploads.py "$url" "$pid" "$token" 200 150) || fail "uploads: $uploads"
+echo "uploads: $uploads"
 
 kill -TERM "$pid"
 for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -97,6 +97,8 @@ public final class PatchService: HTTPResponder {
             do throws(HTTPError) {
                 try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) })
                 params.caller = try admitCaller(request, route.access, app: params.values["app"])
+                // An unknown or malformed app is refused from the head too, not after its body.
+                if let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
                 if request.declaredBody == .none {
                     return .answer(record(try route.handler(self, request, params), route: match.metric, since: started))

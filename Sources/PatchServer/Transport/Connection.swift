@@ -83,23 +83,17 @@ final class Connection {
     func readable(_ loop: EventLoop) {
         guard !closed, !wantsWrite else { return }
         if case .lingering = phase { return discard(loop) }
-        var wouldBlock = false
-        while !wouldBlock, !closed, !wantsWrite, unreadBytes < loop.shared.maxBufferedInput {
-            let room = 16 * 1024
-            if input.count - inputStart == 0 { input.removeAll(keepingCapacity: true); inputStart = 0 }
-            let start = input.count
-            input.append(contentsOf: repeatElement(0, count: room))
-            let result = input.withUnsafeMutableBytes { raw in
-                receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
-            }
+        while !closed, !wantsWrite, unreadBytes < loop.shared.maxBufferedInput {
+            // Into the loop's scratch buffer, then only the bytes received are kept: no
+            // per-read allocation or zero-filling.
+            let result = loop.scratch.withUnsafeMutableBytes { receive(into: $0) }
             switch result {
             case .bytes(let n):
-                input.removeLast(room - n)
+                if inputStart == input.count { input.removeAll(keepingCapacity: true); inputStart = 0 }
+                loop.scratch.withUnsafeBytes { input.append(contentsOf: $0[..<n]) }
             case .wouldBlock:
-                input.removeLast(room)
-                wouldBlock = true
+                return
             case .closed:
-                input.removeLast(room)
                 close(loop)
                 return
             }
@@ -132,6 +126,9 @@ final class Connection {
                 guard let head = parseHead(loop) else { return }
                 admit(head, loop)
             case .body(var body):
+                // Out of `phase` while it grows, so its buffer has one owner and appending
+                // never copies it (copy-on-write would copy the whole body on every read).
+                phase = .head
                 let done: Bool
                 do throws(FramingError) { done = try collect(&body) } catch {
                     fail(error, loop)
@@ -227,7 +224,7 @@ final class Connection {
         case .chunked:
             var decoder = body.decoder!
             var data = body.data
-            body.data = []  // moved out, so appending does not copy
+            body.data = []  // moved out: one owner, so appending does not copy
             let used = input.withUnsafeBytes { raw in
                 Result { () throws(FramingError) in try decoder.feed(UnsafeRawBufferPointer(rebasing: raw[inputStart...]), into: &data) }
             }

@@ -42,6 +42,8 @@ final class EventLoop: @unchecked Sendable {
     private var lastSweep = 0.0
     private(set) var now = 0.0
     var date = DateLine()
+    /// Every read of this loop lands here first.
+    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     let finished = DispatchSemaphore(value: 0)
     /// Set by the loop once it no longer watches the listening socket (drain).
     let stoppedAccepting = Atomic<Bool>(false)
