@@ -85,11 +85,14 @@ def parse_response(data: bytes, closed: bool):
 
 class RawConn:
     """One TCP connection to a server URL (http://host:port), optionally from a given local
-    address (any of 127.0.0.0/8 on loopback). `received` keeps every byte read."""
+    address (any of 127.0.0.0/8 on loopback) and with a small receive buffer (a client that
+    reads slowly). `received` keeps every byte read."""
 
-    def __init__(self, url, source=None, timeout=3.0):
+    def __init__(self, url, source=None, timeout=3.0, rcvbuf=None):
         parts = urllib.parse.urlsplit(url)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:  # before connect, so the advertised window stays small
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         if source:
             self.sock.bind((source, 0))
         self.sock.settimeout(timeout)

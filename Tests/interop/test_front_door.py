@@ -225,14 +225,41 @@ def test_authenticated_publish_with_expect_gets_100_continue_then_201(ws, server
         assert resp is not None and resp.status == 201, resp
 
 
-@pytest.mark.parametrize("who", ["unknown-token", "auditor-token"])
-def test_publish_with_a_bad_token_is_refused_without_reading_the_body(ws, server, who):
-    tok = "hp_" + "0" * 64 if who == "unknown-token" else ws.token("--app", "demo", "--role", "auditor")
+@pytest.mark.parametrize("case", ["no-token", "unknown-token", "auditor-token", "unknown-app"])
+def test_publish_refused_from_its_head_is_answered_without_reading_the_body(ws, server, token, case):
+    """Route, token and role are decided from the head: the answer comes within 1 s although
+    only the head of a 10 MiB upload was sent."""
+    path, auth, status = PUBLISH.format("2.3"), [f"Authorization: Bearer {token}"], {
+        "no-token": 401, "unknown-token": 401, "auditor-token": 403, "unknown-app": 404}[case]
+    if case == "no-token":
+        auth = []
+    elif case == "unknown-token":
+        auth = ["Authorization: Bearer hp_" + "0" * 64]
+    elif case == "auditor-token":
+        auth = [f"Authorization: Bearer {ws.token('--app', 'demo', '--role', 'auditor')}"]
+    else:  # a token for every app, so the answer is about the app, not the token's scope
+        path = "/v1/apps/nosuchapp/patches?appVersion=2.3"
+        auth = [f"Authorization: Bearer {ws.token('--all')}"]
     with RawConn(server.url) as conn:
-        conn.send(publish_head(tok, TEN_MIB))
+        conn.send(msg(f"POST {path} HTTP/1.1", "Host: x", *auth, f"Content-Length: {TEN_MIB}"))
         resp = conn.response(1.0)
-        assert resp is not None, "no answer within 1 s: the body is read before the token is checked"
-        json_error(resp, 401 if who == "unknown-token" else 403)
+        assert resp is not None, "no answer within 1 s: the body is read before the request is refused"
+        json_error(resp, status)
         assert conn.wait_closed(1.0)
+
+
+def test_per_ip_limit_is_applied_before_the_body_is_read(server):
+    """tight allows 3 requests a minute per address; the 4th, an upload, is refused with 429
+    from its head (from an address of its own, so no other test shares the bucket)."""
+    for _ in range(3):
+        assert answered(server.url, msg("GET /v1/apps/tight/metadata/1.root.json HTTP/1.1", "Host: x"),
+                        source="127.0.0.9").status == 200
+    with RawConn(server.url, source="127.0.0.9") as conn:
+        conn.send(msg("POST /v1/apps/tight/patches?appVersion=2.3 HTTP/1.1", "Host: x", f"Content-Length: {TEN_MIB}"))
+        resp = conn.response(1.0)
+        json_error(resp, 429)
+        assert int(resp.header("retry-after")) > 0
+        assert conn.wait_closed(1.0)
+
 
 
