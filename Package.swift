@@ -61,5 +61,6 @@ if Context.environment["HOTPATCH_FUZZ"] == "1" {
         harness("FuzzIdentifiers", ["PatchCore"]),
         harness("FuzzRouter", ["PatchServer", "PatchRegistry", "PatchCore"]),
         harness("FuzzBundle", ["PatchCore"]),
+        harness("FuzzHTTPHead", ["PatchServer"]),
     ]
 }

@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
 [ "$seconds" -gt 0 ] || { echo "fuzz: FUZZ_SECONDS must be a positive number of seconds" >&2; exit 64; }
-targets=${FUZZ_TARGETS:-FuzzJSON FuzzTUF FuzzIdentifiers FuzzRouter FuzzBundle}
+targets=${FUZZ_TARGETS:-FuzzJSON FuzzTUF FuzzIdentifiers FuzzRouter FuzzBundle FuzzHTTPHead}
 scratch=.build/fuzz
-# -enable-testing: FuzzRouter reads the route table with @testable import.
+# -enable-testing: FuzzRouter and FuzzHTTPHead use internals with @testable import.
 flags=(--scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing)
 
 for target in $targets; do
