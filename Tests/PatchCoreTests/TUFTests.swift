@@ -73,8 +73,9 @@ struct TUFMetadataTests {
 
     @Test("the keyid is the sha256 of the key's canonical JSON")
     func keyIDIsComputed() throws {
-        let key = try Ed25519PrivateKey.generate().tufKey
-        let expected = #"{"keytype":"ed25519","keyval":{"public":"\#(key.publicKey.hex)"},"scheme":"ed25519"}"#
+        let privateKey = try Ed25519PrivateKey.generate()
+        let key = privateKey.tufKey
+        let expected = #"{"keytype":"ed25519","keyval":{"public":"\#(privateKey.publicKey.hex)"},"scheme":"ed25519"}"#
         #expect(key.json.canonicalString == expected)
         #expect(key.keyID == Digest.sha256Hex(expected.bytes))
     }

@@ -7,7 +7,7 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
 
     /// Signs `body` with every key given; signatures are ordered by keyid so the same
     /// inputs always give the same file.
-    public init(signing body: Body, with keys: [some TUFSigner]) throws(CryptoError) {
+    public init(signing body: Body, with keys: [any TUFSigner]) throws(CryptoError) {
         let signedJSON = body.signedJSON
         let message = signedJSON.canonicalBytes
         var signatures: [TUFSignature] = []
