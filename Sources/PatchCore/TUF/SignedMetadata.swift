@@ -42,9 +42,10 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
         self.signatures = signatures
     }
 
-    /// The file as served: canonical JSON, so the same metadata is always the same bytes.
+    /// The file as served: canonical JSON with control characters escaped (`JSON.wireBytes`),
+    /// so the same metadata is always the same bytes and every JSON parser reads them.
     public var bytes: [UInt8] {
-        JSON.object(["signed": signedJSON, "signatures": .array(signatures.map(\.json))]).canonicalBytes
+        JSON.object(["signed": signedJSON, "signatures": .array(signatures.map(\.json))]).wireBytes
     }
 
     /// Counts distinct keys of the role that signed. A key counts once however often it

@@ -102,5 +102,10 @@ public struct TUFSignature: Sendable, Equatable {
     public let keyID: String
     public let signature: [UInt8]
 
+    public init(keyID: String, signature: [UInt8]) {
+        self.keyID = keyID
+        self.signature = signature
+    }
+
     public var json: JSON { ["keyid": .string(keyID), "sig": .string(Hex.encode(signature))] }
 }
