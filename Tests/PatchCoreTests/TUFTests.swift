@@ -199,7 +199,7 @@ struct TUFMetadataTests {
         #expect(throws: TUFError.self) { try RootBody(signed: .object(members)) }
     }
 
-    @Test("refuses keys other than ed25519 with 64 lowercase hex characters")
+    @Test("refuses ed25519 keys that are not 64 lowercase hex characters, and rsa keys that are not PEM")
     func refusesForeignKeys() throws {
         let hex = try Ed25519PrivateKey.generate().publicKey.hex
         for key: JSON in [
