@@ -210,11 +210,11 @@ struct TrustedMetadataTests {
     func refusesWeakOrUnknownHashes() throws {
         let bundle = Repo.bundle
         let digests = BundleDigests(of: bundle)
-        #expect(throws: TUFError.malformed(role: "target p", reason: "hashes list no sha256, sha384 or sha512 (md5 alone is refused)")) {
+        #expect(throws: TUFError.uncheckableHashes(what: "target p", reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")) {
             try TargetFile(length: bundle.count, hashes: ["md5": digests.md5]).verify(bundle, path: "p")
         }
         for unknown in ["blake2b-256", "sha3-256", "SHA256"] {
-            #expect(throws: TUFError.malformed(role: "target p", reason: "unsupported hash algorithm \(unknown)")) {
+            #expect(throws: TUFError.uncheckableHashes(what: "target p", reason: "unsupported hash algorithm \(unknown)")) {
                 try TargetFile(length: bundle.count, hashes: ["sha256": digests.sha256, unknown: digests.sha256]).verify(bundle, path: "p")
             }
         }
@@ -223,7 +223,9 @@ struct TrustedMetadataTests {
         let files = try repo.files()
         var client = try repo.client()
         try client.updateTimestamp(repo.timestamp(version: 2, pinning: MetaFile(version: 1, length: files.snapshot.count, hashes: ["md5": Digest.md5Hex(files.snapshot)])))
-        #expect(throws: TUFError.self) { try client.updateSnapshot(files.snapshot) }
+        #expect(throws: TUFError.uncheckableHashes(what: "snapshot metadata", reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")) {
+            try client.updateSnapshot(files.snapshot)
+        }
     }
 
     @Test("refuses a snapshot in which a role's version goes down")

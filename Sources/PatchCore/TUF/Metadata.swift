@@ -204,12 +204,12 @@ enum Hashes {
         var listed: [(name: String, algorithm: DigestAlgorithm, expected: String)] = []
         for (name, expected) in hashes.sorted(by: { $0.key < $1.key }) {
             guard let algorithm = DigestAlgorithm(rawValue: name) else {
-                throw .malformed(role: what, reason: "unsupported hash algorithm \(name.debugSanitized)")
+                throw .uncheckableHashes(what: what, reason: "unsupported hash algorithm \(name.debugSanitized)")
             }
             listed.append((name, algorithm, expected))
         }
         guard listed.contains(where: { $0.algorithm.isStrong }) else {
-            throw .malformed(role: what, reason: "hashes list no sha256, sha384 or sha512 (md5 alone is refused)")
+            throw .uncheckableHashes(what: what, reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")
         }
         for entry in listed where Hex.encode(Digest.hash(entry.algorithm, bytes)) != entry.expected.lowercased() {
             throw .hashMismatch(what: what, algorithm: entry.name)
