@@ -40,27 +40,27 @@ struct KeyScheme: Sendable {
     }
 
     /// The public key `keyval.public` holds, checked against what the scheme requires.
-    func publicKey(_ value: String) -> Result<PublicKey, KeyProblem> {
+    func publicKey(_ value: String) throws(KeyProblem) -> PublicKey {
         switch encoding {
         case .ed25519Hex:
             guard Hex.isLowercase(value, byteCount: 32), let raw = Hex.decode(value), let key = try? PublicKey(ed25519: raw) else {
-                return .failure(KeyProblem("an ed25519 public key must be 64 lowercase hex characters"))
+                throw KeyProblem("an ed25519 public key must be 64 lowercase hex characters")
             }
-            return .success(key)
+            return key
         case .ecPEM(let curve):
             guard let key = try? PublicKey(pem: Array(value.utf8)), let found = key.ecCurve else {
-                return .failure(KeyProblem("an ecdsa public key must be a PEM SubjectPublicKeyInfo of an EC key"))
+                throw KeyProblem("an ecdsa public key must be a PEM SubjectPublicKeyInfo of an EC key")
             }
-            guard found == curve else { return .failure(KeyProblem("the ecdsa key is on \(found), its scheme needs \(curve)")) }
-            return .success(key)
+            guard found == curve else { throw KeyProblem("the ecdsa key is on \(found), its scheme needs \(curve)") }
+            return key
         case .rsaPEM:
             guard let key = try? PublicKey(pem: Array(value.utf8)), key.isRSA else {
-                return .failure(KeyProblem("an rsa public key must be a PEM SubjectPublicKeyInfo of an RSA key"))
+                throw KeyProblem("an rsa public key must be a PEM SubjectPublicKeyInfo of an RSA key")
             }
             guard key.bitCount >= KeyScheme.minimumRSABits else {
-                return .failure(KeyProblem("the rsa key has \(key.bitCount) bits; at least \(KeyScheme.minimumRSABits) are required"))
+                throw KeyProblem("the rsa key has \(key.bitCount) bits; at least \(KeyScheme.minimumRSABits) are required")
             }
-            return .success(key)
+            return key
         }
     }
 

@@ -50,9 +50,8 @@ public struct TUFKey: Sendable, Equatable {
             guard let value = keyval["public"]?.stringValue else {
                 throw .malformed(role: role, reason: "a \(keyType.debugSanitized) key needs keyval.public")
             }
-            switch known.publicKey(value) {
-            case .success(let key): verifier = Verifier(key: key, algorithm: known.algorithm)
-            case .failure(let problem): throw .malformed(role: role, reason: problem.reason)
+            do { verifier = Verifier(key: try known.publicKey(value), algorithm: known.algorithm) } catch {
+                throw .malformed(role: role, reason: error.reason)
             }
         }
         self.keyID = Digest.sha256Hex(json.canonicalBytes)
