@@ -259,3 +259,34 @@ def test_apps_create_refuses_a_root_key_it_cannot_use(workspace):
         assert_cli_error(result, 2, needles[name])
         assert not (ws.keys / "demo").exists() or not any((ws.keys / "demo").iterdir())
     assert ws.run("apps", "root", "demo").rc != 0, "no app was created"
+
+
+# -- the Swift client (`patchctl fetch`) on the same repositories ------------------------------
+
+def fetch_with_client(patchctl, tmp_path, base, root):
+    result = patchctl("fetch", "--server", base, "--app", "pyapp", "--app-version", "2.3", "--device-id", "phone-1",
+                      "--root", root, "--cache", tmp_path / "cache", "--json")
+    return result, json.loads(result.stdout) if result.stdout.strip() else None
+
+
+@pytest.mark.parametrize("layout", ["ecdsa", "rsa", "mixed-with-extra-key-members"])
+def test_patchclient_installs_from_a_python_tuf_repository_of_each_key_type(patchctl, tmp_path, http_server, layout):
+    site = tmp_path / "site"
+    root = build_repo(site / "v1" / "apps" / "pyapp", LAYOUTS[layout](), hash_algorithms=("sha512", "sha256"))
+    result, outcome = fetch_with_client(patchctl, tmp_path, http_server(site), root)
+    assert result.rc == 0, result.stdout + result.stderr
+    assert outcome["outcome"] == "updated" and outcome["patch"] == 1
+    assert (tmp_path / "cache" / "pyapp" / "2.3" / "main.js").read_bytes() == PAYLOAD
+
+
+@pytest.mark.parametrize("layout", ["ecdsa", "rsa"])
+def test_patchclient_refuses_a_tampered_ecdsa_or_rsa_timestamp_signature(patchctl, tmp_path, http_server, layout):
+    # timestamp.json is pinned by nothing else, so only its signature is wrong.
+    site = tmp_path / "site"
+    repo = site / "v1" / "apps" / "pyapp"
+    root = build_repo(repo, LAYOUTS[layout]())
+    flip_signature(repo / "metadata" / "timestamp.json")
+    result, outcome = fetch_with_client(patchctl, tmp_path, http_server(site), root)
+    assert result.rc == 1 and outcome["outcome"] == "failed", result.stdout + result.stderr
+    assert "timestamp" in result.stdout + result.stderr
+    assert not (tmp_path / "cache" / "pyapp" / "2.3" / "main.js").exists()
