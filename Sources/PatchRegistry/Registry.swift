@@ -73,18 +73,22 @@ public final class Registry {
 
     /// Creates an app: a key for each role (and a content key when encrypted, a JSPatch
     /// Loader key when given one), written to the key store first, then root v1 and empty
-    /// targets/snapshot/timestamp in one transaction.
+    /// targets/snapshot/timestamp in one transaction. `rootKey` is an imported root key
+    /// (an ECDSA P-256 key from a hardware token, say) used instead of a generated one.
     @discardableResult
-    public func createApp(_ name: AppName, encrypted: Bool, jspatchKey: RSAPrivateKey? = nil, actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
+    public func createApp(_ name: AppName, encrypted: Bool, jspatchKey: RSAPrivateKey? = nil, rootKey: SigningKey? = nil,
+                          actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
         if (try? app(name)) != nil { throw .conflict("app \"\(name)\" already exists") }
         if jspatchKey != nil { try JSPatchKeyMaterial.checkApp(encrypted: encrypted, app: name) }
         let jspatch = try jspatchKey.map { key throws(RegistryError) in try JSPatchKeyMaterial(key) }
         var written: [URL] = []
         do throws(RegistryError) {
-            var roleKeys: [Role: Ed25519PrivateKey] = [:]
+            var roleKeys: [Role: SigningKey] = [:]
             for role in Role.allCases {
-                let key: Ed25519PrivateKey
-                do { key = try Ed25519PrivateKey.generate() } catch { throw RegistryError.crypto(error) }
+                let key: SigningKey
+                if role == .root, let rootKey { key = rootKey } else {
+                    do { key = try SigningKey.generateEd25519() } catch { throw RegistryError.crypto(error) }
+                }
                 written.append(try keys.store(key, app: name, role: role))
                 roleKeys[role] = key
             }

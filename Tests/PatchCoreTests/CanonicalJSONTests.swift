@@ -75,6 +75,20 @@ struct CanonicalEncodingTests {
         #expect(value.canonicalBytes == [0x22, 0x5C, 0x22, 0x5C, 0x5C, 0x2F, 0x0A, 0x09, 0x00, 0x7F] + "é🚀".bytes + [0x22])
     }
 
+    @Test("the served form escapes the control characters, and parses back to the same value")
+    func servedFormEscapesControls() throws {
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
+        let value: JSON = ["key\u{1}": .string("-----BEGIN PUBLIC KEY-----\nAB\n" + controls), "plain": "\"\\/\u{7F}é🚀"]
+        let wire = value.wireBytes
+        #expect(!wire.contains { $0 < 0x20 }, "no raw control character is served")
+        let text = String(decoding: wire, as: UTF8.self)
+        #expect(text.contains(#""key\u0001""#) && text.contains(#"KEY-----\nAB\n\u0000\u0001"#) && text.contains(#"\t\n\u000b"#))
+        #expect(try JSONParser.parse(wire) == value)
+        // Without control characters the served form is the canonical form.
+        let plain: JSON = ["b": "\"\\/\u{7F}é🚀", "a": [1, -2]]
+        #expect(plain.wireBytes == plain.canonicalBytes)
+    }
+
     @Test("writes values built in Swift without whitespace")
     func encodesLiterals() {
         let value: JSON = ["b": [true, false, nil, -5, "x"], "a": [:], "c": []]

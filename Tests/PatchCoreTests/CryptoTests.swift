@@ -7,6 +7,8 @@ struct DigestVectors: Decodable {
         let `repeat`: Int
         let md5: String
         let sha256: String
+        let sha384: String
+        let sha512: String
         var input: [UInt8] { Array(repeating: text.bytes, count: `repeat`).flatMap { $0 } }
         var testDescription: String { "\"\(text.debugSanitized)\" x \(`repeat`)" }
     }
@@ -59,11 +61,13 @@ private func cryptoFailure(_ body: () throws(CryptoError) -> [UInt8]) -> CryptoE
 
 @Suite("Digests and hex")
 struct DigestTests {
-    @Test("md5 and sha256 match hashlib", arguments: try Fixture.load("digests", as: DigestVectors.self).vectors)
+    @Test("md5, sha256, sha384 and sha512 match hashlib", arguments: try Fixture.load("digests", as: DigestVectors.self).vectors)
     func matchesHashlib(_ vector: DigestVectors.Vector) {
         let input = vector.input
         #expect(Digest.md5Hex(input) == vector.md5)
         #expect(Digest.sha256Hex(input) == vector.sha256)
+        #expect(Hex.encode(Digest.hash(.sha384, input)) == vector.sha384)
+        #expect(Hex.encode(Digest.hash(.sha512, input)) == vector.sha512)
         let digests = BundleDigests(of: input)
         #expect(digests == BundleDigests(length: input.count, sha256: vector.sha256, md5: vector.md5))
     }

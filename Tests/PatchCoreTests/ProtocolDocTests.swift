@@ -72,6 +72,8 @@ enum ProtocolDoc {
         "canonical-json": ["input", "canonical", "canonical-hex"],
         "json-refused": ["input"],
         "ed25519": ["seed", "public", "key-object", "keyid", "signed", "signature"],
+        "tuf-key": ["key-object", "keyid", "signed", "signature", "supported"],
+        "hashes": ["data", "hashes", "result"],
         "aes-gcm": ["app", "appVersion", "patch", "key", "keyid", "nonce", "aad", "plaintext-hex", "combined"],
         "rollout": ["app", "appVersion", "patch", "deviceID", "sha256-input", "first4", "bucket"],
         "audit-event": ["seq", "at", "app", "actor", "action", "details", "prev", "input", "hash"],
@@ -193,7 +195,7 @@ struct ProtocolDocTests {
             }
         }
         // Deleting vectors must not make the suite pass vacuously.
-        let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
+        let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "tuf-key": 3, "hashes": 4, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
                        "app-names": 1, "app-versions": 1, "example-repository": 1]
         for (kind, count) in minimum {
             let found = vectors.filter { $0.kind == kind }.count
@@ -239,6 +241,35 @@ struct ProtocolDocTests {
         let signature = try vector.hex("signature")
         #expect(Hex.encode(try key.signature(for: message)) == Hex.encode(signature))
         #expect(key.publicKey.isValidSignature(signature, for: message))
+    }
+
+    @Test("TUF key objects of every type: keyid over the object as served, signature", arguments: try ProtocolDoc.vectors(kind: "tuf-key"))
+    func tufKey(_ vector: DocVector) throws {
+        let object = try JSONParser.parse(vector.value("key-object"))
+        let key = try TUFKey(json: object)
+        #expect(key.keyID == (try vector.value("keyid")))
+        #expect(Digest.sha256Hex(object.canonicalBytes) == (try vector.value("keyid")))
+        #expect(key.json == object, "every member kept")
+        let supported = try vector.optionalValue("supported") != "false"
+        #expect(key.isSupported == supported)
+        guard supported else { return }
+        let message = Array(try vector.value("signed").utf8)
+        expectBytes(try JSONParser.parse(message).canonicalBytes, message, "the signed message is canonical")
+        let signature = try vector.hex("signature")
+        #expect(key.isValidSignature(signature, for: message))
+        #expect(!key.isValidSignature(signature, for: message + [0x20]))
+    }
+
+    @Test("which listed hashes must match", arguments: try ProtocolDoc.vectors(kind: "hashes"))
+    func hashes(_ vector: DocVector) throws {
+        let data = Array(try vector.value("data").replacingOccurrences(of: "\\n", with: "\n").utf8)
+        let listed = try #require(JSONParser.parse(vector.value("hashes")).objectValue).compactMapValues(\.stringValue)
+        let file = TargetFile(length: data.count, hashes: listed)
+        switch try vector.value("result") {
+        case "accept": try file.verify(data, path: "doc")
+        case "refuse": #expect(throws: TUFError.self) { try file.verify(data, path: "doc") }
+        case let other: Issue.record("\(vector.testDescription): result must be accept or refuse, got \(other)")
+        }
     }
 
     @Test("AES-256-GCM bundle", arguments: try ProtocolDoc.vectors(kind: "aes-gcm"))

@@ -73,8 +73,9 @@ struct TUFMetadataTests {
 
     @Test("the keyid is the sha256 of the key's canonical JSON")
     func keyIDIsComputed() throws {
-        let key = try Ed25519PrivateKey.generate().tufKey
-        let expected = #"{"keytype":"ed25519","keyval":{"public":"\#(key.publicKey.hex)"},"scheme":"ed25519"}"#
+        let privateKey = try Ed25519PrivateKey.generate()
+        let key = privateKey.tufKey
+        let expected = #"{"keytype":"ed25519","keyval":{"public":"\#(privateKey.publicKey.hex)"},"scheme":"ed25519"}"#
         #expect(key.json.canonicalString == expected)
         #expect(key.keyID == Digest.sha256Hex(expected.bytes))
     }
@@ -198,7 +199,7 @@ struct TUFMetadataTests {
         #expect(throws: TUFError.self) { try RootBody(signed: .object(members)) }
     }
 
-    @Test("refuses keys other than ed25519 with 64 lowercase hex characters")
+    @Test("refuses ed25519 keys that are not 64 lowercase hex characters, and rsa keys that are not PEM")
     func refusesForeignKeys() throws {
         let hex = try Ed25519PrivateKey.generate().publicKey.hex
         for key: JSON in [

@@ -177,6 +177,57 @@ struct TrustedMetadataTests {
         #expect(throws: TUFError.versionMismatch(role: "targets", expected: 2, got: 1)) { try other.updateTargets(files.targets) }
     }
 
+    @Test("checks sha512 pins of snapshot and targets metadata, and every listed hash of a target")
+    func checksSHA512() throws {
+        let repo = try Repo()
+        let targets = try repo.targets()
+        let snapshot = try repo.snapshot(pinning: MetaFile(version: 1, length: targets.count, hashes: ["sha512": Hex.encode(Digest.hash(.sha512, targets))]))
+        let sha512Only = MetaFile(version: 1, length: snapshot.count, hashes: ["sha512": Hex.encode(Digest.hash(.sha512, snapshot))])
+        var client = try repo.client()
+        try client.updateTimestamp(repo.timestamp(pinning: sha512Only))
+        #expect(throws: TUFError.hashMismatch(what: "snapshot metadata", algorithm: "sha512")) {
+            try client.updateSnapshot(snapshot.flippingByte(at: snapshot.count - 10))
+        }
+        try client.updateSnapshot(snapshot)
+        #expect(throws: TUFError.hashMismatch(what: "targets metadata", algorithm: "sha512")) {
+            try client.updateTargets(targets.flippingByte(at: targets.count - 10))
+        }
+        try client.updateTargets(targets)
+
+        let bundle = Repo.bundle
+        let digests = BundleDigests(of: bundle)
+        let sha512 = Hex.encode(Digest.hash(.sha512, bundle))
+        try TargetFile(length: bundle.count, hashes: ["sha512": sha512]).verify(bundle, path: "p")
+        try TargetFile(length: bundle.count, hashes: ["sha256": digests.sha256, "sha512": sha512, "md5": digests.md5]).verify(bundle, path: "p")
+        // Every listed hash must match: a good sha256 does not excuse a wrong sha512.
+        let wrong512 = String(repeating: "0", count: 128)
+        #expect(throws: TUFError.hashMismatch(what: "target p", algorithm: "sha512")) {
+            try TargetFile(length: bundle.count, hashes: ["sha256": digests.sha256, "sha512": wrong512]).verify(bundle, path: "p")
+        }
+    }
+
+    @Test("refuses a file listed only by md5, or by any algorithm hotpatch does not compute")
+    func refusesWeakOrUnknownHashes() throws {
+        let bundle = Repo.bundle
+        let digests = BundleDigests(of: bundle)
+        #expect(throws: TUFError.uncheckableHashes(what: "target p", reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")) {
+            try TargetFile(length: bundle.count, hashes: ["md5": digests.md5]).verify(bundle, path: "p")
+        }
+        for unknown in ["blake2b-256", "sha3-256", "SHA256"] {
+            #expect(throws: TUFError.uncheckableHashes(what: "target p", reason: "unsupported hash algorithm \(unknown)")) {
+                try TargetFile(length: bundle.count, hashes: ["sha256": digests.sha256, unknown: digests.sha256]).verify(bundle, path: "p")
+            }
+        }
+        // The same rule for metadata pins: an md5-only pin of snapshot refuses the snapshot.
+        let repo = try Repo()
+        let files = try repo.files()
+        var client = try repo.client()
+        try client.updateTimestamp(repo.timestamp(version: 2, pinning: MetaFile(version: 1, length: files.snapshot.count, hashes: ["md5": Digest.md5Hex(files.snapshot)])))
+        #expect(throws: TUFError.uncheckableHashes(what: "snapshot metadata", reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")) {
+            try client.updateSnapshot(files.snapshot)
+        }
+    }
+
     @Test("refuses a snapshot in which a role's version goes down")
     func refusesRoleRollbackInSnapshot() throws {
         let repo = try Repo()

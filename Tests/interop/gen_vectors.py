@@ -3,9 +3,11 @@
 
     python Tests/interop/gen_vectors.py Tests/PatchCoreTests/Fixtures
 
-Needs securesystemslib (canonical JSON, as python-tuf signs it) and cryptography
-(Ed25519, AES-GCM). Every input is fixed, so running it again gives the same files:
-a diff after a re-run means the reference behaviour changed, not the vectors.
+Needs securesystemslib (canonical JSON, as python-tuf signs it), python-tuf and
+cryptography. Every input is fixed, so running it again gives the same files: a diff
+after a re-run means the reference behaviour changed, not the vectors. The exception is
+keys.json: ECDSA signatures (random nonce) and RSA-PSS signatures (random salt) change on
+every run, its keys do not; the tests verify those signatures instead of comparing them.
 """
 
 import hashlib
@@ -18,6 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from securesystemslib.formats import encode_canonical
+
+from key_vectors import key_vectors
 
 
 def write(outdir, name, document):
@@ -261,6 +265,8 @@ def digest_vectors():
                 "repeat": repeat,
                 "md5": hashlib.md5(data).hexdigest(),
                 "sha256": hashlib.sha256(data).hexdigest(),
+                "sha384": hashlib.sha384(data).hexdigest(),
+                "sha512": hashlib.sha512(data).hexdigest(),
             }
         )
     return {"vectors": vectors}
@@ -276,6 +282,7 @@ def main():
     write(outdir, "aesgcm.json", aesgcm_vectors())
     write(outdir, "rollout.json", rollout_vectors())
     write(outdir, "digests.json", digest_vectors())
+    write(outdir, "keys.json", key_vectors())
 
 
 if __name__ == "__main__":

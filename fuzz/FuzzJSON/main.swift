@@ -6,13 +6,24 @@ import PatchCore
 /// canonically to bytes that parse back to an equal value and re-encode to the same bytes.
 /// The one documented exception (CanonicalJSONTests): canonical JSON writes control
 /// characters raw, which the strict parser refuses, so such a value must be refused for
-/// exactly that reason.
+/// exactly that reason. The served form (`wireBytes`: canonical with control characters
+/// escaped) always parses back to an equal value, and equals the canonical bytes when the
+/// value holds no control character.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = FuzzInput(data, size)
     // A shallow depth limit exercises the depth check on small inputs too.
     _ = try? JSONParser.parse(input.bytes, maxDepth: 4)
     guard let value = try? JSONParser.parse(input.bytes) else { return 0 }
+
+    let wire = value.wireBytes
+    do {
+        let fromWire = try JSONParser.parse(wire)
+        invariant(fromWire == value, "served bytes parse to another value: \(wire.debugDescriptionForFuzzing)")
+    } catch {
+        invariant(false, "served bytes of \(input.bytes.debugDescriptionForFuzzing) do not parse: \(error)")
+    }
+    invariant(value.hasControlCharacter || wire == value.canonicalBytes, "served bytes differ from canonical bytes without a control character")
 
     let canonical = value.canonicalBytes
     do {

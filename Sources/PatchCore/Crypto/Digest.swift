@@ -1,19 +1,36 @@
 internal import CCrypto
 import Foundation
 
-/// The hash algorithms hotpatch lists in TUF `hashes` and patch headers.
+/// The hash algorithms hotpatch computes: what it lists in TUF `hashes` and patch headers
+/// (md5, sha256), what it accepts from other TUF tools' `hashes` (also sha384, sha512), and
+/// the digests of the signature schemes it verifies (section 3 of docs/PROTOCOL.md).
 public enum DigestAlgorithm: String, Sendable, CaseIterable {
     case md5
     case sha256
+    case sha384
+    case sha512
 
-    public var byteCount: Int { self == .md5 ? 16 : 32 }
+    public var byteCount: Int {
+        switch self {
+        case .md5: return 16
+        case .sha256: return 32
+        case .sha384: return 48
+        case .sha512: return 64
+        }
+    }
+
+    /// A collision-resistant hash: at least one of these must be listed for a file to be
+    /// accepted (md5 alone binds nothing an attacker cannot forge).
+    public var isStrong: Bool { self != .md5 }
 
     /// Fetched once: OpenSSL 3 otherwise performs an implicit provider fetch on every init,
     /// which dominates the cost of hashing small metadata files (and of sealing small bundles).
-    fileprivate var md: OpaquePointer {
+    var md: OpaquePointer {
         switch self {
         case .md5: return FetchedDigests.shared.md5
         case .sha256: return FetchedDigests.shared.sha256
+        case .sha384: return FetchedDigests.shared.sha384
+        case .sha512: return FetchedDigests.shared.sha512
         }
     }
 }
@@ -23,23 +40,30 @@ final class FetchedDigests: @unchecked Sendable {
     static let shared = FetchedDigests()
     let md5: OpaquePointer
     let sha256: OpaquePointer
+    let sha384: OpaquePointer
+    let sha512: OpaquePointer
     let aes256gcm: OpaquePointer
 
     private init() {
         // All are in OpenSSL 3's default provider; failing to fetch them means a broken
         // installation, not bad input.
         guard let md5 = EVP_MD_fetch(nil, "MD5", nil), let sha256 = EVP_MD_fetch(nil, "SHA256", nil),
+            let sha384 = EVP_MD_fetch(nil, "SHA384", nil), let sha512 = EVP_MD_fetch(nil, "SHA512", nil),
             let gcm = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil) else {
-            fatalError("OpenSSL default provider lacks MD5/SHA-256/AES-256-GCM: \(CryptoError.fromOpenSSL("fetch"))")
+            fatalError("OpenSSL default provider lacks MD5/SHA-2/AES-256-GCM: \(CryptoError.fromOpenSSL("fetch"))")
         }
         self.md5 = md5
         self.sha256 = sha256
+        self.sha384 = sha384
+        self.sha512 = sha512
         self.aes256gcm = gcm
     }
 
     deinit {
         EVP_MD_free(md5)
         EVP_MD_free(sha256)
+        EVP_MD_free(sha384)
+        EVP_MD_free(sha512)
         EVP_CIPHER_free(aes256gcm)
     }
 }

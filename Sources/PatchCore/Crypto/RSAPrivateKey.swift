@@ -20,35 +20,20 @@ public struct RSAPrivateKey: Sendable {
               EVP_PKEY_keygen(ctx, &pkey) == 1, let pkey else {
             throw CryptoError.fromOpenSSL("RSA keygen")
         }
-        return try RSAPrivateKey(owning: pkey)
+        return try RSAPrivateKey(PKeyBox(pkey))
     }
 
     /// An unencrypted PEM private key: PKCS#1 (`BEGIN RSA PRIVATE KEY`, what `openssl genrsa`
     /// 1.x and the JSPatch demo wrote) or PKCS#8 (`BEGIN PRIVATE KEY`).
     public init(pem: [UInt8]) throws(CryptoError) {
-        let text = String(decoding: pem.prefix(64 << 10), as: UTF8.self)
-        if text.contains("BEGIN ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
-            throw .invalidKey("the PEM key is encrypted; decrypt it first (openssl pkey -in KEY -out PLAIN.pem) and keep PLAIN.pem private")
-        }
-        if text.contains("BEGIN PUBLIC KEY") || text.contains("BEGIN RSA PUBLIC KEY"), !text.contains("PRIVATE KEY") {
-            throw .invalidKey("this is a public key; import the private key that belongs to it")
-        }
-        let bio = try MemoryBIO(reading: pem)
-        // A callback that supplies no passphrase: OpenSSL's default would prompt on the terminal.
-        guard let pkey = PEM_read_bio_PrivateKey(bio.pointer, nil, { _, _, _, _ in 0 }, nil) else {
-            ERR_clear_error()
-            throw .invalidKey("not a PEM private key (expected BEGIN RSA PRIVATE KEY or BEGIN PRIVATE KEY)")
-        }
-        guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_RSA else {
-            EVP_PKEY_free(pkey)
-            throw .invalidKey("not an RSA key")
-        }
-        try self.init(owning: pkey)
+        let box = try PKeyBox(privatePEM: pem)
+        guard box.baseID == EVP_PKEY_RSA else { throw .invalidKey("not an RSA key") }
+        try self.init(box)
     }
 
-    private init(owning pkey: OpaquePointer) throws(CryptoError) {
-        box = PKeyBox(pkey)
-        bitCount = Int(EVP_PKEY_get_bits(pkey))
+    private init(_ box: PKeyBox) throws(CryptoError) {
+        self.box = box
+        bitCount = box.bits
         guard bitCount > 0 else { throw CryptoError.fromOpenSSL("EVP_PKEY_get_bits") }
     }
 
@@ -56,34 +41,14 @@ public struct RSAPrivateKey: Sendable {
     public var byteCount: Int { (bitCount + 7) / 8 }
 
     /// PKCS#8 PEM, unencrypted: the file is protected by its mode (0600), like ssh keys.
-    public func pemRepresentation() throws(CryptoError) -> [UInt8] {
-        let bio = try MemoryBIO()
-        guard PEM_write_bio_PKCS8PrivateKey(bio.pointer, box.pointer, nil, nil, 0, nil, nil) == 1 else {
-            throw CryptoError.fromOpenSSL("PEM_write_bio_PKCS8PrivateKey")
-        }
-        return try bio.bytes()
-    }
+    public func pemRepresentation() throws(CryptoError) -> [UInt8] { try box.privateKeyPEM() }
 
     /// The public key as DER SubjectPublicKeyInfo.
-    public func publicKeyDER() throws(CryptoError) -> [UInt8] {
-        let length = i2d_PUBKEY(box.pointer, nil)
-        guard length > 0 else { throw CryptoError.fromOpenSSL("i2d_PUBKEY") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PUBKEY(box.pointer, &cursor)
-        }
-        guard written == length else { throw CryptoError.fromOpenSSL("i2d_PUBKEY") }
-        return der
-    }
+    public func publicKeyDER() throws(CryptoError) -> [UInt8] { try box.publicKeyDER() }
 
     /// The public key as PEM SubjectPublicKeyInfo (`BEGIN PUBLIC KEY`): what an app's
     /// `JPLoader.h` embeds and `openssl pkeyutl -pubin` reads.
-    public func publicKeyPEM() throws(CryptoError) -> String {
-        let bio = try MemoryBIO()
-        guard PEM_write_bio_PUBKEY(bio.pointer, box.pointer) == 1 else { throw CryptoError.fromOpenSSL("PEM_write_bio_PUBKEY") }
-        return String(decoding: try bio.bytes(), as: UTF8.self)
-    }
+    public func publicKeyPEM() throws(CryptoError) -> String { try box.publicKeyPEM() }
 
     /// RSA "private-key encryption" with PKCS#1 v1.5 type-1 padding and no DigestInfo:
     /// `00 01 FF…FF 00 ‖ data`, raised to the private exponent. The same bytes as

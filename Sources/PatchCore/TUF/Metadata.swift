@@ -195,16 +195,24 @@ enum Hashes {
 
     static func json(_ hashes: [String: String]) -> JSON { .object(hashes.mapValues { .string($0) }) }
 
-    /// Checks every listed hash; an algorithm we cannot compute fails, as in python-tuf,
-    /// because skipping it would let an attacker choose which hash gets checked.
+    /// The rule for a file listed with several hashes (docs/PROTOCOL.md, section 5): every
+    /// listed algorithm must be one hotpatch computes and every one must match. An unknown
+    /// algorithm refuses the file, as in python-tuf, because skipping it would let whoever
+    /// writes the list choose which hash gets checked; and at least one must be
+    /// collision-resistant (sha256, sha384, sha512), because md5 alone binds nothing.
     static func verify(_ bytes: [UInt8], against hashes: [String: String], what: String) throws(TUFError) {
-        for (name, expected) in hashes {
+        var listed: [(name: String, algorithm: DigestAlgorithm, expected: String)] = []
+        for (name, expected) in hashes.sorted(by: { $0.key < $1.key }) {
             guard let algorithm = DigestAlgorithm(rawValue: name) else {
-                throw .malformed(role: what, reason: "unsupported hash algorithm \(name.debugSanitized)")
+                throw .uncheckableHashes(what: what, reason: "unsupported hash algorithm \(name.debugSanitized)")
             }
-            guard Hex.encode(Digest.hash(algorithm, bytes)) == expected.lowercased() else {
-                throw .hashMismatch(what: what, algorithm: name)
-            }
+            listed.append((name, algorithm, expected))
+        }
+        guard listed.contains(where: { $0.algorithm.isStrong }) else {
+            throw .uncheckableHashes(what: what, reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")
+        }
+        for entry in listed where Hex.encode(Digest.hash(entry.algorithm, bytes)) != entry.expected.lowercased() {
+            throw .hashMismatch(what: what, algorithm: entry.name)
         }
     }
 }

@@ -7,7 +7,7 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
 
     /// Signs `body` with every key given; signatures are ordered by keyid so the same
     /// inputs always give the same file.
-    public init(signing body: Body, with keys: [Ed25519PrivateKey]) throws(CryptoError) {
+    public init(signing body: Body, with keys: [any TUFSigner]) throws(CryptoError) {
         let signedJSON = body.signedJSON
         let message = signedJSON.canonicalBytes
         var signatures: [TUFSignature] = []
@@ -42,22 +42,26 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
         self.signatures = signatures
     }
 
-    /// The file as served: canonical JSON, so the same metadata is always the same bytes.
+    /// The file as served: canonical JSON with control characters escaped (`JSON.wireBytes`),
+    /// so the same metadata is always the same bytes and every JSON parser reads them.
     public var bytes: [UInt8] {
-        JSON.object(["signed": signedJSON, "signatures": .array(signatures.map(\.json))]).canonicalBytes
+        JSON.object(["signed": signedJSON, "signatures": .array(signatures.map(\.json))]).wireBytes
     }
 
-    /// Counts distinct keys of the role that signed; each key counts once however often it appears.
+    /// Counts distinct keys of the role that signed. A key counts once however often it
+    /// appears: keyids differ when key objects differ in any member (item 8 of issue 10
+    /// made extra members part of the keyid), so keys are told apart by their key material,
+    /// and a root listing one key under two keyids cannot meet a threshold of two with it.
+    /// Keys of a type hotpatch cannot verify sign nothing.
     public func validSignatureCount(keys: [TUFKey]) -> Int {
         let message = signedJSON.canonicalBytes
-        var valid = Set<String>()
-        for key in keys where !valid.contains(key.keyID) {
-            if let signature = signatures.first(where: { $0.keyID == key.keyID }),
-                key.publicKey.isValidSignature(signature.signature, for: message) {
-                valid.insert(key.keyID)
-            }
+        var counted = Set<[UInt8]>()
+        for key in keys {
+            guard let material = key.keyMaterial, !counted.contains(material),
+                let signature = signatures.first(where: { $0.keyID == key.keyID }) else { continue }
+            if key.isValidSignature(signature.signature, for: message) { counted.insert(material) }
         }
-        return valid.count
+        return counted.count
     }
 
     /// Throws unless a threshold of the role's keys in `root` signed this metadata.

@@ -9,6 +9,9 @@ public enum TUFError: Error, Equatable, CustomStringConvertible {
     case versionMismatch(role: String, expected: Int64, got: Int64)
     case lengthMismatch(what: String, expected: Int, got: Int)
     case hashMismatch(what: String, algorithm: String)
+    /// The hashes listed for a file name an algorithm hotpatch does not compute, or no
+    /// collision-resistant one: the file cannot be checked, so it is refused.
+    case uncheckableHashes(what: String, reason: String)
     case missingRole(String)
     case unknownTarget(String)
 
@@ -25,6 +28,7 @@ public enum TUFError: Error, Equatable, CustomStringConvertible {
             return "\(role) metadata is version \(got), expected \(expected)"
         case .lengthMismatch(let what, let expected, let got): return "\(what) is \(got) bytes, expected \(expected)"
         case .hashMismatch(let what, let algorithm): return "\(what) does not match its \(algorithm) hash"
+        case .uncheckableHashes(let what, let reason): return "\(what) cannot be checked: \(reason)"
         case .missingRole(let role): return "\(role) metadata has not been loaded"
         case .unknownTarget(let path): return "no target \"\(path.debugSanitized)\" in targets metadata"
         }

@@ -1,7 +1,8 @@
 import Foundation
 import PatchCore
 
-/// Private key material on disk: `{keys}/{app}/{role}.{keyid}.pem` (PKCS#8, mode 0600) and
+/// Private key material on disk: `{keys}/{app}/{role}.{keyid}.pem` (PKCS#8, mode 0600; an
+/// Ed25519 key, or the ECDSA P-256 root key imported with `apps create --root-key`) and
 /// `{keys}/{app}/content.key` (64 hex characters). Signing keys are named by keyid so a
 /// rotation writes a new file before the registry commits to it: a crash leaves an unused
 /// file, never a registry that names a key nobody has.
@@ -23,7 +24,7 @@ public struct KeyStore: Sendable {
 
     /// Writes a new signing key; refuses to overwrite anything.
     @discardableResult
-    func store(_ key: Ed25519PrivateKey, app: AppName, role: Role) throws(RegistryError) -> URL {
+    func store(_ key: SigningKey, app: AppName, role: Role) throws(RegistryError) -> URL {
         let url = signingKeyURL(app: app, role: role, keyID: key.tufKey.keyID)
         let pem: [UInt8]
         do { pem = try key.pemRepresentation() } catch { throw .crypto(error) }
@@ -39,7 +40,7 @@ public struct KeyStore: Sendable {
         try SecretFile.create(url, contents: Array((Hex.encode(key) + "\n").utf8))
     }
 
-    func signingKey(app: AppName, role: Role, keyID: String) throws(RegistryError) -> Ed25519PrivateKey {
+    func signingKey(app: AppName, role: Role, keyID: String) throws(RegistryError) -> SigningKey {
         let url = signingKeyURL(app: app, role: role, keyID: keyID)
         let what = "the \(role.rawValue) key of \(app) (keyid \(keyID.prefix(12))…)"
         // Checked on every use (a key moved offline or opened up to others is refused at once);
@@ -47,17 +48,17 @@ public struct KeyStore: Sendable {
         let identity = try SecretFile.check(url, what: what)
         if let key = loaded.key(keyID, identity: identity) { return key }
         let pem = try SecretFile.read(url, what: what)
-        let key: Ed25519PrivateKey
-        do { key = try Ed25519PrivateKey(pem: pem) } catch { throw .keys("\(url.path): \(error)") }
+        let key: SigningKey
+        do { key = try SigningKey(pem: pem) } catch { throw .keys("\(url.path): \(error)") }
         guard key.tufKey.keyID == keyID else { throw .keys("\(url.path) does not hold the key its name says (keyid \(keyID.prefix(12))…)") }
         loaded.store(key, keyID, identity: identity)
         return key
     }
 
     /// The keys that sign `role` according to `root`, all of which must be present here.
-    func signingKeys(app: AppName, role: Role, root: RootBody) throws(RegistryError) -> [Ed25519PrivateKey] {
+    func signingKeys(app: AppName, role: Role, root: RootBody) throws(RegistryError) -> [SigningKey] {
         guard let entry = root.roles[role] else { throw .internalError("root lists no \(role.rawValue) role") }
-        var keys: [Ed25519PrivateKey] = []
+        var keys: [SigningKey] = []
         for keyID in entry.keyIDs { keys.append(try signingKey(app: app, role: role, keyID: keyID)) }
         return keys
     }
@@ -85,16 +86,16 @@ struct FileIdentity: Equatable {
 
 private final class LoadedKeys: @unchecked Sendable {
     private let lock = NSLock()
-    private var keys: [String: (FileIdentity, Ed25519PrivateKey)] = [:]
+    private var keys: [String: (FileIdentity, SigningKey)] = [:]
 
-    func key(_ keyID: String, identity: FileIdentity) -> Ed25519PrivateKey? {
+    func key(_ keyID: String, identity: FileIdentity) -> SigningKey? {
         lock.lock()
         defer { lock.unlock() }
         guard let (stored, key) = keys[keyID], stored == identity else { return nil }
         return key
     }
 
-    func store(_ key: Ed25519PrivateKey, _ keyID: String, identity: FileIdentity) {
+    func store(_ key: SigningKey, _ keyID: String, identity: FileIdentity) {
         lock.lock()
         keys[keyID] = (identity, key)
         lock.unlock()

@@ -19,8 +19,8 @@ extension Registry {
         _ = try app(name)
         let current = try currentRoot(app: name).body
         let oldRootKeys = try keys.signingKeys(app: name, role: .root, root: current)
-        let newKey: Ed25519PrivateKey
-        do { newKey = try Ed25519PrivateKey.generate() } catch { throw .crypto(error) }
+        let newKey: SigningKey
+        do { newKey = try SigningKey.generateEd25519() } catch { throw .crypto(error) }
         let newKeyID = newKey.tufKey.keyID
         let oldKeyIDs = current.roles[role]?.keyIDs ?? []
 

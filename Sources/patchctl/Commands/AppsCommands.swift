@@ -8,6 +8,7 @@ struct AppsCreateCommand: Command {
                                   options: [.flag("--encrypt", "encrypt bundles with AES-256-GCM (writes KEYS/NAME/content.key)"),
                                             .flag("--jspatch-rsa", "also serve JSPatch Loader packages: keeps an RSA key in KEYS/NAME/jspatch-rsa.pem (not with --encrypt)"),
                                             JSPatchKeyArgument.importOption,
+                                            RootKeyArgument.option,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -19,20 +20,23 @@ struct AppsCreateCommand: Command {
         if jspatch, encrypted { throw .usage("--jspatch-rsa cannot be combined with --encrypt: JSPatch Loader cannot decrypt") }
         var jspatchKey: RSAPrivateKey?
         if jspatch { jspatchKey = try JSPatchKeyArgument.key(arguments) }
+        let rootKey = try RootKeyArgument.key(arguments)
         let context = Context(arguments: arguments)
         let registry = try context.openRegistry()
-        do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, actor: context.actor) } catch { throw error.cliError }
+        do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
         var jspatchInfo: JSPatchKeyInfo?
         if jspatch { do { jspatchInfo = try registry.jspatchKey(app: name) } catch { throw error.cliError } }
         if arguments.flag("--json") {
             var out: [String: JSON] = ["app": .string(name.rawValue), "encrypted": .bool(encrypted), "keys": .string(rootPath)]
             if let jspatchInfo { out["jspatchRSA"] = ["bits": .int(Int64(jspatchInfo.bits)), "publicKeySha256": .string(jspatchInfo.publicKeySHA256)] }
+            if let rootKey { out["rootKey"] = ["keyid": .string(rootKey.tufKey.keyID), "scheme": .string(rootKey.tufKey.scheme)] }
             Output.json(.object(out))
             return
         }
         Output.line("created app \(name)\(encrypted ? " (encrypted)" : "")")
         Output.line("keys:         \(rootPath)/ (private, mode 0600: keep the root key offline)")
+        if let rootKey { Output.line("root key:     imported \(rootKey.tufKey.scheme) key, keyid \(rootKey.tufKey.keyID)") }
         if encrypted { Output.line("content key:  \(registry.keys.contentKeyURL(app: name).path) (ship it inside the app)") }
         Output.line("trusted root: patchctl apps root \(name) > \(name).root.json  (embed in the app)")
         if let jspatchInfo { JSPatchKeyArgument.report(jspatchInfo, keyFile: registry.keys.jspatchKeyURL(app: name), json: false) }
@@ -77,5 +81,16 @@ struct KeysRotateCommand: Command {
         if !rotation.oldKeyIDs.isEmpty {
             Output.line("the replaced key file was deleted")
         }
+    }
+}
+
+/// `--root-key PEM` of `apps create`: an imported root key, the kind a hardware token holds.
+enum RootKeyArgument {
+    static let option = Option.value("--root-key", "PEM", "use this unencrypted ECDSA P-256 (PKCS#8 or SEC1 \"EC PRIVATE KEY\") or Ed25519 private key as the root key instead of a new Ed25519 key; root metadata is then signed with it (ecdsa-sha2-nistp256). A copy is kept in KEYS/NAME/ like every key")
+
+    static func key(_ arguments: Arguments) throws(CLIError) -> SigningKey? {
+        guard let path = arguments.value("--root-key") else { return nil }
+        let pem = try Output.readFile(path, what: "the root key", limit: 64 << 10)
+        do { return try SigningKey(pem: pem) } catch { throw .failed("\(path.debugSanitized): \(error)") }
     }
 }

@@ -75,7 +75,7 @@ final class ClientFixture {
     func contentKey(_ app: AppName) throws -> [UInt8] { try registry.keys.contentKey(app: app) }
 
     /// The registry's current private key for `role` (what an attacker who stole it holds).
-    func signingKey(_ app: AppName, _ role: Role) throws -> Ed25519PrivateKey {
+    func signingKey(_ app: AppName, _ role: Role) throws -> SigningKey {
         let root = try registry.currentRoot(app: app).body
         return try registry.keys.signingKeys(app: app, role: role, root: root)[0]
     }
@@ -95,7 +95,7 @@ final class ClientFixture {
     /// A timestamp one version past the registry's, pinning `snapshot`, signed with `key`
     /// (the real timestamp key unless given).
     func forgedTimestamp(_ app: AppName, pinning snapshot: (version: Int64, bytes: [UInt8]), version: Int64? = nil,
-                         expires: Date = Date().addingTimeInterval(86_400), key: Ed25519PrivateKey? = nil) throws -> [UInt8] {
+                         expires: Date = Date().addingTimeInterval(86_400), key: (any TUFSigner)? = nil) throws -> [UInt8] {
         var body = try latestTimestamp(app).body
         body.version = version ?? body.version + 1
         body.expires = expires
@@ -116,7 +116,7 @@ final class ClientFixture {
     /// registry's each, as URL path → bytes. `targetsKey` (default: the real one) signs
     /// targets; snapshot and timestamp carry valid signatures.
     func forgedChain(_ app: AppName, targets change: (inout TargetsBody) -> Void,
-                     targetsKey: Ed25519PrivateKey? = nil) throws -> [String: [UInt8]] {
+                     targetsKey: (any TUFSigner)? = nil) throws -> [String: [UInt8]] {
         var targets = try latestTargets(app).body
         targets.version += 1
         targets.expires = Date().addingTimeInterval(90 * 86_400)

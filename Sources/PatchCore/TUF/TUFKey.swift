@@ -1,0 +1,110 @@
+/// A public key as root lists it: the key object exactly as served, e.g.
+/// `{"keytype":"ed25519","scheme":"ed25519","keyval":{"public":hex}}`, plus whatever else
+/// the tool that wrote it added (an owner, the legacy `keyid_hash_algorithms`).
+public struct TUFKey: Sendable, Equatable {
+    /// sha256 hex of the canonical JSON of the whole key object, unknown members included
+    /// (TUF spec 4.2: they are part of the canonical form); computed, never trusted.
+    public let keyID: String
+    /// The key object as served: re-serialised it gives the bytes its keyid and root's
+    /// signatures cover.
+    public let json: JSON
+    public let keyType: String
+    public let scheme: String
+    /// What checks signatures; nil for a (keytype, scheme) hotpatch does not know, which
+    /// is kept in root but never makes a valid signature.
+    private let verifier: Verifier?
+
+    private struct Verifier: Sendable {
+        let key: PublicKey
+        let algorithm: SignatureAlgorithm
+    }
+
+    public init(_ publicKey: Ed25519PublicKey) {
+        self.init(ownKey: publicKey.key, algorithm: .ed25519, keyType: "ed25519", scheme: "ed25519", publicValue: publicKey.hex)
+    }
+
+    /// The key object of a key this process holds: nothing to check, and nothing added.
+    init(ownKey key: PublicKey, algorithm: SignatureAlgorithm, keyType: String, scheme: String, publicValue: String) {
+        json = ["keytype": .string(keyType), "scheme": .string(scheme), "keyval": ["public": .string(publicValue)]]
+        keyID = Digest.sha256Hex(json.canonicalBytes)
+        self.keyType = keyType
+        self.scheme = scheme
+        verifier = Verifier(key: key, algorithm: algorithm)
+    }
+
+    /// A key object `{"keytype", "scheme", "keyval": {"public"}}` with nothing else.
+    public init(keyType: String, scheme: String, publicValue: String) throws(TUFError) {
+        try self.init(json: ["keytype": .string(keyType), "scheme": .string(scheme), "keyval": ["public": .string(publicValue)]])
+    }
+
+    /// Parses a key object. The members TUF requires must be there with the right types;
+    /// a known (keytype, scheme) must carry a public key of that type, an unknown one is
+    /// accepted as a key that cannot sign.
+    public init(json: JSON, role: String = "root") throws(TUFError) {
+        guard let keyType = json["keytype"]?.stringValue, let scheme = json["scheme"]?.stringValue,
+            let keyval = json["keyval"], keyval.objectValue != nil else {
+            throw .malformed(role: role, reason: "a key needs string keytype and scheme and an object keyval")
+        }
+        var verifier: Verifier?
+        if let known = KeyScheme.lookup(keyType: keyType, scheme: scheme) {
+            guard let value = keyval["public"]?.stringValue else {
+                throw .malformed(role: role, reason: "a \(keyType.debugSanitized) key needs keyval.public")
+            }
+            do { verifier = Verifier(key: try known.publicKey(value), algorithm: known.algorithm) } catch {
+                throw .malformed(role: role, reason: error.reason)
+            }
+        }
+        self.keyID = Digest.sha256Hex(json.canonicalBytes)
+        self.json = json
+        self.keyType = keyType
+        self.scheme = scheme
+        self.verifier = verifier
+    }
+
+    /// False for a key whose (keytype, scheme) hotpatch cannot verify.
+    public var isSupported: Bool { verifier != nil }
+
+    /// The DER SubjectPublicKeyInfo of the key, nil when unsupported: two key objects that
+    /// differ only in text (an extra member, another scheme) hold the same key, and a
+    /// threshold counts keys, not key objects.
+    public var keyMaterial: [UInt8]? { verifier?.key.spki }
+
+    public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
+        guard let verifier else { return false }
+        return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
+    }
+
+    public static func == (lhs: TUFKey, rhs: TUFKey) -> Bool { lhs.json == rhs.json }
+}
+
+/// A private key that signs TUF metadata: it knows its public key object and makes the
+/// signature bytes its scheme defines.
+public protocol TUFSigner: Sendable {
+    var tufKey: TUFKey { get }
+    func signature(for message: [UInt8]) throws(CryptoError) -> [UInt8]
+}
+
+extension Ed25519PrivateKey: TUFSigner {
+    public var tufKey: TUFKey { TUFKey(publicKey) }
+}
+
+extension ECDSAPrivateKey: TUFSigner {
+    /// `{"keytype":"ecdsa","scheme":"ecdsa-sha2-nistp256","keyval":{"public":PEM}}`, the
+    /// object securesystemslib's `SSlibKey.from_crypto` makes for the same key (same keyid).
+    public var tufKey: TUFKey {
+        TUFKey(ownKey: publicKey, algorithm: .ecdsa(.sha256), keyType: "ecdsa", scheme: "ecdsa-sha2-nistp256", publicValue: publicKeyPEM)
+    }
+}
+
+/// One entry of `signatures`.
+public struct TUFSignature: Sendable, Equatable {
+    public let keyID: String
+    public let signature: [UInt8]
+
+    public init(keyID: String, signature: [UInt8]) {
+        self.keyID = keyID
+        self.signature = signature
+    }
+
+    public var json: JSON { ["keyid": .string(keyID), "sig": .string(Hex.encode(signature))] }
+}
