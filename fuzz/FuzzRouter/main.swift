@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// `$PUB`, `$AUD`, `$OTHER` stand for a publisher token of demo, an auditor token of every
 /// app and a publisher token of another app; `$TARGET` for the path of a live demo target.
-/// The path and query values are percent-decoded by the transport's own callback first.
+/// The path and query values are percent-decoded by the transport's own decoder first.
 /// Invariants: no crash, never a 5xx, every error is the JSON error body, no token secret in
 /// any answer, and the router hands a handler only non-empty, slash-free path parameters.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -81,7 +81,7 @@ struct FuzzRequest {
         for line in lines.dropFirst() {
             if line.hasPrefix("?") {
                 let pair = line.dropFirst().split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[FuzzRequest.unescape(String(pair[0]))] = pair.count > 1 ? FuzzRequest.unescape(String(pair[1])) : ""
+                query[FuzzRequest.unescape(String(pair[0]), plusIsSpace: true)] = pair.count > 1 ? FuzzRequest.unescape(String(pair[1]), plusIsSpace: true) : ""
             } else if line.hasPrefix("@") {
                 address = String(line.dropFirst())
             } else if let colon = line.firstIndex(of: ":") {
@@ -92,14 +92,11 @@ struct FuzzRequest {
     }
 
     /// The path and query values as the transport hands them over: a C string (so cut at a
-    /// NUL), percent-decoded by the server's own callback, which keeps `%00` literal.
-    static func unescape(_ text: String) -> String {
-        var buffer = Array(text.utf8CString)
-        let cut = buffer.firstIndex(of: 0) ?? buffer.count - 1
-        let length = buffer.withUnsafeMutableBufferPointer { unescapeKeepingNUL(nil, nil, $0.baseAddress) }
-        invariant(length <= cut && buffer[length] == 0 && !buffer[..<length].contains(0),
-                  "unescaping \(String(reflecting: text)) gave \(length) bytes with a NUL inside")
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    /// NUL), percent-decoded by the transport's own decoder, which keeps `%00` literal.
+    static func unescape(_ text: String, plusIsSpace: Bool = false) -> String {
+        let decoded = RequestHead.percentDecoded(ArraySlice(text.utf8), plusIsSpace: plusIsSpace)
+        invariant(!decoded.utf8.contains(0), "unescaping \(String(reflecting: text)) gave a NUL")
+        return decoded
     }
 
     func carriesOutsideCredentials(_ secret: String) -> Bool {
