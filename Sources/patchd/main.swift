@@ -100,7 +100,7 @@ default: fail("--tls-cert and --tls-key go together", code: 64)
 
 // SIGTERM and SIGINT are blocked here, before any thread exists, so every thread inherits
 // the mask and the signals stay pending until the main thread takes them (sigwait, at the
-// end). Otherwise one could land on a libmicrohttpd worker and be lost (the stop hung), and
+// end). Otherwise one could land on an HTTP worker thread and be lost (the stop hung), and
 // one arriving during start-up is kept, not lost.
 var stopSignals = sigset_t()
 sigemptyset(&stopSignals)

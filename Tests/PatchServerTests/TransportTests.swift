@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PatchServer
 
-/// The libmicrohttpd transport on a loopback port the test picks, spoken to with raw
+/// The HTTP transport on a loopback port the test picks, spoken to with raw
 /// sockets so keep-alive and limits are seen exactly as a client sees them.
 @Suite("HTTP transport on loopback")
 struct TransportTests {
