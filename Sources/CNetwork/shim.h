@@ -19,20 +19,13 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
-static inline int hp_epoll_add(int epfd, int fd, uint32_t events) {
+/// EPOLL_CTL_ADD or EPOLL_CTL_MOD with the descriptor as the event's data.
+static inline int hp_epoll_set(int epfd, int op, int fd, uint32_t events) {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = events;
     ev.data.fd = fd;
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static inline int hp_epoll_mod(int epfd, int fd, uint32_t events) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = events;
-    ev.data.fd = fd;
-    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+    return epoll_ctl(epfd, op, fd, &ev);
 }
 
 static inline int hp_epoll_del(int epfd, int fd) {

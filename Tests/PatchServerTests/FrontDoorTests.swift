@@ -31,6 +31,21 @@ final class RawConnection {
 
     func send(_ text: String) { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
 
+    /// Sends `piece(i)` every 0.2 s (up to 20 times) until the server answers or closes: the
+    /// answer and the seconds it took from the first piece.
+    func trickle(_ piece: (Int) -> String) -> (answer: String, seconds: Double) {
+        let started = Date()
+        for i in 0..<20 {
+            usleep(200_000)
+            send(piece(i))
+            var probe = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &probe, probe.count, Int32(MSG_DONTWAIT))
+            if n > 0 { return (String(decoding: probe[0..<n], as: UTF8.self), Date().timeIntervalSince(started)) }
+            if n == 0 { break }
+        }
+        return ("", Date().timeIntervalSince(started))
+    }
+
     /// What arrives until `until` is seen, the peer closes, or the receive timeout passes.
     func read(until marker: String? = nil) -> (text: String, closed: Bool) {
         var received = [UInt8]()
@@ -116,18 +131,8 @@ struct FrontDoorTests {
     func headDeadline() throws {
         let server = try Self.server { $0.headerTimeout = 1 }
         let c = try RawConnection(port: server.port)
-        let started = Date()
         c.send("GET /healthz HTTP/1.1\r\n")
-        var answer = ""
-        for i in 0..<20 {
-            usleep(200_000)
-            c.send("X-\(i): y\r\n")
-            var probe = [UInt8](repeating: 0, count: 4096)
-            let n = recv(c.fd, &probe, probe.count, Int32(MSG_DONTWAIT))
-            if n > 0 { answer = String(decoding: probe[0..<n], as: UTF8.self); break }
-            if n == 0 { break }
-        }
-        let elapsed = Date().timeIntervalSince(started)
+        let (answer, elapsed) = c.trickle { "X-\($0): y\r\n" }
         #expect(answer.hasPrefix("HTTP/1.1 408"))
         #expect(elapsed < 2.5, "cut at \(elapsed) s")
     }
@@ -136,19 +141,10 @@ struct FrontDoorTests {
     func bodyDeadline() throws {
         let server = try Self.server { $0.requestTimeout = 1 }
         let c = try RawConnection(port: server.port)
-        let started = Date()
         c.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 100\r\n\r\n")
-        var answer = ""
-        for _ in 0..<20 {
-            usleep(200_000)
-            c.send("x")
-            var probe = [UInt8](repeating: 0, count: 4096)
-            let n = recv(c.fd, &probe, probe.count, Int32(MSG_DONTWAIT))
-            if n > 0 { answer = String(decoding: probe[0..<n], as: UTF8.self); break }
-            if n == 0 { break }
-        }
+        let (answer, elapsed) = c.trickle { _ in "x" }
         #expect(answer.hasPrefix("HTTP/1.1 408"))
-        #expect(Date().timeIntervalSince(started) < 2.5)
+        #expect(elapsed < 2.5, "cut at \(elapsed) s")
     }
 
     @Test("one address holding hundreds of half-sent connections cannot keep another address from being served")

@@ -55,8 +55,8 @@ final class EventLoop: @unchecked Sendable {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
         guard epoll >= 0, wake >= 0 else { throw HTTPServerError(message: "cannot create an event loop (epoll/eventfd)") }
-        _ = hp_epoll_add(epoll, wake, EPOLLIN.rawValue)
-        _ = hp_epoll_add(epoll, shared.listener, EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue)
+        _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, wake, EPOLLIN.rawValue)
+        _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, shared.listener, EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue)
     }
 
     deinit {
@@ -165,7 +165,7 @@ final class EventLoop: @unchecked Sendable {
         let connection = Connection(fd: fd, peer: peer, countedAs: key, tls: tls, now: now, idleTimeout: configuration.idleTimeout)
         connections[fd] = connection
         interest[fd] = EPOLLIN.rawValue
-        _ = hp_epoll_add(epoll, fd, EPOLLIN.rawValue)
+        _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue)
         // Data often arrives with the connection: read it now rather than after a wake-up.
         connection.readable(self)
         if !connection.closed { watch(connection) }
@@ -188,7 +188,7 @@ final class EventLoop: @unchecked Sendable {
         let wanted = connection.wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue
         if interest[connection.fd] != wanted {
             interest[connection.fd] = wanted
-            _ = hp_epoll_mod(epoll, connection.fd, wanted)
+            _ = hp_epoll_set(epoll, EPOLL_CTL_MOD, connection.fd, wanted)
         }
         updateInFlight(connection)
     }
