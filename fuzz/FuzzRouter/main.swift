@@ -91,10 +91,13 @@ struct FuzzRequest {
         }
     }
 
-    /// The path and query values as the transport hands them over: a C string (so cut at a
-    /// NUL), percent-decoded by the transport's own decoder, which keeps `%00` literal.
+    /// The path and query values as the transport hands them over: its parser refuses a
+    /// target with a byte outside `!`..`~` (400, before routing), so such bytes are dropped
+    /// here and the rest is still routed; then percent-decoded by the transport's own
+    /// decoder, which keeps `%00` literal.
     static func unescape(_ text: String, plusIsSpace: Bool = false) -> String {
-        let decoded = RequestHead.percentDecoded(ArraySlice(text.utf8), plusIsSpace: plusIsSpace)
+        let visible = text.utf8.filter { $0 > 0x20 && $0 < 0x7F }
+        let decoded = RequestHead.percentDecoded(ArraySlice(visible), plusIsSpace: plusIsSpace)
         invariant(!decoded.utf8.contains(0), "unescaping \(String(reflecting: text)) gave a NUL")
         return decoded
     }
