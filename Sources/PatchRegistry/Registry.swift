@@ -52,14 +52,13 @@ public final class Registry {
 
     private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
         let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
-        let rows: [AppRecord?]
-        do throws(SQLiteError) {
-            rows = try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
+        let rows: [AppRecord?] = try read { () throws(SQLiteError) in
+            try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
                 (try? AppName(s.text(0))).map {
                     AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
                 }
             }
-        } catch { throw .storage(error) }
+        }
         return try Registry.intact(rows, what: "apps")
     }
 
@@ -103,19 +102,17 @@ public final class Registry {
                 roles: roleKeys.mapValues { RoleKeys(keyIDs: [$0.tufKey.keyID]) })
             let signedRoot: SignedRoot
             do { signedRoot = try SignedRoot(signing: root, with: [roleKeys[.root]!]) } catch { throw RegistryError.crypto(error) }
-            let record = try db.transaction { () throws(RegistryError) -> AppRecord in
+            let record = try write { () throws -> AppRecord in
                 let time = TUFTime.format(now)
-                do throws(SQLiteError) {
-                    try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
-                               [.text(name.rawValue), .int(encrypted ? 1 : 0), contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
-                    try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
-                    if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
-                } catch { throw .storage(error) }
-                try resign(app: name, from: .targets, root: root, now: now)
+                try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
+                           [.text(name.rawValue), .int(encrypted ? 1 : 0), contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+                try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
+                if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
+                try resign(app: name, from: .targets, now: now)
                 var details: [String: JSON] = ["encrypted": .bool(encrypted), "rootVersion": 1]
                 if let jspatch { details["jspatchRSA"] = jspatch.auditDetails }
                 for role in Role.allCases { details["\(role.rawValue)KeyID"] = .string(roleKeys[role]!.tufKey.keyID) }
-                do throws(SQLiteError) { try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now) } catch { throw .storage(error) }
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now)
                 return AppRecord(name: name, encrypted: encrypted, contentKeyID: contentKeyID, createdAt: time, createdBy: actor.name)
             }
             return record
@@ -134,19 +131,18 @@ public final class Registry {
 
     /// The bytes of one stored metadata version, or nil.
     public func metadata(app: AppName, role: Role, version: Int64) throws(RegistryError) -> [UInt8]? {
-        do throws(SQLiteError) {
-            return try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
-                                [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
-        } catch { throw .storage(error) }
+        try read { () throws(SQLiteError) in
+            try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
+                         [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
+        }
     }
 
     /// The newest version of a role's metadata and its bytes.
     public func latestMetadata(app: AppName, role: Role) throws(RegistryError) -> (version: Int64, bytes: [UInt8]) {
-        let row: (Int64, [UInt8])?
-        do throws(SQLiteError) {
-            row = try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
-                               [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
-        } catch { throw .storage(error) }
+        let row = try read { () throws(SQLiteError) in
+            try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
+                         [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
+        }
         guard let row else { throw .notFound("app \"\(app)\" has no \(role.rawValue) metadata") }
         return row
     }

@@ -36,6 +36,12 @@ final class Workspace {
     /// Runs `patchctl ARGS --data … --keys …` (the global options are added for commands that take them).
     @discardableResult
     func run(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true) throws -> Result {
+        try start(arguments, environment: extra, local: local).wait()
+    }
+
+    /// Starts `patchctl` without waiting for it, for tests that run processes side by side.
+    /// Output goes to files, so a process never blocks on a full pipe.
+    func start(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true) throws -> Running {
         let process = Process()
         process.executableURL = Workspace.binary
         process.arguments = arguments + (local ? ["--data", path("data"), "--keys", path("keys")] : [])
@@ -44,16 +50,47 @@ final class Workspace {
         environment["HOTPATCH_ACTOR"] = "ci@test"
         for (key, value) in extra { environment[key] = value }
         process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        let id = UUID().uuidString
+        let out = directory.appendingPathComponent(".out-\(id)"), err = directory.appendingPathComponent(".err-\(id)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
         try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self), killedBySignal: signal)
+        return Running(process: process, stdout: out, stderr: err)
+    }
+
+    /// A started `patchctl`.
+    final class Running {
+        let process: Process
+        let stdout: URL
+        let stderr: URL
+
+        init(process: Process, stdout: URL, stderr: URL) {
+            self.process = process
+            self.stdout = stdout
+            self.stderr = stderr
+        }
+
+        var isRunning: Bool { process.isRunning }
+
+        func wait() -> Result {
+            process.waitUntilExit()
+            let signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+            let read = { (url: URL) in String(decoding: (try? Data(contentsOf: url)) ?? Data(), as: UTF8.self) }
+            return Result(status: process.terminationStatus, stdout: read(stdout), stderr: read(stderr), killedBySignal: signal)
+        }
+    }
+
+    /// Waits until `condition` holds or `seconds` pass; true when it held.
+    @discardableResult
+    static func poll(seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
     }
 
     func json(_ arguments: [String]) throws -> JSON {

@@ -68,22 +68,25 @@ final class Database {
         return out
     }
 
-    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken up front so two
-    /// publishers never both read the same "next patch number". Any error rolls back.
-    func transaction<T, E: Error>(_ body: () throws(E) -> T) throws(RegistryError) -> T {
-        do { try execute("BEGIN IMMEDIATE") } catch { throw .storage(error) }
+    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before `body`
+    /// reads anything, so what it reads (the next patch number, the root that says which keys
+    /// sign) cannot change under it before it commits. Any error rolls back and is rethrown
+    /// as it was: SQLiteError from here, whatever `body` threw from there.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        let result: T
         do {
-            let result = try body()
-            do { try execute("COMMIT") } catch {
-                try? execute("ROLLBACK")
-                throw RegistryError.storage(error)
-            }
-            return result
+            result = try body()
+            try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")
-            throw .wrapping(error)
+            throw error
         }
+        return result
     }
+
+    /// True between BEGIN and COMMIT/ROLLBACK.
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 }
