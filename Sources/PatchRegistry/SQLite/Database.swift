@@ -11,6 +11,7 @@ final class Database {
     let path: String
 
     init(path: String, synchronous: String = "FULL") throws(SQLiteError) {
+        Database.createPrivately(path)
         var handle: SQLiteConnection?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
@@ -32,6 +33,15 @@ final class Database {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// SQLite creates a new database file 0644 (less the umask), and gives the -wal and -shm
+    /// files it makes later the main file's mode. Creating the empty main file 0600 first
+    /// (SQLite takes an empty file as a new database) makes all three private to the owner,
+    /// whatever the umask. An existing file keeps the mode its owner gave it.
+    private static func createPrivately(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+    }
 
     func error(_ code: Int32, sql: String?) -> SQLiteError {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
