@@ -27,12 +27,15 @@ enum DataDirectory {
         return problems
     }
 
-    /// Writes the exposures of `directory` to stderr, the first time it is opened in this process.
-    static func warnIfExposed(_ directory: URL) {
+    /// Writes the exposures of `directory` to stderr, the first time it is opened in this
+    /// process (patchd and the tests open a registry many times); true when it wrote.
+    @discardableResult
+    static func warnIfExposed(_ directory: URL) -> Bool {
         let problems = exposures(of: directory)
-        guard !problems.isEmpty, warned.withLock({ $0.insert(directory.standardizedFileURL.path).inserted }) else { return }
+        guard !problems.isEmpty, warned.withLock({ $0.insert(directory.standardizedFileURL.path).inserted }) else { return false }
         let text = problems.map { "warning: \($0) (it holds token hashes, the audit log and every bundle)\n" }.joined()
         FileHandle.standardError.write(Data(text.utf8))
+        return true
     }
 
     /// Names this registry file (device and inode), so that files it leaves in a key
