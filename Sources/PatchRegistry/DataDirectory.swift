@@ -33,7 +33,9 @@ enum DataDirectory {
     static func warnIfExposed(_ directory: URL) -> Bool {
         let problems = exposures(of: directory)
         guard !problems.isEmpty, warned.withLock({ $0.insert(directory.standardizedFileURL.path).inserted }) else { return false }
-        let text = problems.map { "warning: \($0) (it holds token hashes, the audit log and every bundle)\n" }.joined()
+        // Prefixed like the binaries' own messages ("patchctl: …", "patchd: …").
+        let program = ProcessInfo.processInfo.processName
+        let text = problems.map { "\(program): warning: \($0) (it holds token hashes, the audit log and every bundle)\n" }.joined()
         FileHandle.standardError.write(Data(text.utf8))
         return true
     }
