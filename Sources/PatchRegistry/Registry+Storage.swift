@@ -12,7 +12,14 @@ extension Registry {
         do { return try db.transaction(body) } catch { throw .wrapping(error) }
     }
 
-    /// A read that decides nothing another write depends on (listings, serving, export).
+    /// Several reads that must see one state of the registry, such as the timestamp, snapshot
+    /// and targets an export writes, which pin each other: read one by one, a publish
+    /// committed in between would pair a new timestamp with old targets.
+    func consistentRead<T>(_ body: () throws -> T) throws(RegistryError) -> T {
+        do { return try db.readTransaction(body) } catch { throw .wrapping(error) }
+    }
+
+    /// One read that decides nothing another write depends on (a listing, a lookup).
     /// Reads that decide what is signed belong inside `write`.
     func read<T>(_ body: () throws(SQLiteError) -> T) throws(RegistryError) -> T {
         do { return try body() } catch { throw .storage(error) }

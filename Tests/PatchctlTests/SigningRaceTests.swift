@@ -74,3 +74,29 @@ struct SigningRaceTests {
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }
+
+/// An export writes timestamp, snapshot and targets that pin each other, so it must read
+/// them from one state of the registry.
+@Suite("Export under a concurrent publish")
+struct ExportRaceTests {
+    @Test("a publish committed while an export reads still leaves an export that verifies")
+    func publishDuringExport() throws {
+        let w = try Workspace()
+        try w.run(["apps", "create", "demo"])
+        try w.run(["publish", "--app", "demo", "--app-version", "2.3", try w.write("one.js", "one()")])
+        let pauses = w.path("pauses")
+        try FileManager.default.createDirectory(atPath: pauses, withIntermediateDirectories: true)
+        let exporting = try w.start(["export", "--app", "demo", "--out", w.path("out")],
+                                    environment: ["HOTPATCH_PAUSE_AT": "export.targets-read", "HOTPATCH_PAUSE_DIR": pauses])
+        #expect(Workspace.poll(seconds: 30) { FileManager.default.fileExists(atPath: "\(pauses)/export.targets-read.paused") || !exporting.isRunning })
+        // A reader never blocks a writer in WAL mode: the publish commits at once.
+        let published = try w.run(["publish", "--app", "demo", "--app-version", "2.3", try w.write("two.js", "two()")])
+        #expect(published.status == 0, "\(published.stderr)")
+        _ = FileManager.default.createFile(atPath: "\(pauses)/export.targets-read.resume", contents: nil)
+        let exported = exporting.wait()
+        #expect(exported.status == 0, "\(exported.stderr)")
+        try w.write("root.json", try w.run(["apps", "root", "demo"]).stdout)
+        let verify = try w.run(["verify", "--repo", w.path("out"), "--root", w.path("root.json"), "--app", "demo"], local: false)
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+}

@@ -95,6 +95,22 @@ final class Database {
         return result
     }
 
+    /// Runs `body` inside BEGIN DEFERRED … COMMIT: in WAL mode every read in it sees the one
+    /// state the first read saw, whatever other connections commit meanwhile (they are not
+    /// blocked).
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN DEFERRED")
+        let result: T
+        do {
+            result = try body()
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        return result
+    }
+
     /// True between BEGIN and COMMIT/ROLLBACK.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
