@@ -87,15 +87,13 @@ public final class Registry {
         let root = new.initialRoot(expires: now.addingTimeInterval(expiry.root))
         let signedRoot: SignedRoot
         do { signedRoot = try SignedRoot(signing: root, with: [try new.key(.root)]) } catch { throw .wrapping(error) }
-        var installed = false
-        do {
-            let record = try write { () throws -> AppRecord in
-                if try apps(named: name).first != nil {
-                    keys.markCommitted(app: name)  // a marker left by a create killed right after its commit
-                    throw RegistryError.conflict("app \"\(name)\" already exists")
-                }
-                try keys.install(new, app: name, registryID: registryID)
-                installed = true
+        let record = try write { () throws -> AppRecord in
+            if try apps(named: name).first != nil {
+                keys.markCommitted(app: name)  // a marker left by a create killed right after its commit
+                throw RegistryError.conflict("app \"\(name)\" already exists")
+            }
+            let install = try keys.install(new, app: name, registryID: registryID)
+            do {
                 CrashPoint.hit("create.installed")
                 let time = TUFTime.format(now)
                 try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
@@ -109,16 +107,16 @@ public final class Registry {
                 try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now)
                 CrashPoint.hit("create.before-commit")
                 return AppRecord(name: name, encrypted: encrypted, contentKeyID: new.contentKeyID, createdAt: time, createdBy: actor.name)
+            } catch {
+                // About to roll back, still under the write lock: nothing will name these keys.
+                // (Should COMMIT itself fail, the marked directory stays for the next create.)
+                keys.removeUncommitted(app: name, install: install)
+                throw error
             }
-            CrashPoint.hit("create.committed")
-            keys.markCommitted(app: name)
-            return record
-        } catch {
-            // Rolled back: nothing names these keys. Kept if the registry cannot say so (the
-            // marker lets the next create decide, under the write lock).
-            if installed, (try? apps(named: name))?.isEmpty == true { keys.removeUncommitted(app: name, registryID: registryID) }
-            throw error
         }
+        CrashPoint.hit("create.committed")
+        keys.markCommitted(app: name)
+        return record
     }
 
     // MARK: Metadata

@@ -11,8 +11,9 @@ import PatchCore
 ///    exists): its keys never signed anything the registry kept, so it is removed. Anything
 ///    else is refused with a message: those are keys of an app this registry does not know
 ///    (another registry, a restored backup), which a shipped app may trust.
-/// 2. The keys and the marker are written to `{keys}/.staging.{registry}.{app}.{random}/`,
-///    then the directory takes its name in one rename(2).
+/// 2. The keys and the marker (the registry and this install) are written to
+///    `{keys}/.staging.{registry}.{app}.{random}/`, then the directory takes its name in one
+///    rename(2).
 /// 3. After the commit the marker is removed. (Killed in between, the marker stays, and the
 ///    next create finds the app committed and only removes the stale marker.)
 extension KeyStore {
@@ -22,8 +23,9 @@ extension KeyStore {
 
     static func signingKeyFileName(role: Role, keyID: String) -> String { "\(role.rawValue).\(keyID).pem" }
 
-    /// Writes the app's key directory; inside the create's transaction only.
-    func install(_ new: NewAppKeys, app: AppName, registryID: String) throws(RegistryError) {
+    /// Writes the app's key directory; inside the create's transaction only. Returns what
+    /// names this install in its marker, for `removeUncommitted`.
+    func install(_ new: NewAppKeys, app: AppName, registryID: String) throws(RegistryError) -> String {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch { throw .io("cannot create \(directory.path): \(error.localizedDescription)") }
@@ -31,6 +33,7 @@ extension KeyStore {
         try makeRoom(app: app, registryID: registryID)
         let random = (try? SecureRandom.bytes(6)).map(Hex.encode) ?? String(UInt64.random(in: 0...UInt64.max), radix: 16)
         let staging = directory.appendingPathComponent(".staging.\(registryID).\(app.rawValue).\(random)", isDirectory: true)
+        let install = "\(registryID) \(random)"
         do throws(RegistryError) {
             for (role, key) in new.roles {
                 let pem: [UInt8]
@@ -43,7 +46,7 @@ extension KeyStore {
             if let jspatch = new.jspatch {
                 try SecretFile.create(staging.appendingPathComponent(KeyStore.jspatchKeyFileName), contents: jspatch.privatePEM)
             }
-            try SecretFile.create(staging.appendingPathComponent(KeyStore.uncommittedMarker), contents: Array(registryID.utf8))
+            try SecretFile.create(staging.appendingPathComponent(KeyStore.uncommittedMarker), contents: Array(install.utf8))
             CrashPoint.hit("create.staged")
             guard rename(staging.path, appDirectory(app).path) == 0 else {
                 throw .io("cannot move the new keys to \(appDirectory(app).path): \(String(cString: strerror(errno)))")
@@ -53,6 +56,7 @@ extension KeyStore {
             try? FileManager.default.removeItem(at: staging)
             throw error
         }
+        return install
     }
 
     /// After the commit: the keys belong to a committed app from now on.
@@ -61,20 +65,24 @@ extension KeyStore {
         if unlink(marker.path) == 0 { DurableFile.sync(directory: appDirectory(app)) }
     }
 
-    /// After a rollback: removes what `install` put in place, if it is still marked as ours.
-    func removeUncommitted(app: AppName, registryID: String) {
-        if isUncommitted(app: app, registryID: registryID) { try? FileManager.default.removeItem(at: appDirectory(app)) }
+    /// When the create fails after `install`: removes the directory if it is still that
+    /// install's (never one another create has put there since).
+    func removeUncommitted(app: AppName, install: String) {
+        if marker(of: app) == install {
+            try? FileManager.default.removeItem(at: appDirectory(app))
+            DurableFile.sync(directory: directory)
+        }
     }
 
-    private func isUncommitted(app: AppName, registryID: String) -> Bool {
-        let marker = appDirectory(app).appendingPathComponent(KeyStore.uncommittedMarker)
-        return FileManager.default.contents(atPath: marker.path).map { String(decoding: $0, as: UTF8.self) == registryID } ?? false
+    private func marker(of app: AppName) -> String? {
+        let url = appDirectory(app).appendingPathComponent(KeyStore.uncommittedMarker)
+        return FileManager.default.contents(atPath: url.path).map { String(decoding: $0, as: UTF8.self) }
     }
 
     private func makeRoom(app: AppName, registryID: String) throws(RegistryError) {
         let url = appDirectory(app)
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { return }
-        if entries.isEmpty || isUncommitted(app: app, registryID: registryID) {
+        if entries.isEmpty || marker(of: app)?.hasPrefix("\(registryID) ") == true {
             do { try FileManager.default.removeItem(at: url) } catch { throw .io("cannot remove \(url.path): \(error.localizedDescription)") }
             DurableFile.sync(directory: directory)
             return
