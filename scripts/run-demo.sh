@@ -29,9 +29,9 @@ the same device within the app's interval, 3600 s by default, answers 429):
 Verify every active patch the server serves, from the root the app embeds (what CI runs):
   $BIN/patchctl verify --server $url --app demo --root $DATA/demo.root.json
 
-Publish over HTTP: create a token, then
-  $BIN/patchctl tokens create --app demo --data $DATA --keys $KEYS
-  $BIN/patchctl publish --server $url --token TOKEN --app demo --app-version 2.3 FILE
+Publish over HTTP: create a token into a file only you can read, then
+  (umask 077; $BIN/patchctl tokens create --app demo --data $DATA --keys $KEYS | tail -1 > demo.token)
+  $BIN/patchctl publish --server $url --token-file demo.token --app demo --app-version 2.3 FILE
 
 Starting patchd (Ctrl-C stops it cleanly):
 MSG

@@ -54,24 +54,22 @@ extension Registry {
 
     public func throttleRules(app: AppName) throws(RegistryError) -> ThrottleRules {
         _ = try self.app(app)
-        do {
-            return try db.query("SELECT min_interval, ip_rate FROM throttle WHERE app = ?", [.text(app.rawValue)]) {
+        return try read { () throws(SQLiteError) in
+            try db.query("SELECT min_interval, ip_rate FROM throttle WHERE app = ?", [.text(app.rawValue)]) {
                 ThrottleRules(minInterval: Int($0.int(0)), ipRatePerMinute: Int($0.int(1)))
             }.first ?? .defaults
-        } catch { throw .storage(error) }
+        }
     }
 
     public func setThrottleRules(app: AppName, _ rules: ThrottleRules, actor: Actor, now: Date = Date()) throws(RegistryError) {
         guard (0...86_400 * 30).contains(rules.minInterval) else { throw .invalidInput("--min-interval must be 0 to 2592000 seconds") }
         guard (0...10_000_000).contains(rules.ipRatePerMinute) else { throw .invalidInput("--ip-rate must be 0 (off) to 10000000 per minute") }
-        let old = try throttleRules(app: app)
-        try db.transaction { () throws(RegistryError) in
-            do throws(SQLiteError) {
-                try db.run("INSERT INTO throttle(app, min_interval, ip_rate) VALUES (?,?,?) ON CONFLICT(app) DO UPDATE SET min_interval = excluded.min_interval, ip_rate = excluded.ip_rate",
-                           [.text(app.rawValue), .int(Int64(rules.minInterval)), .int(Int64(rules.ipRatePerMinute))])
-                try AuditLog.append(db, app: app.rawValue, actor: actor, action: "app.throttle",
-                                    details: ["from": old.json, "to": rules.json], at: now)
-            } catch { throw .storage(error) }
+        try write {
+            let old = try throttleRules(app: app)  // inside: the audit event's "from" is what this change replaced
+            try db.run("INSERT INTO throttle(app, min_interval, ip_rate) VALUES (?,?,?) ON CONFLICT(app) DO UPDATE SET min_interval = excluded.min_interval, ip_rate = excluded.ip_rate",
+                       [.text(app.rawValue), .int(Int64(rules.minInterval)), .int(Int64(rules.ipRatePerMinute))])
+            try AuditLog.append(db, app: app.rawValue, actor: actor, action: "app.throttle",
+                                details: ["from": old.json, "to": rules.json], at: now)
         }
     }
 
@@ -91,38 +89,31 @@ extension Registry {
         let idBytes: [UInt8]
         do { idBytes = try SecureRandom.bytes(6) } catch { throw .crypto(error) }
         let record = TokenRecord(id: Hex.encode(idBytes), app: app, role: role, name: label)
-        try db.transaction { () throws(RegistryError) in
-            do throws(SQLiteError) {
-                try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
-                           [.text(record.id), .text(hash), app.map { .text($0.rawValue) } ?? .null, .text(role.rawValue), .text(label),
-                            .text(TUFTime.format(now)), .text(actor.name)])
-                try AuditLog.append(db, app: app?.rawValue ?? "*", actor: actor, action: "token.create",
-                                    details: ["id": .string(record.id), "role": .string(role.rawValue), "name": .string(label),
-                                              "scope": .string(app?.rawValue ?? "*")], at: now)
-            } catch { throw .storage(error) }
+        try write {
+            try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
+                       [.text(record.id), .text(hash), app.map { .text($0.rawValue) } ?? .null, .text(role.rawValue), .text(label),
+                        .text(TUFTime.format(now)), .text(actor.name)])
+            try AuditLog.append(db, app: app?.rawValue ?? "*", actor: actor, action: "token.create",
+                                details: ["id": .string(record.id), "role": .string(role.rawValue), "name": .string(label),
+                                          "scope": .string(app?.rawValue ?? "*")], at: now)
         }
         return IssuedToken(record: record, secret: secret)
     }
 
     /// Revokes a token by its public id; it stops working at once (every request looks it up).
     public func revokeToken(id: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> TokenRecord {
-        let found: (TokenRecord, String?)?
-        do {
-            found = try db.query("SELECT id, app, role, name, revoked_at FROM tokens WHERE id = ?", [.text(id)]) { s in
+        try write { () throws -> TokenRecord in
+            let found = try db.query("SELECT id, app, role, name, revoked_at FROM tokens WHERE id = ?", [.text(id)]) { s in
                 (TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
                              role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3)), s.optionalText(4))
             }.first
-        } catch { throw .storage(error) }
-        guard let (record, revokedAt) = found else { throw .notFound("no token with id \(id.debugSanitized)") }
-        guard revokedAt == nil else { throw .conflict("token \(id) was already revoked at \(revokedAt!)") }
-        try db.transaction { () throws(RegistryError) in
-            do throws(SQLiteError) {
-                try db.run("UPDATE tokens SET revoked_at = ? WHERE id = ?", [.text(TUFTime.format(now)), .text(id)])
-                try AuditLog.append(db, app: record.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
-                                    details: ["id": .string(id), "name": .string(record.name)], at: now)
-            } catch { throw .storage(error) }
+            guard let (record, revokedAt) = found else { throw RegistryError.notFound("no token with id \(id.debugSanitized)") }
+            if let revokedAt { throw RegistryError.conflict("token \(id) was already revoked at \(revokedAt)") }
+            try db.run("UPDATE tokens SET revoked_at = ? WHERE id = ?", [.text(TUFTime.format(now)), .text(id)])
+            try AuditLog.append(db, app: record.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
+                                details: ["id": .string(id), "name": .string(record.name)], at: now)
+            return record
         }
-        return record
     }
 
     /// Looks a presented token up by its hash. Lookup by hash means the comparison never
@@ -130,18 +121,18 @@ extension Registry {
     public func token(presented secret: String) throws(RegistryError) -> TokenRecord? {
         guard secret.hasPrefix("hp_"), secret.utf8.count == 67 else { return nil }
         let hash = Digest.sha256Hex(Array(secret.utf8))
-        do {
-            return try db.query("SELECT id, app, role, name FROM tokens WHERE hash = ? AND revoked_at IS NULL", [.text(hash)]) { s in
+        return try read { () throws(SQLiteError) in
+            try db.query("SELECT id, app, role, name FROM tokens WHERE hash = ? AND revoked_at IS NULL", [.text(hash)]) { s in
                 TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
                             role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3))
             }.first
-        } catch { throw .storage(error) }
+        }
     }
 
     /// A cheap value that changes whenever another connection commits, so a long-running
     /// server notices changes made by `patchctl` on the same registry file.
     public func dataVersion() throws(RegistryError) -> Int {
-        do { return Int(try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0) } catch { throw .storage(error) }
+        try read { () throws(SQLiteError) in Int(try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0) }
     }
 }
 
@@ -149,7 +140,7 @@ extension Registry {
     /// Per app, a string that changes whenever anything a server serves for it changes:
     /// the newest version of each role's metadata, the throttling rules and the JSPatch key.
     public func servingFingerprints(app: AppName? = nil) throws(RegistryError) -> [AppName: String] {
-        do {
+        try read { () throws(SQLiteError) in
             var out: [AppName: String] = [:]
             let rows = try db.query("""
                 SELECT a.name,
@@ -160,6 +151,6 @@ extension Registry {
                 """ + (app == nil ? "" : " WHERE a.name = ?"), app.map { [.text($0.rawValue)] } ?? []) { s in (s.text(0), s.text(1) + "|" + s.text(2) + "|" + s.text(3)) }
             for (name, fingerprint) in rows { if let app = try? AppName(name) { out[app] = fingerprint } }
             return out
-        } catch { throw .storage(error) }
+        }
     }
 }

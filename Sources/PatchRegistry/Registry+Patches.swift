@@ -18,9 +18,8 @@ extension Registry {
             SELECT app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256, served_md5,
                    content_key_id, published_at, published_by, revoked_at, revoked_by FROM patches
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
-        let rows: [PatchRecord?]
-        do throws(SQLiteError) {
-            rows = try db.query(sql, values) { s in
+        let rows: [PatchRecord?] = try read { () throws(SQLiteError) in
+            try db.query(sql, values) { s in
                 guard let app = try? AppName(s.text(0)), let version = try? AppVersion(s.text(1)),
                     let state = PatchState(rawValue: s.text(4)) else { return nil }
                 return PatchRecord(
@@ -31,14 +30,13 @@ extension Registry {
                     contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
                     revokedAt: s.optionalText(14), revokedBy: s.optionalText(15))
             }
-        } catch { throw .storage(error) }
+        }
         return try Registry.intact(rows, what: "patches").sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
     }
 
     /// The bytes devices download for a patch (ciphertext for encrypted apps).
     public func servedBytes(sha256: String) throws(RegistryError) -> [UInt8] {
-        let bytes: [UInt8]?
-        do { bytes = try db.query("SELECT bytes FROM blobs WHERE sha256 = ?", [.text(sha256)]) { $0.blob(0) }.first } catch { throw .storage(error) }
+        let bytes = try read { () throws(SQLiteError) in try db.query("SELECT bytes FROM blobs WHERE sha256 = ?", [.text(sha256)]) { $0.blob(0) }.first }
         guard let bytes else { throw .notFound("no bundle with sha256 \(sha256)") }
         return bytes
     }
@@ -55,53 +53,42 @@ extension Registry {
             throw .invalidInput("the bundle is not UTF-8 text; a JSPatch main.js is JavaScript source")
         }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
-        let app = try self.app(name)
-        let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
-        if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
-            throw .keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
-        }
-        let root = try currentRoot(app: name).body
         let plaintext = BundleDigests(of: bundle)
 
-        return try db.transaction { () throws(RegistryError) -> PublishedPatch in
-            let number: Int
-            do throws(SQLiteError) {
-                number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
-                                          [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
-            } catch { throw .storage(error) }
-            let served: [UInt8]
-            if let contentKey {
-                do throws(CryptoError) { served = try BundleCipher.seal(bundle, key: contentKey, app: name.rawValue, appVersion: appVersion.rawValue, patch: number) } catch { throw .crypto(error) }
-            } else {
-                served = bundle
+        return try write { () throws -> PublishedPatch in
+            let app = try self.app(name)
+            let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
+            if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
+                throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
             }
+            let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
+                                          [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
+            let served = try contentKey.map { key in
+                try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
+            } ?? bundle
             let servedDigests = BundleDigests(of: served)
             let time = TUFTime.format(now)
             let record = PatchRecord(app: name, appVersion: appVersion, number: number, rollout: rollout, state: .active,
                                      plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
                                      publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil)
-            do throws(SQLiteError) {
-                try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
-                CrashPoint.hit("publish.after-blob")
-                try db.run("""
-                    INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
-                                        served_md5, content_key_id, published_at, published_by)
-                    VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
-                    """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rollout)),
-                          .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
-                          .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
-                          app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
-            } catch { throw .storage(error) }
+            try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
+            CrashPoint.hit("publish.after-blob")
+            try db.run("""
+                INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
+                                    served_md5, content_key_id, published_at, published_by)
+                VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
+                """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rollout)),
+                      .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
+                      .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
+                      app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
             CrashPoint.hit("publish.after-patch")
-            try resign(app: name, from: .targets, root: root, now: now)
+            try resign(app: name, from: .targets, now: now)
             CrashPoint.hit("publish.after-metadata")
-            do throws(SQLiteError) {
-                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.publish", details: [
-                    "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
-                    "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
-                    "servedSha256": .string(servedDigests.sha256),
-                ], at: now)
-            } catch { throw .storage(error) }
+            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.publish", details: [
+                "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
+                "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
+                "servedSha256": .string(servedDigests.sha256),
+            ], at: now)
             CrashPoint.hit("publish.before-commit")
             return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
         }
@@ -111,62 +98,55 @@ extension Registry {
     /// (the 2 a.m. kill switch: devices on that version drop their patch).
     @discardableResult
     public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
-        _ = try app(name)
-        let active = try patches(app: name, appVersion: appVersion, activeOnly: true)
-        let targets: [PatchRecord]
-        if let number {
-            guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
-                throw .notFound("\(name) \(appVersion) has no patch \(number)")
-            }
-            guard patch.state == .active else { throw .conflict("\(name) \(appVersion) patch \(number) is already revoked") }
-            targets = [patch]
-        } else {
-            guard !active.isEmpty else { throw .notFound("\(name) \(appVersion) has no active patch") }
-            targets = active
-        }
-        let root = try currentRoot(app: name).body
         let time = TUFTime.format(now)
-        try db.transaction { () throws(RegistryError) in
-            do throws(SQLiteError) {
-                for patch in targets {
-                    try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
-                               [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
+        return try write { () throws -> [PatchRecord] in
+            _ = try app(name)
+            let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
+            let targets: [PatchRecord]
+            if let number {
+                guard let patch = all.first(where: { $0.number == number }) else {
+                    throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
                 }
-            } catch { throw .storage(error) }
-            try resign(app: name, from: .targets, root: root, now: now)
-            do throws(SQLiteError) {
-                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: [
-                    "appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) }),
-                ], at: now)
-            } catch { throw .storage(error) }
+                guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is already revoked") }
+                targets = [patch]
+            } else {
+                targets = all.filter { $0.state == .active }
+                guard !targets.isEmpty else { throw RegistryError.notFound("\(name) \(appVersion) has no active patch") }
+            }
+            for patch in targets {
+                try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
+                           [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
+            }
+            try resign(app: name, from: .targets, now: now)
+            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: [
+                "appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) }),
+            ], at: now)
+            return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
         }
-        return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
     }
 
     /// Changes the rollout percentage of an active patch and re-signs targets.
     @discardableResult
     public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, actor: Actor, now: Date = Date()) throws(RegistryError) -> PatchRecord {
         guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
-        _ = try app(name)
-        guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
-            throw .notFound("\(name) \(appVersion) has no patch \(number)")
+        return try write { () throws -> PatchRecord in
+            _ = try app(name)
+            guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+                throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
+            }
+            guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
+            try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
+                       [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
+            try resign(app: name, from: .targets, now: now)
+            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
+                "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
+                "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),
+            ], at: now)
+            guard let updated = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+                throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
+            }
+            return updated
         }
-        guard patch.state == .active else { throw .conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
-        let root = try currentRoot(app: name).body
-        try db.transaction { () throws(RegistryError) in
-            do throws(SQLiteError) {
-                try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
-                           [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
-            } catch { throw .storage(error) }
-            try resign(app: name, from: .targets, root: root, now: now)
-            do throws(SQLiteError) {
-                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
-                    "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
-                    "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),
-                ], at: now)
-            } catch { throw .storage(error) }
-        }
-        return try patches(app: name, appVersion: appVersion, activeOnly: false).first { $0.number == number }!
     }
 
     // MARK: Audit
@@ -174,11 +154,11 @@ extension Registry {
     /// The audit events (of one app, or all), in seq order: those after seq `after`, at
     /// most `limit` of them (nil: all).
     public func auditEvents(app: AppName?, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
-        try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit)
+        try read { () throws(SQLiteError) in try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit) }
     }
 
     /// Re-walks the whole chain (all apps: the chain is global).
     public func verifyAudit() throws(RegistryError) -> AuditVerification {
-        AuditLog.verify(try AuditLog.events(db, app: nil))
+        AuditLog.verify(try read { () throws(SQLiteError) in try AuditLog.events(db, app: nil) })
     }
 }

@@ -9,6 +9,8 @@ public final class Registry {
     public static let maxBundleSize = 10 << 20
 
     let db: Database
+    /// Names this registry's file in markers it leaves in the key directory (`KeyStore.install`).
+    let registryID: String
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
 
@@ -25,9 +27,9 @@ public final class Registry {
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
+        let file = dataDirectory.appendingPathComponent("registry.sqlite")
         do {
-            db = try Database(path: dataDirectory.appendingPathComponent("registry.sqlite").path,
-                              synchronous: durability == .full ? "FULL" : "OFF")
+            db = try Database(path: file.path, synchronous: durability == .full ? "FULL" : "OFF")
             try db.execute(Schema.statements)
             let stored = try db.query("SELECT version FROM schema_info") { $0.int(0) }.first
             if stored == nil {
@@ -36,7 +38,9 @@ public final class Registry {
                 throw RegistryError.io("the registry was written by a newer hotpatch (schema \(stored)); upgrade patchctl")
             }
         } catch { throw .wrapping(error) }
+        registryID = DataDirectory.identity(of: file)
         keys = KeyStore(directory: keysDirectory)
+        DataDirectory.warnIfExposed(dataDirectory)
     }
 
     // MARK: Apps
@@ -52,14 +56,13 @@ public final class Registry {
 
     private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
         let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
-        let rows: [AppRecord?]
-        do throws(SQLiteError) {
-            rows = try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
+        let rows: [AppRecord?] = try read { () throws(SQLiteError) in
+            try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
                 (try? AppName(s.text(0))).map {
                     AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
                 }
             }
-        } catch { throw .storage(error) }
+        }
         return try Registry.intact(rows, what: "apps")
     }
 
@@ -72,61 +75,50 @@ public final class Registry {
     }
 
     /// Creates an app: a key for each role (and a content key when encrypted, a JSPatch
-    /// Loader key when given one), written to the key store first, then root v1 and empty
-    /// targets/snapshot/timestamp in one transaction. `rootKey` is an imported root key
-    /// (an ECDSA P-256 key from a hardware token, say) used instead of a generated one.
+    /// Loader key when given one), root v1 and empty targets/snapshot/timestamp. The key
+    /// directory is put in place inside the same transaction (`KeyStore.install`), so a create
+    /// killed at any point leaves either a committed app with all its keys, or nothing that
+    /// stops the next `apps create` of that name. `rootKey` is an imported root key (an ECDSA
+    /// P-256 key from a hardware token, say) used instead of a generated one.
     @discardableResult
     public func createApp(_ name: AppName, encrypted: Bool, jspatchKey: RSAPrivateKey? = nil, rootKey: SigningKey? = nil,
                           actor: Actor, now: Date = Date()) throws(RegistryError) -> AppRecord {
-        if (try? app(name)) != nil { throw .conflict("app \"\(name)\" already exists") }
         if jspatchKey != nil { try JSPatchKeyMaterial.checkApp(encrypted: encrypted, app: name) }
         let jspatch = try jspatchKey.map { key throws(RegistryError) in try JSPatchKeyMaterial(key) }
-        var written: [URL] = []
-        do throws(RegistryError) {
-            var roleKeys: [Role: SigningKey] = [:]
-            for role in Role.allCases {
-                let key: SigningKey
-                if role == .root, let rootKey { key = rootKey } else {
-                    do { key = try SigningKey.generateEd25519() } catch { throw RegistryError.crypto(error) }
-                }
-                written.append(try keys.store(key, app: name, role: role))
-                roleKeys[role] = key
+        let new = try NewAppKeys.generate(encrypted: encrypted, jspatch: jspatch, rootKey: rootKey)
+        let root = new.initialRoot(expires: now.addingTimeInterval(expiry.root))
+        let signedRoot: SignedRoot
+        do { signedRoot = try SignedRoot(signing: root, with: [try new.key(.root)]) } catch { throw .wrapping(error) }
+        let record = try write { () throws -> AppRecord in
+            if try apps(named: name).first != nil {
+                keys.markCommitted(app: name)  // a marker left by a create killed right after its commit
+                throw RegistryError.conflict("app \"\(name)\" already exists")
             }
-            var contentKeyID: String?
-            if encrypted {
-                let contentKey: [UInt8]
-                do { contentKey = try SecureRandom.bytes(AESGCM.keyByteCount) } catch { throw RegistryError.crypto(error) }
-                try keys.storeContentKey(contentKey, app: name)
-                written.append(keys.contentKeyURL(app: name))
-                contentKeyID = BundleCipher.keyID(contentKey)
-            }
-            if let jspatch { written.append(try keys.storeJSPatchKey(jspatch, app: name)) }
-            let root = RootBody(
-                common: CommonFields(version: 1, expires: now.addingTimeInterval(expiry.root)),
-                keys: Dictionary(uniqueKeysWithValues: roleKeys.values.map { ($0.tufKey.keyID, $0.tufKey) }),
-                roles: roleKeys.mapValues { RoleKeys(keyIDs: [$0.tufKey.keyID]) })
-            let signedRoot: SignedRoot
-            do { signedRoot = try SignedRoot(signing: root, with: [roleKeys[.root]!]) } catch { throw RegistryError.crypto(error) }
-            let record = try db.transaction { () throws(RegistryError) -> AppRecord in
+            let install = try keys.install(new, app: name, registryID: registryID)
+            do {
+                CrashPoint.hit("create.installed")
                 let time = TUFTime.format(now)
-                do throws(SQLiteError) {
-                    try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
-                               [.text(name.rawValue), .int(encrypted ? 1 : 0), contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
-                    try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
-                    if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
-                } catch { throw .storage(error) }
-                try resign(app: name, from: .targets, root: root, now: now)
+                try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
+                           [.text(name.rawValue), .int(encrypted ? 1 : 0), new.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+                try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
+                if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
+                try resign(app: name, from: .targets, now: now)
                 var details: [String: JSON] = ["encrypted": .bool(encrypted), "rootVersion": 1]
                 if let jspatch { details["jspatchRSA"] = jspatch.auditDetails }
-                for role in Role.allCases { details["\(role.rawValue)KeyID"] = .string(roleKeys[role]!.tufKey.keyID) }
-                do throws(SQLiteError) { try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now) } catch { throw .storage(error) }
-                return AppRecord(name: name, encrypted: encrypted, contentKeyID: contentKeyID, createdAt: time, createdBy: actor.name)
+                for (role, key) in new.roles { details["\(role.rawValue)KeyID"] = .string(key.tufKey.keyID) }
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.create", details: .object(details), at: now)
+                CrashPoint.hit("create.before-commit")
+                return AppRecord(name: name, encrypted: encrypted, contentKeyID: new.contentKeyID, createdAt: time, createdBy: actor.name)
+            } catch {
+                // About to roll back, still under the write lock: nothing will name these keys.
+                // (Should COMMIT itself fail, the marked directory stays for the next create.)
+                keys.removeUncommitted(app: name, install: install)
+                throw error
             }
-            return record
-        } catch {
-            keys.discard(written)
-            throw error
         }
+        CrashPoint.hit("create.committed")
+        keys.markCommitted(app: name)
+        return record
     }
 
     // MARK: Metadata
@@ -138,19 +130,18 @@ public final class Registry {
 
     /// The bytes of one stored metadata version, or nil.
     public func metadata(app: AppName, role: Role, version: Int64) throws(RegistryError) -> [UInt8]? {
-        do throws(SQLiteError) {
-            return try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
-                                [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
-        } catch { throw .storage(error) }
+        try read { () throws(SQLiteError) in
+            try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
+                         [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
+        }
     }
 
     /// The newest version of a role's metadata and its bytes.
     public func latestMetadata(app: AppName, role: Role) throws(RegistryError) -> (version: Int64, bytes: [UInt8]) {
-        let row: (Int64, [UInt8])?
-        do throws(SQLiteError) {
-            row = try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
-                               [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
-        } catch { throw .storage(error) }
+        let row = try read { () throws(SQLiteError) in
+            try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
+                         [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
+        }
         guard let row else { throw .notFound("app \"\(app)\" has no \(role.rawValue) metadata") }
         return row
     }

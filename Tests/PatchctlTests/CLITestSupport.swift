@@ -35,25 +35,89 @@ final class Workspace {
 
     /// Runs `patchctl ARGS --data … --keys …` (the global options are added for commands that take them).
     @discardableResult
-    func run(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true) throws -> Result {
+    func run(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true, umask: String? = nil) throws -> Result {
+        try start(arguments, environment: extra, local: local, umask: umask).wait()
+    }
+
+    /// Starts `patchctl` without waiting for it, for tests that run processes side by side.
+    /// Output goes to files, so a process never blocks on a full pipe.
+    /// With `umask`, it runs under that umask (through /bin/sh), as an operator's shell would.
+    func start(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true, umask: String? = nil) throws -> Running {
         let process = Process()
-        process.executableURL = Workspace.binary
-        process.arguments = arguments + (local ? ["--data", path("data"), "--keys", path("keys")] : [])
+        let words = arguments + (local ? ["--data", path("data"), "--keys", path("keys")] : [])
+        if let umask {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "umask \(umask) && exec \"$0\" \"$@\"", Workspace.binary.path] + words
+        } else {
+            process.executableURL = Workspace.binary
+            process.arguments = words
+        }
         process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment
         environment["HOTPATCH_ACTOR"] = "ci@test"
         for (key, value) in extra { environment[key] = value }
         process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        let id = UUID().uuidString
+        let out = directory.appendingPathComponent(".out-\(id)"), err = directory.appendingPathComponent(".err-\(id)")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
         try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self), killedBySignal: signal)
+        return Running(process: process, stdout: out, stderr: err)
+    }
+
+    /// A started `patchctl`.
+    final class Running {
+        let process: Process
+        let stdout: URL
+        let stderr: URL
+
+        init(process: Process, stdout: URL, stderr: URL) {
+            self.process = process
+            self.stdout = stdout
+            self.stderr = stderr
+        }
+
+        var isRunning: Bool { process.isRunning }
+
+        func wait() -> Result {
+            process.waitUntilExit()
+            let signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+            let read = { (url: URL) in String(decoding: (try? Data(contentsOf: url)) ?? Data(), as: UTF8.self) }
+            return Result(status: process.terminationStatus, stdout: read(stdout), stderr: read(stderr), killedBySignal: signal)
+        }
+    }
+
+    /// Waits until `condition` holds or `seconds` pass; true when it held.
+    @discardableResult
+    static func poll(seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return condition()
+    }
+
+    /// The permission bits of a file in the workspace, or nil when it does not exist.
+    func mode(_ name: String) -> mode_t? {
+        var info = stat()
+        return stat(path(name), &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+
+    /// Publishes a patch to APP, exports it and verifies it from its root v1 (with its content
+    /// key when encrypted): the app's keys are all there and are the ones its root names.
+    func expectWorking(_ app: String, encrypted: Bool) throws -> Bool {
+        let published = try run(["publish", "--app", app, "--app-version", "1.0", try write("\(app).js", "works('\(app)')")])
+        guard published.status == 0 else { throw WorkspaceError(result: published) }
+        try write("\(app).root.json", try run(["apps", "root", app]).stdout)
+        let out = path("export-\(app)-\(UUID().uuidString)")
+        try run(["export", "--app", app, "--out", out])
+        let verify = try run(["verify", "--repo", out, "--root", path("\(app).root.json"), "--app", app]
+                             + (encrypted ? ["--key", path("keys/\(app)/content.key")] : []), local: false)
+        guard verify.status == 0 else { throw WorkspaceError(result: verify) }
+        return true
     }
 
     func json(_ arguments: [String]) throws -> JSON {

@@ -84,7 +84,8 @@ class Workspace:
         self.exe = Path(exe) if exe is not None else binary("PATCHCTL", "patchctl")
         self.data, self.keys, self.files = root / "data", root / "keys", root / "files"
         for d in (self.data, self.keys, self.files):
-            d.mkdir(parents=True, exist_ok=True)
+            # 0700 as patchctl makes them: an open data directory is warned about on stderr.
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._files = itertools.count(1)
         self._exports = itertools.count(1)
 

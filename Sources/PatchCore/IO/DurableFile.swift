@@ -52,8 +52,11 @@ public enum DurableFile {
         return Failure(message: "\(what): \(reason)")
     }
 
-    private static func syncDirectory(of url: URL) {
-        let fd = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    private static func syncDirectory(of url: URL) { sync(directory: url.deletingLastPathComponent()) }
+
+    /// fsyncs a directory, so a rename or unlink in it survives a power cut.
+    public static func sync(directory: URL) {
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 {
             fsync(fd)
             close(fd)

@@ -56,22 +56,20 @@ enum AuditLog {
     }
 
     /// Events in seq order: those after `after` (a seq; 0 for the start), at most `limit`.
-    static func events(_ db: Database, app: String?, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
+    static func events(_ db: Database, app: String?, after: Int64 = 0, limit: Int? = nil) throws(SQLiteError) -> [AuditEvent] {
         var sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit WHERE seq > ?"
         var bindings: [SQLValue] = [.int(after)]
         if let app { sql += " AND app = ?"; bindings.append(.text(app)) }
         sql += " ORDER BY seq"
         if let limit { sql += " LIMIT ?"; bindings.append(.int(Int64(limit))) }
-        do {
-            return try db.query(sql, bindings) { s throws(SQLiteError) in
-                // A details column that no longer parses is itself evidence of tampering;
-                // keep the raw text so verification reports it instead of failing to list.
-                let raw = s.text(5)
-                let details = (try? JSONParser.parse(raw)) ?? .string(raw)
-                return AuditEvent(seq: s.int(0), at: s.text(1), app: s.text(2), actor: s.text(3), action: s.text(4),
-                                  details: details, prev: s.text(6), hash: s.text(7))
-            }
-        } catch { throw .storage(error) }
+        return try db.query(sql, bindings) { s throws(SQLiteError) in
+            // A details column that no longer parses is itself evidence of tampering;
+            // keep the raw text so verification reports it instead of failing to list.
+            let raw = s.text(5)
+            let details = (try? JSONParser.parse(raw)) ?? .string(raw)
+            return AuditEvent(seq: s.int(0), at: s.text(1), app: s.text(2), actor: s.text(3), action: s.text(4),
+                              details: details, prev: s.text(6), hash: s.text(7))
+        }
     }
 
     static func verify(_ events: [AuditEvent]) -> AuditVerification {

@@ -18,6 +18,11 @@ extension Registry {
     /// else is touched. Files are written atomically, packages before `latest`.
     @discardableResult
     public func exportJSPatch(app name: AppName, to directory: URL) throws(RegistryError) -> JSPatchExportSummary {
+        // One read transaction: the packages and the revoked patches come from one state.
+        try consistentRead { () throws -> JSPatchExportSummary in try writeJSPatchExport(app: name, to: directory) }
+    }
+
+    private func writeJSPatchExport(app name: AppName, to directory: URL) throws(RegistryError) -> JSPatchExportSummary {
         guard let packages = try jspatchPackages(app: name) else {
             throw .invalidInput("app \"\(name)\" has no JSPatch key; give it one with `patchctl apps jspatch \(name)`")
         }

@@ -7,14 +7,14 @@ extension Registry {
     /// The app's JSPatch key as recorded, or nil when the app serves no JSPatch packages.
     public func jspatchKey(app name: AppName) throws(RegistryError) -> JSPatchKeyInfo? {
         _ = try app(name)
-        do throws(SQLiteError) {
-            return try db.query("""
+        return try read { () throws(SQLiteError) in
+            try db.query("""
                 SELECT bits, public_key_pem, public_key_sha256, created_at, created_by FROM jspatch_keys WHERE app = ?
                 """, [.text(name.rawValue)]) { s in
                 JSPatchKeyInfo(app: name, bits: Int(s.int(0)), publicKeyPEM: s.text(1), publicKeySHA256: s.text(2),
                                createdAt: s.text(3), createdBy: s.text(4))
             }.first
-        } catch { throw .storage(error) }
+        }
     }
 
     /// Gives an existing plaintext app its JSPatch key: the key file first, then the record
@@ -22,23 +22,23 @@ extension Registry {
     /// replaced: apps in the field embed its public key.
     @discardableResult
     public func enableJSPatch(app name: AppName, key: RSAPrivateKey, actor: Actor, now: Date = Date()) throws(RegistryError) -> JSPatchKeyInfo {
-        let app = try self.app(name)
-        try JSPatchKeyMaterial.checkApp(encrypted: app.encrypted, app: name)
-        if try jspatchKey(app: name) != nil {
-            throw .conflict("app \"\(name)\" already has a JSPatch key, and apps embed its public key: it cannot be replaced (print it with `patchctl apps jspatch-key \(name)`)")
-        }
         let material = try JSPatchKeyMaterial(key)
-        let url = try keys.storeJSPatchKey(material, app: name)
+        var written: URL?
         do {
-            return try db.transaction { () throws(RegistryError) -> JSPatchKeyInfo in
-                do throws(SQLiteError) {
-                    let info = try recordJSPatchKey(material, app: name, actor: actor, at: now)
-                    try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.jspatch", details: material.auditDetails, at: now)
-                    return info
-                } catch { throw .storage(error) }
+            return try write { () throws -> JSPatchKeyInfo in
+                let app = try self.app(name)
+                try JSPatchKeyMaterial.checkApp(encrypted: app.encrypted, app: name)
+                if try jspatchKey(app: name) != nil {
+                    throw RegistryError.conflict("app \"\(name)\" already has a JSPatch key, and apps embed its public key: it cannot be replaced (print it with `patchctl apps jspatch-key \(name)`)")
+                }
+                written = try keys.storeJSPatchKey(material, app: name)
+                let info = try recordJSPatchKey(material, app: name, actor: actor, at: now)
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.jspatch", details: material.auditDetails, at: now)
+                return info
             }
         } catch {
-            keys.discard([url])
+            // Only the file this call wrote: never one that belongs to the app already.
+            if let written { keys.discard([written]) }
             throw error
         }
     }

@@ -4,7 +4,7 @@ import PatchCore
 /// The JSPatch Loader RSA key of an app: `{keys}/{app}/jspatch-rsa.pem`, PKCS#8 PEM, mode
 /// 0600, under the same rules as every other key file (`SecretFile`).
 extension KeyStore {
-    public func jspatchKeyURL(app: AppName) -> URL { appDirectory(app).appendingPathComponent("jspatch-rsa.pem") }
+    public func jspatchKeyURL(app: AppName) -> URL { appDirectory(app).appendingPathComponent(KeyStore.jspatchKeyFileName) }
 
     /// Writes the key; refuses to replace a file left by an earlier app of the same name.
     func storeJSPatchKey(_ material: JSPatchKeyMaterial, app: AppName) throws(RegistryError) -> URL {

@@ -17,10 +17,10 @@ public struct KeyStore: Sendable {
     func appDirectory(_ app: AppName) -> URL { directory.appendingPathComponent(app.rawValue, isDirectory: true) }
 
     func signingKeyURL(app: AppName, role: Role, keyID: String) -> URL {
-        appDirectory(app).appendingPathComponent("\(role.rawValue).\(keyID).pem")
+        appDirectory(app).appendingPathComponent(KeyStore.signingKeyFileName(role: role, keyID: keyID))
     }
 
-    public func contentKeyURL(app: AppName) -> URL { appDirectory(app).appendingPathComponent("content.key") }
+    public func contentKeyURL(app: AppName) -> URL { appDirectory(app).appendingPathComponent(KeyStore.contentKeyFileName) }
 
     /// Writes a new signing key; refuses to overwrite anything.
     @discardableResult
@@ -30,14 +30,6 @@ public struct KeyStore: Sendable {
         do { pem = try key.pemRepresentation() } catch { throw .crypto(error) }
         try SecretFile.create(url, contents: pem)
         return url
-    }
-
-    func storeContentKey(_ key: [UInt8], app: AppName) throws(RegistryError) {
-        let url = contentKeyURL(app: app)
-        if FileManager.default.fileExists(atPath: url.path) {
-            throw .conflict("\(url.path) already exists from an earlier app; move it away or restore the registry that used it")
-        }
-        try SecretFile.create(url, contents: Array((Hex.encode(key) + "\n").utf8))
     }
 
     func signingKey(app: AppName, role: Role, keyID: String) throws(RegistryError) -> SigningKey {
@@ -69,7 +61,7 @@ public struct KeyStore: Sendable {
         do { return try BundleCipher.parseKeyFile(bytes) } catch { throw .keys("\(url.path): \(error)") }
     }
 
-    /// Removes key files written for an app whose creation then failed.
+    /// Removes key files written for a change that then failed, or replaced by one that committed.
     func discard(_ urls: [URL]) {
         for url in urls { try? FileManager.default.removeItem(at: url) }
     }

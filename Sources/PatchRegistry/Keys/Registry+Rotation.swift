@@ -16,50 +16,48 @@ extension Registry {
     /// signed by the replaced key is re-signed so the repository verifies under the new root.
     @discardableResult
     public func rotateKey(app name: AppName, role: Role, actor: Actor, now: Date = Date()) throws(RegistryError) -> KeyRotation {
-        _ = try app(name)
-        let current = try currentRoot(app: name).body
-        let oldRootKeys = try keys.signingKeys(app: name, role: .root, root: current)
+        _ = try app(name)  // before a key file is written for it; checked again inside the write
         let newKey: SigningKey
         do { newKey = try SigningKey.generateEd25519() } catch { throw .crypto(error) }
         let newKeyID = newKey.tufKey.keyID
-        let oldKeyIDs = current.roles[role]?.keyIDs ?? []
-
-        var root = current
-        root.version = current.version + 1
-        root.expires = now.addingTimeInterval(expiry.root)
-        root.roles[role] = RoleKeys(keyIDs: [newKeyID], threshold: 1)
-        root.keys[newKeyID] = newKey.tufKey
-        let stillUsed = Set(root.roles.values.flatMap(\.keyIDs))
-        root.keys = root.keys.filter { stillUsed.contains($0.key) }
-        let signers = role == .root ? oldRootKeys + [newKey] : oldRootKeys
-        let signedRoot: SignedRoot
-        do { signedRoot = try SignedRoot(signing: root, with: signers) } catch { throw .crypto(error) }
-
         // The key file exists before the registry names it; a crash in between leaves an
         // unused file, which is harmless.
         let keyURL = try keys.store(newKey, app: name, role: role)
+        let rotation: KeyRotation
         do {
-            try db.transaction { () throws(RegistryError) in
-                do throws(SQLiteError) {
-                    try storeMetadata(app: name, role: .root, version: root.version, bytes: signedRoot.bytes, expires: root.expires)
-                } catch { throw .storage(error) }
-                if role != .root { try resign(app: name, from: role, root: root, now: now) }
-                do throws(SQLiteError) {
-                    try AuditLog.append(db, app: name.rawValue, actor: actor, action: "key.rotate", details: [
-                        "role": .string(role.rawValue), "oldKeyIDs": .array(oldKeyIDs.map { .string($0) }),
-                        "newKeyID": .string(newKeyID), "rootVersion": .int(root.version),
-                    ], at: now)
-                } catch { throw .storage(error) }
+            rotation = try write { () throws -> KeyRotation in
+                // Inside the transaction: a second rotation waits for this one and builds on
+                // the root it commits, instead of both writing root N+1.
+                let current = try signingRoot(app: name)
+                let oldRootKeys = try keys.signingKeys(app: name, role: .root, root: current)
+                let oldKeyIDs = current.roles[role]?.keyIDs ?? []
+                var root = current
+                root.version = current.version + 1
+                root.expires = now.addingTimeInterval(expiry.root)
+                root.roles[role] = RoleKeys(keyIDs: [newKeyID], threshold: 1)
+                root.keys[newKeyID] = newKey.tufKey
+                let stillUsed = Set(root.roles.values.flatMap(\.keyIDs))
+                root.keys = root.keys.filter { stillUsed.contains($0.key) }
+                let signers = role == .root ? oldRootKeys + [newKey] : oldRootKeys
+                let signedRoot = try SignedRoot(signing: root, with: signers)
+                try storeMetadata(app: name, role: .root, version: root.version, bytes: signedRoot.bytes, expires: root.expires)
+                if role != .root { try resign(app: name, from: role, now: now) }
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "key.rotate", details: [
+                    "role": .string(role.rawValue), "oldKeyIDs": .array(oldKeyIDs.map { .string($0) }),
+                    "newKeyID": .string(newKeyID), "rootVersion": .int(root.version),
+                ], at: now)
+                return KeyRotation(role: role, oldKeyIDs: oldKeyIDs, newKeyID: newKeyID, rootVersion: root.version)
             }
         } catch {
             keys.discard([keyURL])
             throw error
         }
+        CrashPoint.hit("rotate.after-commit")
         // The replaced key signs nothing any more; leaving it on disk would only keep a
         // secret around for an attacker. Removed after the commit, so a crash can only
         // leave it behind, never lose the key the registry uses.
-        keys.discard(oldKeyIDs.map { keys.signingKeyURL(app: name, role: role, keyID: $0) })
-        return KeyRotation(role: role, oldKeyIDs: oldKeyIDs, newKeyID: newKeyID, rootVersion: root.version)
+        keys.discard(rotation.oldKeyIDs.map { keys.signingKeyURL(app: name, role: role, keyID: $0) })
+        return rotation
     }
 
     /// What `refreshExpiring` did: the roles re-signed, and why a role that needed it was not.
@@ -74,22 +72,29 @@ extension Registry {
     /// targets key) is skipped and the roles below it are still kept fresh.
     @discardableResult
     public func refreshExpiring(app name: AppName, now: Date = Date()) throws(RegistryError) -> Refresh {
-        let root = try currentRoot(app: name).body
+        _ = try app(name)
         let chain = [Role.targets, .snapshot, .timestamp]
         var result = Refresh()
         for role in chain {
-            let stored = try latestMetadata(app: name, role: role)
-            let expires: Date
-            switch role {
-            case .targets: expires = (try? SignedTargets(bytes: stored.bytes))?.body.expires ?? now
-            case .snapshot: expires = (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? now
-            default: expires = (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? now
-            }
-            guard expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 else { continue }
             do throws(RegistryError) {
-                try db.transaction { () throws(RegistryError) in try resign(app: name, from: role, root: root, now: now) }
-                result.roles = Array(chain.drop { $0 != role })
-                return result
+                // Checked and re-signed in one transaction: another process may have just
+                // re-signed (or rotated) this role.
+                let resigned = try write { () throws -> Bool in
+                    let stored = try latestMetadata(app: name, role: role)
+                    let expires: Date
+                    switch role {
+                    case .targets: expires = (try? SignedTargets(bytes: stored.bytes))?.body.expires ?? now
+                    case .snapshot: expires = (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? now
+                    default: expires = (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? now
+                    }
+                    guard expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 else { return false }
+                    try resign(app: name, from: role, now: now)
+                    return true
+                }
+                if resigned {
+                    result.roles = Array(chain.drop { $0 != role })
+                    return result
+                }
             } catch {
                 if result.failure == nil { result.failure = error }
             }

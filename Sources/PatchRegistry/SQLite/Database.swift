@@ -11,6 +11,7 @@ final class Database {
     let path: String
 
     init(path: String, synchronous: String = "FULL") throws(SQLiteError) {
+        Database.createPrivately(path)
         var handle: SQLiteConnection?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
@@ -32,6 +33,15 @@ final class Database {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// SQLite creates a new database file 0644 (less the umask), and gives the -wal and -shm
+    /// files it makes later the main file's mode. Creating the empty main file 0600 first
+    /// (SQLite takes an empty file as a new database) makes all three private to the owner,
+    /// whatever the umask. An existing file keeps the mode its owner gave it.
+    private static func createPrivately(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
+    }
 
     func error(_ code: Int32, sql: String?) -> SQLiteError {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
@@ -68,22 +78,41 @@ final class Database {
         return out
     }
 
-    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken up front so two
-    /// publishers never both read the same "next patch number". Any error rolls back.
-    func transaction<T, E: Error>(_ body: () throws(E) -> T) throws(RegistryError) -> T {
-        do { try execute("BEGIN IMMEDIATE") } catch { throw .storage(error) }
+    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before `body`
+    /// reads anything, so what it reads (the next patch number, the root that says which keys
+    /// sign) cannot change under it before it commits. Any error rolls back and is rethrown
+    /// as it was: SQLiteError from here, whatever `body` threw from there.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        let result: T
         do {
-            let result = try body()
-            do { try execute("COMMIT") } catch {
-                try? execute("ROLLBACK")
-                throw RegistryError.storage(error)
-            }
-            return result
+            result = try body()
+            try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")
-            throw .wrapping(error)
+            throw error
         }
+        return result
     }
+
+    /// Runs `body` inside BEGIN DEFERRED … COMMIT: in WAL mode every read in it sees the one
+    /// state the first read saw, whatever other connections commit meanwhile (they are not
+    /// blocked).
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN DEFERRED")
+        let result: T
+        do {
+            result = try body()
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        return result
+    }
+
+    /// True between BEGIN and COMMIT/ROLLBACK.
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 }

@@ -39,9 +39,11 @@ extension Registry {
     }
 
     /// Signs new metadata for `from` and every role below it in the chain
-    /// (targets → snapshot → timestamp), each version one above the stored one.
-    /// Runs inside the caller's transaction; the keys must be in the key store.
-    func resign(app: AppName, from role: Role, root: RootBody, now: Date) throws(RegistryError) {
+    /// (targets → snapshot → timestamp), each version one above the stored one, with the
+    /// keys the newest root names (read here, inside the caller's write transaction, never
+    /// passed in from before it). The keys must be in the key store.
+    func resign(app: AppName, from role: Role, now: Date) throws(RegistryError) {
+        let root = try signingRoot(app: app)
         let chain: [Role]
         switch role {
         case .root, .targets: chain = [.targets, .snapshot, .timestamp]
@@ -75,7 +77,7 @@ extension Registry {
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }
             } catch { throw .wrapping(error) }
-            do { try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) } catch { throw .storage(error) }
+            try read { () throws(SQLiteError) in try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) }
             pinned = (version, bytes)
         }
     }

@@ -4,21 +4,23 @@ import FoundationNetworking
 #endif
 import PatchCore
 
-/// A patchd server for the commands that work remotely (`--server URL --token T`, or
-/// `HOTPATCH_SERVER` / `HOTPATCH_TOKEN`).
+/// A patchd server for the commands that work remotely (`--server URL` or `HOTPATCH_SERVER`,
+/// with the token from `--token-file FILE` or `HOTPATCH_TOKEN`; see `Token`).
 struct Remote {
     let base: URL
     let token: String?
 
     static let options: [Option] = [
         .value("--server", "URL", "act on a patchd server instead of the local registry (or $HOTPATCH_SERVER)"),
-        .value("--token", "TOKEN", "bearer token for --server (or $HOTPATCH_TOKEN)"),
+        .value("--token-file", "FILE", "file holding the bearer token for --server; use this or $HOTPATCH_TOKEN"),
+        .value("--token", "TOKEN", "the token itself: other users of this machine can read it (ps, /proc); avoid"),
     ]
 
     /// nil when the command should act on the local registry.
     static func from(_ arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) -> Remote? {
         guard let server = arguments.value("--server") ?? environment["HOTPATCH_SERVER"] else { return nil }
-        return Remote(base: try url(server), token: arguments.value("--token") ?? environment["HOTPATCH_TOKEN"])
+        let base = try url(server)
+        return Remote(base: base, token: try Token.resolve(arguments, environment: environment))
     }
 
     static func url(_ text: String) throws(CLIError) -> URL {

@@ -1,0 +1,37 @@
+import Foundation
+import PatchCore
+
+/// The two ways the registry reaches its database. The SQLite layer throws `SQLiteError`
+/// and knows nothing of the registry; these are the one place its errors become
+/// `RegistryError`.
+extension Registry {
+    /// Every change goes through here: one BEGIN IMMEDIATE … COMMIT around `body`, which does
+    /// its reads as well as its writes, so nothing it decides on can be changed by another
+    /// process before it commits. A crash or any error leaves the registry as it was.
+    func write<T>(_ body: () throws -> T) throws(RegistryError) -> T {
+        do { return try db.transaction(body) } catch { throw .wrapping(error) }
+    }
+
+    /// Several reads that must see one state of the registry, such as the timestamp, snapshot
+    /// and targets an export writes, which pin each other: read one by one, a publish
+    /// committed in between would pair a new timestamp with old targets.
+    func consistentRead<T>(_ body: () throws -> T) throws(RegistryError) -> T {
+        do { return try db.readTransaction(body) } catch { throw .wrapping(error) }
+    }
+
+    /// One read that decides nothing another write depends on (a listing, a lookup).
+    /// Reads that decide what is signed belong inside `write`.
+    func read<T>(_ body: () throws(SQLiteError) -> T) throws(RegistryError) -> T {
+        do { return try body() } catch { throw .storage(error) }
+    }
+
+    /// The root that says which keys sign, read inside the write transaction that signs with
+    /// them. Read before BEGIN, a rotation committed by another process in between would make
+    /// this change sign with the key it replaced, and every client would refuse the repository.
+    func signingRoot(app: AppName) throws(RegistryError) -> RootBody {
+        guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
+        let root = try currentRoot(app: app).body
+        CrashPoint.hit("signing-root.read")
+        return root
+    }
+}
