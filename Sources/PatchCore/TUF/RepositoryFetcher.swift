@@ -1,0 +1,132 @@
+import Foundation
+
+/// One file of a TUF repository, as the updater asks for it.
+public enum RepositoryFile: Sendable, Hashable, CustomStringConvertible {
+    /// `metadata/{name}`: `3.root.json`, `timestamp.json`, `7.snapshot.json`…
+    case metadata(String)
+    /// `targets/{path}`: `2.3/1/{hash}.main.js`.
+    case target(String)
+
+    /// The path inside the repository, as `patchctl export` lays it out and patchd serves it
+    /// under `/v1/apps/{app}/`.
+    public var relativePath: String {
+        switch self {
+        case .metadata(let name): return "metadata/\(name)"
+        case .target(let path): return "targets/\(path)"
+        }
+    }
+
+    /// The name within its folder, as error messages give it.
+    public var name: String {
+        switch self {
+        case .metadata(let name), .target(let name): return name
+        }
+    }
+
+    public var description: String { relativePath }
+}
+
+/// The start of an answer: the status (HTTP's; a directory answers 200 or 404) and the
+/// response headers, names lowercased.
+public struct FetchHead: Sendable, Equatable {
+    public let status: Int
+    public let headers: [String: String]
+
+    public init(status: Int, headers: [String: String] = [:]) {
+        self.status = status
+        self.headers = headers
+    }
+}
+
+/// The file could not be got at all (as opposed to being served and failing to verify).
+public enum FetchError: Error, Equatable, CustomStringConvertible {
+    case timeout
+    case network(String)
+    /// A directory source could not read a file that exists.
+    case unreadable(String)
+
+    public var description: String {
+        switch self {
+        case .timeout: return "timed out"
+        case .network(let message): return "network error: \(message)"
+        case .unreadable(let message): return message
+        }
+    }
+}
+
+/// Where the updater's bytes come from: a server (PatchClient's HTTP fetcher), an exported
+/// directory, memory in tests. A fetcher only moves bytes: it hands the body to `body` as it
+/// arrives and stops the moment `body` refuses more. How much is accepted is decided by
+/// `DownloadBody` alone, so no fetcher can forget the cap (python-tuf's `download_bytes`).
+public protocol RepositoryFetcher: Sendable {
+    /// Gets `file`, never following a redirect (a 3xx is the answer). Cancelling the calling
+    /// task ends the transfer.
+    func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead
+    /// How `file` is named in errors: its URL, or its path on disk.
+    func location(of file: RepositoryFile) -> String
+}
+
+/// The body of one download, capped. Fetchers call `announce` with a declared length
+/// (Content-Length) and `append` with each chunk; once either returns false the transfer
+/// must stop, and nothing more is kept even if a fetcher went on.
+public final class DownloadBody: @unchecked Sendable {
+    // @unchecked: every field is guarded by `lock` (chunks arrive on a fetcher's thread).
+    public let limit: Int
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+    private var overflowed = false
+
+    public init(limit: Int) { self.limit = max(0, limit) }
+
+    /// False when the declared length is over the limit: the body should not be read at all.
+    public func announce(length: Int64) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if length > Int64(limit) { overflowed = true }
+        return !overflowed
+    }
+
+    /// Appends `chunk`; false (and nothing kept) when it would take the body past the limit.
+    public func append(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !overflowed else { return false }
+        guard chunk.count <= limit - bytes.count else {
+            overflowed = true
+            bytes = []
+            return false
+        }
+        bytes.append(contentsOf: chunk)
+        return true
+    }
+
+    public func append(_ chunk: [UInt8]) -> Bool { chunk.withUnsafeBytes { append($0) } }
+
+    public var isOverLimit: Bool { lock.lock(); defer { lock.unlock() }; return overflowed }
+    public var received: [UInt8] { lock.lock(); defer { lock.unlock() }; return bytes }
+}
+
+/// A static repository on disk, as `patchctl export` writes it.
+public struct DirectorySource: RepositoryFetcher {
+    public let directory: URL
+
+    public init(directory: URL) { self.directory = directory }
+
+    public func location(of file: RepositoryFile) -> String { directory.appendingPathComponent(file.relativePath).path }
+
+    public func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        let path = location(of: file)
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            if FileManager.default.fileExists(atPath: path) { throw .unreadable("cannot read \(path)") }
+            return FetchHead(status: 404)
+        }
+        defer { try? handle.close() }
+        // In chunks, so a file that never ends (a FIFO, /dev/zero behind a symlink) is cut at the cap too.
+        while true {
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: 64 << 10) ?? Data() } catch { throw .unreadable("cannot read \(path): \(error.localizedDescription)") }
+            if chunk.isEmpty { return FetchHead(status: 200) }
+            guard chunk.withUnsafeBytes({ body.append($0) }) else { return FetchHead(status: 200) }
+        }
+    }
+}
