@@ -25,7 +25,7 @@ public struct VerificationReport: Sendable {
     public var ok: Bool { targets.allSatisfy(\.ok) }
 }
 
-public enum VerificationError: Error, CustomStringConvertible {
+public enum VerificationError: Error, Equatable, CustomStringConvertible {
     /// The repository was read and is not trustworthy.
     case rejected(String)
     /// The repository could not be read.
