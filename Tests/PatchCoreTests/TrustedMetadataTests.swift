@@ -282,6 +282,7 @@ struct TrustedMetadataTests {
         #expect(resumed.snapshot?.body.version == 1, "the cached snapshot is kept as the floor")
         #expect(!resumed.hasFinalSnapshot)
         #expect(throws: TUFError.missingRole("snapshot")) { try resumed.checkComplete() }
+        #expect(throws: TUFError.missingRole("snapshot"), "no targets under a floor snapshot") { try resumed.updateTargets(repo.targets(version: 3)) }
         #expect(throws: TUFError.rollback(role: "targets.json", trusted: 3, offered: 2)) { try resumed.updateSnapshot(rolledBack) }
 
         // The same with a meta entry removed instead of rolled back.

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The TUF client workflow's state (spec 5.3–5.6): the metadata trusted so far and the rules
-/// for accepting the next file. Pure: it is handed bytes and never does I/O, so the same
-/// checks serve `patchctl verify` over a directory, over HTTP, and the client library.
+/// for accepting the next file. Pure: it is handed bytes and never does I/O; `Updater`
+/// drives it for the client library and `patchctl verify` alike.
 public struct TrustedMetadata: Sendable {
     public private(set) var root: SignedRoot
     public private(set) var timestamp: SignedTimestamp?
@@ -56,7 +56,7 @@ public struct TrustedMetadata: Sendable {
         root = new
     }
 
-    /// Clients look for root N+1 after root N (here, in `RepositoryVerifier`, in `PatchClient`),
+    /// Clients look for root N+1 after root N (`Updater`, python-tuf),
     /// so a root at the largest version is refused rather than trusted and overflowed on.
     private static func checkHasSuccessor(_ root: SignedRoot) throws(TUFError) {
         guard root.body.version < Int64.max else {
@@ -153,15 +153,14 @@ public struct TrustedMetadata: Sendable {
         try updateTargets(bytes, allowExpired: false)
     }
 
-    /// Targets from the cache: as `updateTargets` except expiry, and only under the final
-    /// snapshot (targets named by a floor snapshot are about to be replaced).
+    /// Targets from the cache: as `updateTargets` except expiry.
     public mutating func loadCachedTargets(_ bytes: [UInt8]) throws(TUFError) {
-        guard hasFinalSnapshot else { throw .missingRole("snapshot") }
         try updateTargets(bytes, allowExpired: true)
     }
 
+    /// Only under the final snapshot: the targets a floor snapshot names are about to be replaced.
     private mutating func updateTargets(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) {
-        guard let snapshot else { throw .missingRole("snapshot") }
+        guard let snapshot, hasFinalSnapshot else { throw .missingRole("snapshot") }
         guard let pin = snapshot.body.meta["targets.json"] else { throw .malformed(role: "snapshot", reason: "no targets.json") }
         try check(bytes, against: pin, what: "targets metadata")
         let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
