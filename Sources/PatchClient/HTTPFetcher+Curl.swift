@@ -1,21 +1,16 @@
 #if canImport(CCurl)
 import Foundation
+import PatchCore
 internal import CCurl
 
-/// One HTTP GET with a hard cap on the bytes accepted, on libcurl (Linux). The transfer is
-/// aborted by the write callback the moment the body exceeds `limit` (the TUF "endless
-/// data" attack), redirects are never followed, and a cancelled task (the sync deadline)
-/// aborts from the progress callback. One easy handle per client keeps the connection
+/// One HTTP GET on libcurl (Linux) into a `DownloadBody`, which alone decides how much is
+/// accepted: the write callback aborts the transfer the moment the body refuses a chunk (the
+/// TUF "endless data" attack), and so does a Content-Length over its limit. Redirects are
+/// never followed, and a cancelled task (the sync deadline) aborts from the progress callback. One easy handle per client keeps the connection
 /// alive across a sync's requests; transfers run one at a time on the fetcher's queue, so
 /// the handle is never used by two threads at once.
 final class HTTPFetcher: @unchecked Sendable {
     // @unchecked: `handle` is only touched on `queue`.
-    struct Response: Sendable {
-        let status: Int
-        let headers: [String: String]
-        let body: [UInt8]
-    }
-
     private let requestTimeout: TimeInterval
     private let resourceTimeout: TimeInterval
     private let queue = DispatchQueue(label: "hotpatch.client.http")
@@ -30,9 +25,9 @@ final class HTTPFetcher: @unchecked Sendable {
 
     deinit { curl_easy_cleanup(handle) }
 
-    func get(_ url: URL, headers: [String: String] = [:], limit: Int) async throws(PatchClientError) -> Response {
-        let transfer = Transfer(limit: limit)
-        let result: Result<Response, PatchClientError> = await withTaskCancellationHandler {
+    func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        let transfer = Transfer(body: body)
+        let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 queue.async { continuation.resume(returning: self.perform(url, headers: headers, transfer: transfer)) }
             }
@@ -42,7 +37,7 @@ final class HTTPFetcher: @unchecked Sendable {
         return try result.get()
     }
 
-    private func perform(_ url: URL, headers: [String: String], transfer: Transfer) -> Result<Response, PatchClientError> {
+    private func perform(_ url: URL, headers: [String: String], transfer: Transfer) -> Result<FetchHead, FetchError> {
         if transfer.isCancelled { return .failure(.timeout) }
         curl_easy_reset(handle)  // options only: the connection cache stays
         var list: UnsafeMutablePointer<curl_slist>?
@@ -64,11 +59,13 @@ final class HTTPFetcher: @unchecked Sendable {
         _ = hp_curl_set_header(handle, readHeader, context)
         _ = hp_curl_set_progress(handle, checkCancelled, context)
         let code = curl_easy_perform(handle)
-        if transfer.overflow { return .failure(.tooLarge(what: url.absoluteString, limit: transfer.limit)) }
+        let head = FetchHead(status: Int(hp_curl_response_code(handle)), headers: transfer.headers)
+        // Stopped by the body's cap: the caller reads that from the body, not from us.
+        if transfer.body.isOverLimit { return .success(head) }
         if transfer.isCancelled { return .failure(.timeout) }
         switch code {
         case CURLE_OK:
-            return .success(Response(status: Int(hp_curl_response_code(handle)), headers: transfer.headers, body: transfer.body))
+            return .success(head)
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timeout)
         default:
@@ -79,14 +76,14 @@ final class HTTPFetcher: @unchecked Sendable {
 
 /// The state of one transfer, reached from the C callbacks through their context pointer.
 private final class Transfer: @unchecked Sendable {
-    let limit: Int
-    var body: [UInt8] = []
+    // @unchecked: `headers` is only touched by curl's callbacks on the fetcher's queue,
+    // `cancelled` under `lock`, and `body` guards itself.
+    let body: DownloadBody
     var headers: [String: String] = [:]
-    var overflow = false
     private let lock = NSLock()
     private var cancelled = false
 
-    init(limit: Int) { self.limit = limit }
+    init(body: DownloadBody) { self.body = body }
 
     func cancel() {
         lock.lock()
@@ -105,12 +102,8 @@ private final class Transfer: @unchecked Sendable {
 private let writeBody: hp_curl_data_callback = { data, size, count, context in
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
     let length = size * count
-    guard transfer.body.count + length <= transfer.limit else {
-        transfer.overflow = true
-        return 0
-    }
-    if length > 0, let data { transfer.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length)) }
-    return length
+    guard length > 0, let data else { return length }
+    return transfer.body.append(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
 }
 
 /// One header line per call; a status line (a new response, e.g. after 100 Continue) starts over.
@@ -123,7 +116,10 @@ private let readHeader: hp_curl_data_callback = { data, size, count, context in
         transfer.headers = [:]
     } else if let colon = line.firstIndex(of: ":") {
         let name = line[..<colon].lowercased()
-        transfer.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        transfer.headers[name] = value
+        // A declared length over the cap ends the transfer before any body byte is read.
+        if name == "content-length", let declared = Int64(value), !transfer.body.announce(length: declared) { return 0 }
     }
     return length
 }

@@ -3,17 +3,14 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import PatchCore
 
-/// One HTTP GET with a hard cap on the bytes accepted: the transfer is cancelled the
-/// moment the body exceeds `limit` (the TUF "endless data" attack), and redirects are never
-/// followed (a server may not send the client to another host).
+/// One HTTP GET into a `DownloadBody`, which alone decides how much is accepted: the
+/// transfer is cancelled the moment the body refuses a chunk or a declared length (the TUF
+/// "endless data" attack), and redirects are never followed (a server may not send the
+/// client to another host).
 final class HTTPFetcher: @unchecked Sendable {
     // @unchecked: URLSession is documented thread-safe; the session and router never change.
-    struct Response: Sendable {
-        let status: Int
-        let headers: [String: String]
-        let body: [UInt8]
-    }
 
     /// One session for the client's lifetime, so connections are reused across the five
     /// or so requests of a sync (and creating a session is costly on Linux).
@@ -31,21 +28,21 @@ final class HTTPFetcher: @unchecked Sendable {
 
     deinit { session.invalidateAndCancel() }
 
-    func get(_ url: URL, headers: [String: String] = [:], limit: Int) async throws(PatchClientError) -> Response {
+    func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
         var request = URLRequest(url: url)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let download = CappedDownload(limit: limit)
+        let download = CappedDownload(body: body)
         let task = session.dataTask(with: request)
         router.register(download, for: task)
         defer { router.remove(task) }
         // Cancelling the task (the sync's deadline) answers at once; the transfer is torn down
         // behind it.
-        let result: Result<Response, PatchClientError> = await withTaskCancellationHandler {
+        let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 download.start(task, continuation: continuation)
             }
         } onCancel: {
-            download.abort(.timeout)
+            download.abort(.failure(.timeout))
         }
         return try result.get()
     }
@@ -94,25 +91,24 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sen
     }
 }
 
-/// Collects one response body up to a limit. Callbacks arrive on the session's serial
+/// Feeds one response body into its `DownloadBody`. Callbacks arrive on the session's serial
 /// delegate queue; the lock guards against the continuation being resumed twice.
 private final class CappedDownload: @unchecked Sendable {
-    private let limit: Int
+    private let body: DownloadBody
     private let lock = NSLock()
-    private var body: [UInt8] = []
     private var response: HTTPURLResponse?
-    private var continuation: CheckedContinuation<Result<HTTPFetcher.Response, PatchClientError>, Never>?
+    private var continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>?
     private var task: URLSessionDataTask?
     /// Set once the outcome is decided early (cap exceeded, cancelled): later callbacks are ignored.
-    private var aborted: PatchClientError?
+    private var aborted: Result<FetchHead, FetchError>?
 
-    init(limit: Int) { self.limit = limit }
+    init(body: DownloadBody) { self.body = body }
 
-    func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<HTTPFetcher.Response, PatchClientError>, Never>) {
+    func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>) {
         lock.lock()
         if let aborted {
             lock.unlock()
-            continuation.resume(returning: .failure(aborted))
+            continuation.resume(returning: aborted)
             return
         }
         self.continuation = continuation
@@ -121,19 +117,26 @@ private final class CappedDownload: @unchecked Sendable {
         task.resume()
     }
 
-    /// Ends the download now with `error`: the caller gets its answer at once instead of
+    /// Ends the download now with `outcome`: the caller gets its answer at once instead of
     /// waiting for the transfer to notice the cancel (with an endless body it may not).
-    func abort(_ error: PatchClientError) {
+    func abort(_ outcome: Result<FetchHead, FetchError>) {
         lock.lock()
-        if aborted == nil { aborted = error }
+        if aborted == nil { aborted = outcome }
         let task = self.task
-        body = []
         lock.unlock()
         task?.cancel()
-        finish(.failure(error))
+        finish(outcome)
     }
 
-    private func finish(_ result: Result<HTTPFetcher.Response, PatchClientError>) {
+    /// Stopped by the body's cap: the updater reads that from the body.
+    private func abortOverLimit() {
+        lock.lock()
+        let status = response?.statusCode ?? 0
+        lock.unlock()
+        abort(.success(FetchHead(status: status)))
+    }
+
+    private func finish(_ result: Result<FetchHead, FetchError>) {
         lock.lock()
         let continuation = self.continuation
         self.continuation = nil
@@ -147,9 +150,9 @@ private final class CappedDownload: @unchecked Sendable {
         lock.lock()
         self.response = http
         lock.unlock()
-        if let declared = http?.expectedContentLength, declared > Int64(limit) {
+        if let declared = http?.expectedContentLength, declared >= 0, !body.announce(length: declared) {
             completionHandler(.cancel)
-            abort(.tooLarge(what: dataTask.originalRequest?.url?.absoluteString ?? "?", limit: limit))
+            abortOverLimit()
             return
         }
         completionHandler(.allow)
@@ -157,24 +160,16 @@ private final class CappedDownload: @unchecked Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         lock.lock()
-        if aborted != nil {
-            lock.unlock()
-            return
-        }
-        if body.count + data.count > limit {
-            lock.unlock()
-            abort(.tooLarge(what: dataTask.originalRequest?.url?.absoluteString ?? "?", limit: limit))
-            return
-        }
-        body.append(contentsOf: data)
+        let done = aborted != nil
         lock.unlock()
+        if done { return }
+        if !data.withUnsafeBytes({ body.append($0) }) { abortOverLimit() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         lock.lock()
         let aborted = self.aborted
         let response = self.response
-        let body = self.body
         lock.unlock()
         let url = task.originalRequest?.url?.absoluteString ?? "?"
         if aborted != nil {
@@ -186,7 +181,7 @@ private final class CappedDownload: @unchecked Sendable {
         } else if let response {
             var headers: [String: String] = [:]
             for (key, value) in response.allHeaderFields { headers[String(describing: key).lowercased()] = String(describing: value) }
-            finish(.success(HTTPFetcher.Response(status: response.statusCode, headers: headers, body: body)))
+            finish(.success(FetchHead(status: response.statusCode, headers: headers)))
         } else {
             finish(.failure(.network("no response from \(url)")))
         }

@@ -12,13 +12,22 @@ import PatchCore
 /// retried until a newer patch number is published.
 public actor PatchClient {
     public nonisolated let configuration: ClientConfiguration
-    private nonisolated let fetcher: HTTPFetcher
+    /// The TUF workflow, shared with `patchctl verify`; it owns the metadata cache.
+    private nonisolated let updater: Updater
     /// Guards state.json and the script files; launch calls come from any thread.
     private nonisolated let files = NSLock()
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
-        self.fetcher = HTTPFetcher(requestTimeout: configuration.requestTimeout, resourceTimeout: configuration.syncTimeout)
+        var limits = Updater.Limits()
+        limits.root = configuration.maxRootSize
+        limits.timestamp = configuration.maxTimestampSize
+        limits.rootRotations = configuration.maxRootRotations
+        let repository = HTTPRepository(server: configuration.server, app: configuration.app,
+                                        requestTimeout: configuration.requestTimeout, transferTimeout: configuration.syncTimeout)
+        self.updater = Updater(fetcher: repository, pinnedRoot: configuration.trustedRoot,
+                               cache: MetadataCache(directory: configuration.metadataDirectory), limits: limits,
+                               timestampHeaders: ["X-Device-ID": configuration.deviceID])
     }
 
     // MARK: Launch
@@ -122,11 +131,7 @@ public actor PatchClient {
     /// `sync` for synchronous callers (command-line tools): blocks the calling thread, which
     /// must not be one of Swift concurrency's own.
     public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
-        let outcome = BlockingResult()
-        Task {
-            outcome.finish(await self.sync(force: force))
-        }
-        return outcome.wait()
+        blockingWait { await self.sync(force: force) }
     }
 
     private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
@@ -137,90 +142,31 @@ public actor PatchClient {
         if !force, let last = state.lastCheck, now.timeIntervalSince1970 - last < configuration.minimumInterval {
             return .throttled(until: Date(timeIntervalSince1970: last + configuration.minimumInterval))
         }
-        let refreshed = try await refreshMetadata(now: now)
-        guard case .fresh(let targets) = refreshed else {
-            if case .throttled(let until) = refreshed {
+        let trusted: TrustedMetadata
+        do { trusted = try await updater.refresh(now: now) } catch {
+            if case .throttled(let header) = error {
+                let until = retryAfter(header, now: now)
                 try updateState { $0.retryAfter = until.timeIntervalSince1970; $0.lastCheck = now.timeIntervalSince1970 }
                 return .throttled(until: until)
             }
-            return .failed(.network("unreachable"))
+            throw Self.clientError(error)
         }
+        guard let targets = trusted.targets?.body else { throw .verification(.missingRole("targets")) }
         return try await apply(targets, now: now)
     }
 
-    private enum Refreshed {
-        case fresh(TargetsBody)
-        case throttled(until: Date)
-    }
-
-    /// Spec 5.3–5.6: root chain, timestamp, snapshot, targets; each accepted file persisted.
-    private func refreshMetadata(now: Date) async throws(PatchClientError) -> Refreshed {
-        let cache = configuration.metadataDirectory
-        let pinned = configuration.trustedRoot
-        var rootBytes = pinned
-        if let cached = CacheFiles.read(cache.appendingPathComponent("root.json")),
-            let cachedVersion = try? SignedRoot(bytes: cached).body.version,
-            let pinnedVersion = try? SignedRoot(bytes: pinned).body.version, cachedVersion >= pinnedVersion {
-            rootBytes = cached
+    /// The updater's errors as this API has always named them (metadata by file name, targets by URL).
+    private static func clientError(_ error: UpdateError) -> PatchClientError {
+        switch error {
+        case .verification(let error): return .verification(error)
+        case .tooLarge(let what, let limit): return .tooLarge(what: what, limit: limit)
+        case .status(let status, .metadata(let name), _): return .server(status: status, url: name)
+        case .status(let status, .target, let location): return .server(status: status, url: location)
+        case .fetch(.timeout): return .timeout
+        case .fetch(.network(let message)), .fetch(.unreadable(let message)): return .network(message)
+        case .throttled: return .server(status: 429, url: "timestamp.json")
+        case .storage(let message): return .storage(message)
         }
-        var trusted: TrustedMetadata
-        do { trusted = try TrustedMetadata(trustedRoot: rootBytes, referenceTime: now) } catch { throw .verification(error) }
-
-        for _ in 0..<configuration.maxRootRotations {
-            let next = trusted.root.body.version + 1
-            let response = try await fetchMetadata("\(next).root.json", limit: configuration.maxRootSize)
-            if response.status == 404 || response.status == 403 { break }
-            guard response.status == 200 else { throw .server(status: response.status, url: "\(next).root.json") }
-            do { try trusted.updateRoot(response.body) } catch { throw .verification(error) }
-            rootBytes = response.body
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("root.json"), sync: false)
-        }
-
-        // Cached files are re-checked under the (possibly new) root; a file signed by a
-        // rotated-out key is dropped and fetched again (spec 5.3.11).
-        do {
-            trusted = try TrustedMetadata(trustedRoot: rootBytes,
-                                          timestamp: CacheFiles.read(cache.appendingPathComponent("timestamp.json")),
-                                          snapshot: CacheFiles.read(cache.appendingPathComponent("snapshot.json")),
-                                          targets: CacheFiles.read(cache.appendingPathComponent("targets.json")),
-                                          referenceTime: now)
-        } catch { throw .verification(error) }
-
-        let timestamp = try await fetchMetadata("timestamp.json", limit: configuration.maxTimestampSize,
-                                                headers: ["X-Device-ID": configuration.deviceID])
-        if timestamp.status == 429 {
-            return .throttled(until: retryAfter(timestamp.headers["retry-after"], now: now))
-        }
-        guard timestamp.status == 200 else { throw .server(status: timestamp.status, url: "timestamp.json") }
-        do {
-            if try trusted.updateTimestamp(timestamp.body) {
-                try CacheFiles.write(timestamp.body, to: cache.appendingPathComponent("timestamp.json"), sync: false)
-            }
-        } catch let error as TUFError { throw .verification(error) } catch let error as PatchClientError { throw error } catch {
-            throw .storage("\(error)")
-        }
-
-        let snapshotVersion = trusted.timestamp!.body.snapshot.version
-        if trusted.snapshot?.body.version != snapshotVersion {
-            let response = try await fetchMetadata("\(snapshotVersion).snapshot.json", limit: trusted.snapshotLengthLimit)
-            guard response.status == 200 else { throw .server(status: response.status, url: "\(snapshotVersion).snapshot.json") }
-            do { try trusted.updateSnapshot(response.body) } catch { throw .verification(error) }
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("snapshot.json"), sync: false)
-        }
-        guard let targetsVersion = trusted.snapshot?.body.meta["targets.json"]?.version else {
-            throw .verification(.missingRole("targets"))
-        }
-        if trusted.targets?.body.version != targetsVersion {
-            let response = try await fetchMetadata("\(targetsVersion).targets.json", limit: trusted.targetsLengthLimit)
-            guard response.status == 200 else { throw .server(status: response.status, url: "\(targetsVersion).targets.json") }
-            do { try trusted.updateTargets(response.body) } catch { throw .verification(error) }
-            try CacheFiles.write(response.body, to: cache.appendingPathComponent("targets.json"), sync: false)
-        }
-        // Expiry of cached snapshot/targets kept because nothing changed is still enforced.
-        for (role, expires) in [("snapshot", trusted.snapshot!.body.expires), ("targets", trusted.targets!.body.expires)] where expires <= now {
-            throw .verification(.expired(role: role, expires: TUFTime.format(expires)))
-        }
-        return .fresh(trusted.targets!.body)
     }
 
     /// Picks the patch for this version and device (docs/PROTOCOL.md section 5), and
@@ -288,16 +234,16 @@ public actor PatchClient {
     private func download(info: PatchTargetInfo, file: TargetFile) async throws(PatchClientError) -> [UInt8] {
         guard file.length <= configuration.maxBundleSize else { throw .tooLarge(what: info.path, limit: configuration.maxBundleSize) }
         guard let hash = file.hashes["sha256"] ?? file.hashes.values.sorted().first else { throw .malformedTarget(info.path) }
-        let url = try endpoint("targets/\(info.servedPath(hash: hash))")
-        let response = try await fetcher.get(url, limit: file.length)
-        guard response.status == 200 else { throw .server(status: response.status, url: url.absoluteString) }
-        do { try file.verify(response.body, path: info.path) } catch { throw .verification(error) }
-        var plaintext = response.body
+        let served: [UInt8]
+        do { served = try await updater.downloadTarget(file, path: info.path, servedAs: info.servedPath(hash: hash)) } catch {
+            throw Self.clientError(error)
+        }
+        var plaintext = served
         if let encryption = info.encryption {
             guard let key = configuration.contentKey else { throw .missingContentKey }
             guard BundleCipher.keyID(key) == encryption.keyID else { throw .decryption("the configured content key is not the one this patch was encrypted with") }
             do {
-                plaintext = try BundleCipher.open(response.body, key: key, app: configuration.app.rawValue,
+                plaintext = try BundleCipher.open(served, key: key, app: configuration.app.rawValue,
                                                   appVersion: info.appVersion, patch: info.patch)
             } catch { throw .decryption(error.description) }
         }
@@ -351,32 +297,5 @@ public actor PatchClient {
         var state = CacheFiles.loadState(configuration.stateURL)
         change(&state)
         try CacheFiles.saveState(state, to: configuration.stateURL)
-    }
-
-    private nonisolated func endpoint(_ path: String) throws(PatchClientError) -> URL {
-        var base = configuration.server.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: "\(base)/v1/apps/\(configuration.app.rawValue)/\(path)") else { throw .network("bad server URL \(base)") }
-        return url
-    }
-
-    private func fetchMetadata(_ name: String, limit: Int, headers: [String: String] = [:]) async throws(PatchClientError) -> HTTPFetcher.Response {
-        try await fetcher.get(try endpoint("metadata/\(name)"), headers: headers, limit: limit)
-    }
-}
-
-/// Hands one outcome from a task to a thread waiting for it.
-private final class BlockingResult: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var outcome: SyncOutcome?
-
-    func finish(_ outcome: SyncOutcome) {
-        self.outcome = outcome
-        done.signal()
-    }
-
-    func wait() -> SyncOutcome {
-        done.wait()
-        return outcome!
     }
 }

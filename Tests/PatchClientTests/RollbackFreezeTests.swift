@@ -67,6 +67,24 @@ struct RollbackFreezeTests {
         expectKept(scene.client, scene.good)
     }
 
+    @Test("spec 5.5.5 across retries: a refused snapshot v4 (targets rolled back) is refused again on the next sync, the cached snapshot v3 stays the floor")
+    func targetsRollbackAcrossTwoSyncs() async throws {
+        let scene = try await Self.scene()
+        let fixture = scene.fixture
+        // Whoever holds the online timestamp and snapshot keys signs a snapshot v4 naming the old targets v2.
+        let oldTargets = try #require(scene.old[Self.path("2.targets.json")])
+        let snapshot = try fixture.forgedSnapshot(fixture.demo, pinning: (2, oldTargets))
+        let timestamp = try fixture.forgedTimestamp(fixture.demo, pinning: snapshot)
+        scene.mirror.serve([Self.path("\(snapshot.version).snapshot.json"): snapshot.bytes, Self.path("timestamp.json"): timestamp])
+        let refused = SyncOutcome.failed(.verification(.rollback(role: "targets.json", trusted: 3, offered: 2)))
+        // The first sync stores timestamp v4 and refuses snapshot v4; the second starts from
+        // that timestamp, whose pin the cached snapshot v3 no longer matches.
+        #expect(await scene.client.sync(force: true) == refused)
+        expectKept(scene.client, scene.good)
+        #expect(await scene.client.sync(force: true) == refused, "the retry must not accept what the first sync refused")
+        expectKept(scene.client, scene.good)
+    }
+
     @Test("freeze: a new timestamp that has already expired (published with now: two days ago) → .verification(.expired)")
     func expiredNewTimestamp() async throws {
         let scene = try await Self.scene()

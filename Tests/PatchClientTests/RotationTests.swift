@@ -7,9 +7,17 @@ import Testing
 /// Key rotation as a device pinned to 1.root.json lives through it, and key compromise.
 @Suite("PatchClient follows key rotations")
 struct RotationTests {
+    /// The newest root of the chain the client keeps as `N.root.json` (the pinned root is not cached).
     static func cachedRootVersion(_ client: PatchClient) throws -> Int64 {
-        let bytes = try #require(CacheFiles.read(client.configuration.metadataDirectory.appendingPathComponent("root.json")))
-        return try SignedRoot(bytes: bytes).body.version
+        let directory = client.configuration.metadataDirectory
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".root.json") }
+        let versions = try names.map { name in
+            let bytes = try #require(CacheFiles.read(directory.appendingPathComponent(name)))
+            let version = try SignedRoot(bytes: bytes).body.version
+            #expect(name == "\(version).root.json")
+            return version
+        }
+        return versions.max() ?? 1
     }
 
     @Test("root rotated 3 times between syncs: a device pinned to 1.root.json walks 2, 3, 4 and keeps installing")
@@ -56,7 +64,7 @@ struct RotationTests {
         let outcome = await client.sync(force: true)
         #expect(outcome == .failed(.verification(.unsignedThreshold(role: "root", valid: 0, threshold: 1))))
         expectKept(client, good)
-        #expect(CacheFiles.read(client.configuration.metadataDirectory.appendingPathComponent("root.json")) == nil,
+        #expect(CacheFiles.read(client.configuration.metadataDirectory.appendingPathComponent("2.root.json")) == nil,
                 "the forged root is not cached (the pinned root 1 stays the only one)")
     }
 

@@ -166,16 +166,21 @@ private func expectBytes(_ actual: [UInt8], _ expected: [UInt8], _ what: String,
 }
 
 /// The example repository, served from memory as a CDN would serve the exported directory.
-private struct MemoryRepository: RepositorySource {
+private struct MemoryRepository: RepositoryFetcher {
     let metadataFiles: [String: [UInt8]]
     let targetFiles: [String: [UInt8]]
 
-    func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        metadataFiles[name].map { Array($0.prefix(maxLength + 1)) }
-    }
+    func location(of file: RepositoryFile) -> String { file.relativePath }
 
-    func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        targetFiles[path].map { Array($0.prefix(maxLength + 1)) }
+    func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        let bytes: [UInt8]?
+        switch file {
+        case .metadata(let name): bytes = metadataFiles[name]
+        case .target(let path): bytes = targetFiles[path]
+        }
+        guard let bytes else { return FetchHead(status: 404) }
+        _ = body.append(bytes)
+        return FetchHead(status: 200)
     }
 }
 
@@ -352,7 +357,7 @@ struct ProtocolDocTests {
     }
 
     @Test("the example repository verifies and its patch decrypts", arguments: try ProtocolDoc.vectors(kind: "example-repository"))
-    func exampleRepository(_ vector: DocVector) throws {
+    func exampleRepository(_ vector: DocVector) async throws {
         let files = try ProtocolDoc.exampleFiles()
         let rootName = try vector.value("trusted-root")
         let trustedRoot = try #require(files[rootName], "no ```json file=\(rootName) block")
@@ -374,7 +379,7 @@ struct ProtocolDocTests {
         let now = try #require(TUFTime.parse(try vector.value("now")))
 
         let source = MemoryRepository(metadataFiles: files, targetFiles: Dictionary(uniqueKeysWithValues: servedAs.map { ($0, served) }))
-        let report = try RepositoryVerifier.verify(source: source, trustedRoot: trustedRoot, app: app, contentKey: contentKey, now: now)
+        let report = try await RepositoryVerifier.verify(fetcher: source, trustedRoot: trustedRoot, app: app, contentKey: contentKey, now: now)
         #expect(report.ok, "\(report.targets.compactMap(\.problem))")
         #expect(report.targets.map(\.path) == [try vector.value("target")])
         for target in report.targets {

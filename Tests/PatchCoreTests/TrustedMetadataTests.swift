@@ -321,6 +321,52 @@ struct TrustedMetadataTests {
         #expect(partial.targets == nil)
     }
 
+    @Test("spec 5.5.5 across runs: a cached snapshot the stored timestamp no longer names stays the rollback floor")
+    func cachedSnapshotStaysRollbackFloor() throws {
+        let repo = try Repo()
+        let floor = try repo.snapshot(version: 1, pinning: MetaFile(version: 3))
+        let rolledBack = try repo.snapshot(version: 2, pinning: MetaFile(version: 2))
+        // The first run stored timestamp v2 and refused the snapshot it names; the cache now
+        // holds timestamp v2 and snapshot v1, whose version no longer matches the pin.
+        let timestamp = try repo.timestamp(version: 2, pinning: MetaFile(version: 2, bytes: rolledBack))
+        var resumed = try TrustedMetadata(trustedRoot: repo.root(), timestamp: timestamp, snapshot: floor, targets: nil, referenceTime: Repo.now)
+        #expect(resumed.snapshot?.body.version == 1, "the cached snapshot is kept as the floor")
+        #expect(!resumed.hasFinalSnapshot)
+        #expect(throws: TUFError.missingRole("snapshot")) { try resumed.checkComplete() }
+        #expect(throws: TUFError.missingRole("snapshot"), "no targets under a floor snapshot") { try resumed.updateTargets(repo.targets(version: 3)) }
+        #expect(throws: TUFError.rollback(role: "targets.json", trusted: 3, offered: 2)) { try resumed.updateSnapshot(rolledBack) }
+
+        // The same with a meta entry removed instead of rolled back.
+        let withDelegation = SnapshotBody(common: CommonFields(version: 1, expires: Repo.inAYear),
+                                          meta: ["targets.json": MetaFile(version: 1), "extra.json": MetaFile(version: 1)])
+        let dropped = try repo.snapshot(version: 2, pinning: MetaFile(version: 1))
+        var other = try TrustedMetadata(trustedRoot: repo.root(), timestamp: repo.timestamp(version: 2, pinning: MetaFile(version: 2, bytes: dropped)),
+                                        snapshot: Repo.sign(withDelegation, with: repo.keys(.snapshot)), targets: nil, referenceTime: Repo.now)
+        #expect(throws: TUFError.malformed(role: "snapshot", reason: "extra.json disappeared from snapshot")) { try other.updateSnapshot(dropped) }
+
+        // A cached snapshot that is expired still floors; one signed by another key does not load.
+        let expired = try repo.snapshot(version: 1, pinning: MetaFile(version: 3), expires: Repo.yesterday)
+        var stale = try TrustedMetadata(trustedRoot: repo.root(), timestamp: timestamp, snapshot: expired, targets: nil, referenceTime: Repo.now)
+        #expect(throws: TUFError.rollback(role: "targets.json", trusted: 3, offered: 2)) { try stale.updateSnapshot(rolledBack) }
+        let forged = try repo.snapshot(version: 1, pinning: MetaFile(version: 3), signedBy: repo.keys(.targets))
+        let unsigned = try TrustedMetadata(trustedRoot: repo.root(), timestamp: timestamp, snapshot: forged, targets: nil, referenceTime: Repo.now)
+        #expect(unsigned.snapshot == nil)
+    }
+
+    @Test("a signed length above the cap is cut to the cap (the holder of an online key cannot lift it)")
+    func signedLengthsCapped() throws {
+        let repo = try Repo()
+        var client = try repo.client()
+        let huge = 1_000_000_000_000
+        let snapshot = try repo.snapshot(pinning: MetaFile(version: 1, length: huge))
+        try client.updateTimestamp(repo.timestamp(pinning: MetaFile(version: 1, length: huge)))
+        #expect(client.snapshotLengthLimit == TrustedMetadata.maxSnapshotLength)
+        var other = try repo.client()
+        try other.updateTimestamp(repo.timestamp(pinning: MetaFile(version: 1, bytes: snapshot)))
+        try other.updateSnapshot(snapshot)
+        #expect(other.targetsLengthLimit == TrustedMetadata.maxTargetsLength)
+    }
+
     @Test("caps downloads at the pinned length or the default limits")
     func lengthLimits() throws {
         let repo = try Repo()

@@ -18,7 +18,7 @@ struct LifecycleTests {
     }
 
     @Test("revoking the live patch brings the previous full rollout back; revoking a version empties it")
-    func revoke() throws {
+    func revoke() async throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         let version = try AppVersion("2.3")
@@ -33,7 +33,7 @@ struct LifecycleTests {
         #expect(try t.registry.patches(app: app, appVersion: version, activeOnly: true).isEmpty)
         let revoked = try t.registry.patches(app: app, appVersion: version, activeOnly: false)
         #expect(revoked.allSatisfy { $0.state == .revoked && $0.revokedBy == "tester@test" && $0.revokedAt != nil })
-        #expect(try t.verify(app).targets.isEmpty)
+        #expect(try await t.verify(app).targets.isEmpty)
     }
 
     @Test("a rollout change is re-signed into targets and audited")

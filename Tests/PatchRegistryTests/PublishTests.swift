@@ -17,7 +17,7 @@ struct PublishTests {
     }
 
     @Test("publish records plaintext and served digests and signs a new targets/snapshot/timestamp")
-    func digestsAndMetadata() throws {
+    func digestsAndMetadata() async throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         let before = try t.registry.latestMetadata(app: app, role: .timestamp).version
@@ -32,11 +32,11 @@ struct PublishTests {
         #expect(target.custom?["rollout"]?.intValue == 100)
         #expect(target.custom?["plaintext"]?["sha256"]?.stringValue == patch.plaintext.sha256)
         #expect(target.custom?["encryption"] == nil)
-        #expect(try t.verify(app).ok)
+        #expect(try await t.verify(app).ok)
     }
 
     @Test("an encrypted app serves nonce||ciphertext||tag bound to app, version and patch")
-    func encrypted() throws {
+    func encrypted() async throws {
         let t = try TempRegistry()
         let app = try t.app("secret", encrypted: true)
         let patch = try t.publish(app, "1.0", "console.log(1)")
@@ -50,7 +50,7 @@ struct PublishTests {
         let target = try #require(try t.targets(app).targets["1.0/1/main.js"])
         #expect(target.custom?["encryption"]?["alg"]?.stringValue == "A256GCM")
         #expect(target.custom?["encryption"]?["keyid"]?.stringValue == BundleCipher.keyID(key))
-        let report = try t.verify(app, contentKey: key)
+        let report = try await t.verify(app, contentKey: key)
         #expect(report.ok && report.targets.allSatisfy(\.plaintextChecked))
     }
 

@@ -46,9 +46,9 @@ final class TempRegistry {
         return out
     }
 
-    func verify(_ app: AppName, trustedRoot: [UInt8]? = nil, contentKey: [UInt8]? = nil) throws -> VerificationReport {
+    func verify(_ app: AppName, trustedRoot: [UInt8]? = nil, contentKey: [UInt8]? = nil) async throws -> VerificationReport {
         let out = try export(app)
-        return try RepositoryVerifier.verify(source: DirectorySource(directory: out), trustedRoot: trustedRoot ?? registry.initialRoot(app: app),
-                                             app: app.rawValue, contentKey: contentKey)
+        return try await RepositoryVerifier.verify(fetcher: DirectorySource(directory: out), trustedRoot: trustedRoot ?? registry.initialRoot(app: app),
+                                                   app: app.rawValue, contentKey: contentKey)
     }
 }

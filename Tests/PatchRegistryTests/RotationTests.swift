@@ -6,7 +6,7 @@ import PatchCore
 @Suite("Key rotation")
 struct RotationTests {
     @Test("each role can be rotated and a device pinned to root 1 follows the chain", arguments: [Role.root, .targets, .snapshot, .timestamp])
-    func rotateRole(role: Role) throws {
+    func rotateRole(role: Role) async throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
@@ -20,11 +20,11 @@ struct RotationTests {
         #expect(Set(root.body.keys.keys) == Set(root.body.roles.values.flatMap(\.keyIDs)), "retired keys are dropped from root")
         let keyFiles = try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("keys/demo").path)
         #expect(keyFiles.filter { $0.hasPrefix("\(role.rawValue).") } == ["\(role.rawValue).\(rotation.newKeyID).pem"], "the replaced key file is deleted")
-        let report = try t.verify(app, trustedRoot: pinned)
+        let report = try await t.verify(app, trustedRoot: pinned)
         #expect(report.ok && report.rootVersion == 2 && report.targets.count == 1)
         // Publishing after the rotation signs with the new key.
         try t.publish(app, "2.3", "two()")
-        #expect(try t.verify(app, trustedRoot: pinned).targets.map(\.path) == ["2.3/2/main.js"])
+        #expect(try await t.verify(app, trustedRoot: pinned).targets.map(\.path) == ["2.3/2/main.js"])
     }
 
     @Test("root N+1 is signed by the old and the new root key")
@@ -40,23 +40,23 @@ struct RotationTests {
     }
 
     @Test("several rotations in a row keep the chain walkable")
-    func chain() throws {
+    func chain() async throws {
         let t = try TempRegistry()
         let app = try t.app("demo", encrypted: true)
         try t.publish(app, "2.3", "one()")
         for role in [Role.root, .timestamp, .root, .targets, .snapshot, .root] { try t.registry.rotateKey(app: app, role: role, actor: t.actor) }
-        let report = try t.verify(app, contentKey: try t.registry.keys.contentKey(app: app))
+        let report = try await t.verify(app, contentKey: try t.registry.keys.contentKey(app: app))
         #expect(report.ok && report.rootVersion == 7)
     }
 
     @Test("export re-signs online roles that are close to expiry")
-    func refresh() throws {
+    func refresh() async throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         let longAgo = Date().addingTimeInterval(-20 * 3600)
         try t.publish(app, "2.3", "one()", now: longAgo)
         let before = try t.registry.latestMetadata(app: app, role: .timestamp).version
-        #expect(try t.verify(app).ok)
+        #expect(try await t.verify(app).ok)
         #expect(try t.registry.latestMetadata(app: app, role: .timestamp).version == before + 1)
     }
 

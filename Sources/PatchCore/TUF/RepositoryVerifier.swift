@@ -1,46 +1,5 @@
 import Foundation
 
-/// Where a repository's files come from: an exported directory, or a server.
-public protocol RepositorySource {
-    /// The bytes of `metadata/{name}`, nil when it does not exist; throws when it cannot be read.
-    func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]?
-    /// The bytes of `targets/{path}`, nil when it does not exist.
-    func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]?
-}
-
-/// The source could not be read at all (as opposed to serving something that fails to verify).
-public struct SourceError: Error, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
-/// A static repository on disk, as `patchctl export` writes it.
-public struct DirectorySource: RepositorySource {
-    public let directory: URL
-
-    public init(directory: URL) { self.directory = directory }
-
-    public func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        try read(directory.appendingPathComponent("metadata").appendingPathComponent(name), maxLength: maxLength)
-    }
-
-    public func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        try read(directory.appendingPathComponent("targets").appendingPathComponent(path), maxLength: maxLength)
-    }
-
-    private func read(_ url: URL, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            if FileManager.default.fileExists(atPath: url.path) { throw SourceError("cannot read \(url.path)") }
-            return nil
-        }
-        defer { try? handle.close() }
-        // Read one byte past the cap so an oversized file is reported, not silently cut.
-        let data = (try? handle.read(upToCount: maxLength + 1)) ?? Data()
-        return Array(data)
-    }
-}
-
 /// The outcome for one target.
 public struct TargetCheck: Sendable {
     public let path: String
@@ -66,7 +25,7 @@ public struct VerificationReport: Sendable {
     public var ok: Bool { targets.allSatisfy(\.ok) }
 }
 
-public enum VerificationError: Error, CustomStringConvertible {
+public enum VerificationError: Error, Equatable, CustomStringConvertible {
     /// The repository was read and is not trustworthy.
     case rejected(String)
     /// The repository could not be read.
@@ -81,57 +40,43 @@ public enum VerificationError: Error, CustomStringConvertible {
 }
 
 /// Walks a repository as a TUF client would, from a trusted root, and checks every listed
-/// target. This is CI's signature check and the same workflow a device runs.
+/// target. This is CI's signature check, and it is the device's workflow: the same `Updater`
+/// with no cache, so a rule or a cap fixed there holds here too.
 public enum RepositoryVerifier {
-    public static func verify(source: some RepositorySource, trustedRoot: [UInt8], app: String? = nil,
-                              contentKey: [UInt8]? = nil, now: Date = Date()) throws(VerificationError) -> VerificationReport {
-        var trusted: TrustedMetadata
-        do { trusted = try TrustedMetadata(trustedRoot: trustedRoot, referenceTime: now) } catch {
+    public static func verify(fetcher: any RepositoryFetcher, trustedRoot: [UInt8], app: String? = nil,
+                              contentKey: [UInt8]? = nil, now: Date = Date()) async throws(VerificationError) -> VerificationReport {
+        do { _ = try TrustedMetadata(trustedRoot: trustedRoot, referenceTime: now) } catch {
             throw .couldNotRun("the trusted root does not verify: \(error)")
         }
-        do {
-            // Spec 5.3: walk N+1.root.json until the first missing version.
-            while let bytes = try fetch(source.metadata("\(trusted.root.body.version + 1).root.json", maxLength: TrustedMetadata.maxRootLength)) {
-                try trusted.updateRoot(bytes)
-            }
-            guard let timestamp = try fetch(source.metadata("timestamp.json", maxLength: TrustedMetadata.maxTimestampLength)) else {
-                throw VerificationError.rejected("timestamp.json is missing")
-            }
-            try trusted.updateTimestamp(timestamp)
-            let snapshotName = "\(trusted.timestamp!.body.snapshot.version).snapshot.json"
-            guard let snapshot = try fetch(source.metadata(snapshotName, maxLength: trusted.snapshotLengthLimit)) else {
-                throw VerificationError.rejected("\(snapshotName) is missing")
-            }
-            try trusted.updateSnapshot(snapshot)
-            let targetsName = "\(trusted.snapshot!.body.meta["targets.json"]!.version).targets.json"
-            guard let targets = try fetch(source.metadata(targetsName, maxLength: trusted.targetsLengthLimit)) else {
-                throw VerificationError.rejected("\(targetsName) is missing")
-            }
-            try trusted.updateTargets(targets)
-        } catch let error as TUFError {
-            throw .rejected(error.description)
-        } catch let error as VerificationError {
-            throw error
-        } catch {
-            throw .couldNotRun("\(error)")
+        let updater = Updater(fetcher: fetcher, pinnedRoot: trustedRoot)
+        let trusted: TrustedMetadata
+        do { trusted = try await updater.refresh(now: now) } catch { throw verificationError(error) }
+        // refresh() returns only what checkComplete() passed: every role is there.
+        guard let timestamp = trusted.timestamp, let snapshot = trusted.snapshot, let targets = trusted.targets else {
+            throw .rejected("incomplete metadata")
         }
-
         var checks: [TargetCheck] = []
-        for (path, file) in trusted.targets!.body.targets.sorted(by: { $0.key < $1.key }) {
-            checks.append(try check(path: path, file: file, source: source, app: app, contentKey: contentKey))
+        for (path, file) in targets.body.targets.sorted(by: { $0.key < $1.key }) {
+            checks.append(try await check(path: path, file: file, updater: updater, app: app, contentKey: contentKey))
         }
-        return VerificationReport(rootVersion: trusted.root.body.version, timestampVersion: trusted.timestamp!.body.version,
-                                  snapshotVersion: trusted.snapshot!.body.version, targetsVersion: trusted.targets!.body.version,
-                                  timestampExpires: trusted.timestamp!.body.expires, targets: checks)
+        return VerificationReport(rootVersion: trusted.root.body.version, timestampVersion: timestamp.body.version,
+                                  snapshotVersion: snapshot.body.version, targetsVersion: targets.body.version,
+                                  timestampExpires: timestamp.body.expires, targets: checks)
     }
 
-    private static func fetch(_ result: @autoclosure () throws(SourceError) -> [UInt8]?) throws(VerificationError) -> [UInt8]? {
-        do { return try result() } catch { throw .couldNotRun(error.message) }
+    /// What the repository served is `.rejected`; a repository that could not be read is `.couldNotRun`.
+    static func verificationError(_ error: UpdateError) -> VerificationError {
+        switch error {
+        case .verification(let error): return .rejected(error.description)
+        case .tooLarge: return .rejected(error.description)
+        case .status(404, let file, _), .status(403, let file, _): return .rejected("\(file.name) is missing")
+        case .status, .fetch, .throttled, .storage: return .couldNotRun(error.description)
+        }
     }
 
     /// Checks one target under every hash it is served as, then hotpatch's signed `custom`
     /// fields, and, given the content key, the decrypted plaintext.
-    static func check(path: String, file: TargetFile, source: some RepositorySource, app: String?, contentKey: [UInt8]?) throws(VerificationError) -> TargetCheck {
+    static func check(path: String, file: TargetFile, updater: Updater, app: String?, contentKey: [UInt8]?) async throws(VerificationError) -> TargetCheck {
         let info = PatchTargetInfo(path: path, file: file)
         func result(_ problem: String?, plaintextChecked: Bool = false) -> TargetCheck {
             TargetCheck(path: path, patch: info?.patch, rollout: info?.rollout, length: file.length,
@@ -140,10 +85,12 @@ public enum RepositoryVerifier {
         guard let info else { return result("target entry is not a hotpatch patch (path or custom fields malformed)") }
         var served: [UInt8] = []
         for hash in file.hashes.values.sorted() {
-            let name = info.servedPath(hash: hash)
-            guard let bytes = try fetch(source.target(name, maxLength: file.length)) else { return result("\(name) is missing") }
-            do { try file.verify(bytes, path: path) } catch { return result(error.description) }
-            served = bytes
+            do { served = try await updater.downloadTarget(file, path: path, servedAs: info.servedPath(hash: hash)) } catch {
+                switch verificationError(error) {
+                case .rejected(let problem): return result(problem)
+                case .couldNotRun(let message): throw .couldNotRun(message)
+                }
+            }
         }
         var plaintext = served
         if info.encryption != nil {

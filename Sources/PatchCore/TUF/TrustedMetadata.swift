@@ -1,13 +1,16 @@
 import Foundation
 
 /// The TUF client workflow's state (spec 5.3–5.6): the metadata trusted so far and the rules
-/// for accepting the next file. Pure: it is handed bytes and never does I/O, so the same
-/// checks serve `patchctl verify` over a directory, over HTTP, and the client library.
+/// for accepting the next file. Pure: it is handed bytes and never does I/O; `Updater`
+/// drives it for the client library and `patchctl verify` alike.
 public struct TrustedMetadata: Sendable {
     public private(set) var root: SignedRoot
     public private(set) var timestamp: SignedTimestamp?
     public private(set) var snapshot: SignedSnapshot?
     public private(set) var targets: SignedTargets?
+    /// The snapshot as it was received, for checking it against a later timestamp's pin
+    /// (a re-encoding need not hash the same).
+    private var snapshotBytes: [UInt8]?
     /// Expiry is judged against one instant for the whole update, as python-tuf does,
     /// so a refresh that straddles an expiry sees one consistent answer.
     public let referenceTime: Date
@@ -28,15 +31,15 @@ public struct TrustedMetadata: Sendable {
         self.referenceTime = referenceTime
     }
 
-    /// Resumes from state persisted by an earlier run (client cache). Each file goes through
-    /// the same checks as a downloaded one except expiry (an expired file is still a floor
-    /// against rollback, as in python-tuf); one that fails is dropped, with those after it,
-    /// so a cache edited on disk cannot widen trust.
+    /// Resumes from state persisted by an earlier run (client cache), as `Updater` loads it:
+    /// timestamp, then snapshot as the rollback floor, then targets if that snapshot is the
+    /// one the timestamp names. A file that fails its checks is dropped, so a cache edited on
+    /// disk cannot widen trust.
     public init(trustedRoot: [UInt8], timestamp: [UInt8]?, snapshot: [UInt8]?, targets: [UInt8]?, referenceTime: Date = Date()) throws(TUFError) {
         try self.init(trustedRoot: trustedRoot, referenceTime: referenceTime)
-        guard let timestamp, (try? updateTimestamp(timestamp, allowExpired: true)) != nil else { return }
-        guard let snapshot, (try? updateSnapshot(snapshot, allowExpired: true)) != nil else { return }
-        if let targets { try? updateTargets(targets, allowExpired: true) }
+        if let timestamp { try? loadCachedTimestamp(timestamp) }
+        if let snapshot { try? loadCachedSnapshot(snapshot) }
+        if let targets { try? loadCachedTargets(targets) }
     }
 
     /// Spec 5.3.4–5.3.8: the next root must be version N+1, signed by a threshold of the
@@ -53,7 +56,7 @@ public struct TrustedMetadata: Sendable {
         root = new
     }
 
-    /// Clients look for root N+1 after root N (here, in `RepositoryVerifier`, in `PatchClient`),
+    /// Clients look for root N+1 after root N (`Updater`, python-tuf),
     /// so a root at the largest version is refused rather than trusted and overflowed on.
     private static func checkHasSuccessor(_ root: SignedRoot) throws(TUFError) {
         guard root.body.version < Int64.max else {
@@ -66,6 +69,13 @@ public struct TrustedMetadata: Sendable {
     @discardableResult
     public mutating func updateTimestamp(_ bytes: [UInt8]) throws(TUFError) -> Bool {
         try updateTimestamp(bytes, allowExpired: false)
+    }
+
+    /// A timestamp from the cache: the same checks except expiry (an expired file is still a
+    /// floor against rollback, as in python-tuf).
+    public mutating func loadCachedTimestamp(_ bytes: [UInt8]) throws(TUFError) {
+        guard timestamp == nil else { throw .malformed(role: "timestamp", reason: "a cached timestamp loads before any other") }
+        try updateTimestamp(bytes, allowExpired: true)
     }
 
     @discardableResult
@@ -88,17 +98,16 @@ public struct TrustedMetadata: Sendable {
         }
         guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "timestamp", expires: TUFTime.format(new.body.expires)) }
         timestamp = new
+        // A snapshot the new timestamp does not name stays as the rollback floor; the targets
+        // it named are no longer current.
+        if !hasFinalSnapshot { targets = nil }
         return true
     }
 
 
     /// Spec 5.5: length and hashes as pinned by timestamp, signed, the version timestamp
-    /// names, no role going backwards, not expired.
+    /// names, no role going backwards from the snapshot trusted so far, not expired.
     public mutating func updateSnapshot(_ bytes: [UInt8]) throws(TUFError) {
-        try updateSnapshot(bytes, allowExpired: false)
-    }
-
-    private mutating func updateSnapshot(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) {
         guard let timestamp else { throw .missingRole("timestamp") }
         let pin = timestamp.body.snapshot
         try check(bytes, against: pin, what: "snapshot metadata")
@@ -111,19 +120,47 @@ public struct TrustedMetadata: Sendable {
                 guard newMeta.version >= oldMeta.version else { throw .rollback(role: name, trusted: oldMeta.version, offered: newMeta.version) }
             }
         }
-        guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
+        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
         snapshot = new
+        snapshotBytes = bytes
         targets = nil
     }
 
+    /// Spec 5.5.5 across runs: the cached snapshot is trusted as the rollback floor once its
+    /// signatures verify under the current root, even when it is expired or no longer the
+    /// version the (newer) timestamp names. Dropping it then would let the next download
+    /// roll targets back: a timestamp stored on one sync whose snapshot was refused would
+    /// otherwise erase the floor for the retry (python-tuf loads it with `trusted=True`).
+    public mutating func loadCachedSnapshot(_ bytes: [UInt8]) throws(TUFError) {
+        guard timestamp != nil else { throw .missingRole("timestamp") }
+        guard snapshot == nil else { throw .malformed(role: "snapshot", reason: "a cached snapshot loads before any other") }
+        let cached = try SignedSnapshot(bytes: bytes, maxLength: Self.maxSnapshotLength)
+        try cached.verify(role: .snapshot, delegator: root.body)
+        snapshot = cached
+        snapshotBytes = bytes
+        targets = nil
+    }
+
+    /// Whether the trusted snapshot is the one the timestamp names (version, and length and
+    /// hashes where pinned), so it need not be downloaded again.
+    public var hasFinalSnapshot: Bool {
+        guard let pin = timestamp?.body.snapshot, let snapshot, let snapshotBytes, snapshot.body.version == pin.version else { return false }
+        return (try? check(snapshotBytes, against: pin, what: "snapshot metadata")) != nil
+    }
 
     /// Spec 5.6: as pinned by snapshot, signed, the version snapshot names, not expired.
     public mutating func updateTargets(_ bytes: [UInt8]) throws(TUFError) {
         try updateTargets(bytes, allowExpired: false)
     }
 
+    /// Targets from the cache: as `updateTargets` except expiry.
+    public mutating func loadCachedTargets(_ bytes: [UInt8]) throws(TUFError) {
+        try updateTargets(bytes, allowExpired: true)
+    }
+
+    /// Only under the final snapshot: the targets a floor snapshot names are about to be replaced.
     private mutating func updateTargets(_ bytes: [UInt8], allowExpired: Bool) throws(TUFError) {
-        guard let snapshot else { throw .missingRole("snapshot") }
+        guard let snapshot, hasFinalSnapshot else { throw .missingRole("snapshot") }
         guard let pin = snapshot.body.meta["targets.json"] else { throw .malformed(role: "snapshot", reason: "no targets.json") }
         try check(bytes, against: pin, what: "targets metadata")
         let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
@@ -134,9 +171,25 @@ public struct TrustedMetadata: Sendable {
     }
 
 
-    /// The size cap to apply when downloading the snapshot or targets file.
-    public var snapshotLengthLimit: Int { timestamp?.body.snapshot.length ?? Self.maxSnapshotLength }
-    public var targetsLengthLimit: Int { snapshot?.body.meta["targets.json"]?.length ?? Self.maxTargetsLength }
+    /// Spec 5.4–5.6 done: everything trusted agrees with the timestamp and nothing is
+    /// expired, including the snapshot and targets kept from the cache because nothing changed.
+    public func checkComplete() throws(TUFError) {
+        guard let timestamp else { throw .missingRole("timestamp") }
+        guard let snapshot, hasFinalSnapshot else { throw .missingRole("snapshot") }
+        guard let targets else { throw .missingRole("targets") }
+        for (role, expires) in [("timestamp", timestamp.body.expires), ("snapshot", snapshot.body.expires), ("targets", targets.body.expires)]
+        where expires <= referenceTime {
+            throw .expired(role: role, expires: TUFTime.format(expires))
+        }
+    }
+
+    /// The size cap to apply when downloading the snapshot or targets file: the signed length
+    /// where one is given, never more than the cap. A signed length is what the holder of an
+    /// online key says; the cap is what this client can afford, whoever signed otherwise.
+    public var snapshotLengthLimit: Int { Self.limit(timestamp?.body.snapshot.length, cap: Self.maxSnapshotLength) }
+    public var targetsLengthLimit: Int { Self.limit(snapshot?.body.meta["targets.json"]?.length, cap: Self.maxTargetsLength) }
+
+    static func limit(_ signed: Int?, cap: Int) -> Int { min(signed ?? cap, cap) }
 
     public func targetFile(_ path: String) throws(TUFError) -> TargetFile {
         guard let targets else { throw .missingRole("targets") }

@@ -87,30 +87,3 @@ final class Locked<Value>: @unchecked Sendable {
     func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
     func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
 }
-
-/// Reads a repository from a running patchd: CI's `verify --server`.
-struct ServerSource: RepositorySource {
-    let remote: Remote
-    let app: AppName
-
-    func metadata(_ name: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        try fetch("/v1/apps/\(app)/metadata/\(name)", maxLength: maxLength)
-    }
-
-    func target(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        try fetch("/v1/apps/\(app)/targets/\(path)", maxLength: maxLength)
-    }
-
-    private func fetch(_ path: String, maxLength: Int) throws(SourceError) -> [UInt8]? {
-        let response: Remote.Response
-        do { response = try remote.send("GET", path) } catch {
-            if case .failed(let message) = error { throw SourceError(message) }
-            throw SourceError("\(error)")
-        }
-        switch response.status {
-        case 200: return response.body
-        case 404, 403: return nil
-        default: throw SourceError("GET \(path) answered HTTP \(response.status)")
-        }
-    }
-}

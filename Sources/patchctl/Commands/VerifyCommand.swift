@@ -1,10 +1,11 @@
 import Foundation
+import PatchClient
 import PatchCore
 
 struct VerifyCommand: Command {
     static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
                                   options: [.value("--repo", "DIR", "an exported repository (patchctl export)"),
-                                            .value("--server", "URL", "a running patchd (with --app)"),
+                                            .value("--server", "URL", "a running patchd (with --app), read as a device reads it: same size caps, no redirects"),
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
                                             .value("--app", "NAME", "the app (required with --server and with --key)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
@@ -23,10 +24,11 @@ struct VerifyCommand: Command {
                 throw .failed("\(keyPath): \(error)")
             } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
         }
-        let source: any RepositorySource
+        let source: any RepositoryFetcher
         if let server {
             guard let app else { throw .usage("--server needs --app") }
-            source = ServerSource(remote: Remote(base: try Remote.url(server), token: nil), app: app)
+            // The device's HTTP fetcher: its caps, no redirects, an idle timeout per request.
+            source = HTTPRepository(server: try Remote.url(server), app: app, requestTimeout: 30, transferTimeout: 120)
         } else {
             let repo = repo!
             var isDirectory: ObjCBool = false
@@ -35,10 +37,15 @@ struct VerifyCommand: Command {
             }
             source = DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true))
         }
+        // patchctl runs on the main thread, never one of Swift concurrency's: it may block.
+        let key = contentKey
+        let outcome = blockingWait { () async -> Result<VerificationReport, VerificationError> in
+            do throws(VerificationError) {
+                return .success(try await RepositoryVerifier.verify(fetcher: source, trustedRoot: rootBytes, app: app?.rawValue, contentKey: key))
+            } catch { return .failure(error) }
+        }
         let report: VerificationReport
-        do {
-            report = try RepositoryVerifier.verify(source: source, trustedRoot: rootBytes, app: app?.rawValue, contentKey: contentKey)
-        } catch {
+        do { report = try outcome.get() } catch {
             if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
             switch error {
             case .rejected: throw .verificationFailed(error.description)

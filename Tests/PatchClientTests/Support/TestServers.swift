@@ -111,17 +111,21 @@ final class LiveServer: @unchecked Sendable {
     }
 }
 
-/// A raw TCP server for what patchd's transport will not do: it answers `/.../timestamp.json`
-/// with fixed bytes, root versions with 404, and every other path with a chunked body that
-/// never ends (no Content-Length), until the client hangs up or `cap` bytes went out on
-/// that connection (a stream that reaches the cap was read to the end by the client).
+/// A raw TCP server for what patchd's transport will not do: it answers the paths ending
+/// in a key of `files` with those bytes, root versions with 404, and every other path with a
+/// chunked body that never ends (no Content-Length), until the client hangs up or `cap` bytes
+/// went out on that connection (a stream that reaches the cap was read to the end by the client).
 final class EndlessServer: @unchecked Sendable {
     let port: UInt16
     private let listener: Int32
     private let sent = Guarded(0)
     private let capped = Guarded(0)
 
-    init(timestamp: [UInt8], cap: Int = 64 << 20) throws {
+    convenience init(timestamp: [UInt8], cap: Int = 64 << 20) throws {
+        try self.init(files: ["/timestamp.json": timestamp], cap: cap)
+    }
+
+    init(files: [String: [UInt8]], cap: Int = 64 << 20) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -141,7 +145,7 @@ final class EndlessServer: @unchecked Sendable {
             while true {
                 let connection = accept(fd, nil, nil)
                 if connection < 0 { return }
-                Thread.detachNewThread { EndlessServer.serve(connection, timestamp: timestamp, cap: cap, sent: sent, capped: capped) }
+                Thread.detachNewThread { EndlessServer.serve(connection, files: files, cap: cap, sent: sent, capped: capped) }
             }
         }
     }
@@ -157,7 +161,7 @@ final class EndlessServer: @unchecked Sendable {
     /// Endless responses that went on until the cap: the client never hung up.
     var streamsReadToCap: Int { capped.withLock { $0 } }
 
-    private static func serve(_ fd: Int32, timestamp: [UInt8], cap: Int, sent: Guarded<Int>, capped: Guarded<Int>) {
+    private static func serve(_ fd: Int32, files: [String: [UInt8]], cap: Int, sent: Guarded<Int>, capped: Guarded<Int>) {
         defer { close(fd) }
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -177,8 +181,8 @@ final class EndlessServer: @unchecked Sendable {
             }
             return true
         }
-        if path.hasSuffix("/timestamp.json") {
-            _ = send(Array("HTTP/1.1 200 OK\r\nContent-Length: \(timestamp.count)\r\nConnection: close\r\n\r\n".utf8) + timestamp)
+        if let fixed = files.first(where: { path.hasSuffix($0.key) })?.value {
+            _ = send(Array("HTTP/1.1 200 OK\r\nContent-Length: \(fixed.count)\r\nConnection: close\r\n\r\n".utf8) + fixed)
             return
         }
         if path.hasSuffix(".root.json") {

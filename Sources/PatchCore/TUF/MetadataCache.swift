@@ -1,0 +1,31 @@
+import Foundation
+
+/// The client's copy of the metadata it trusted (`{cache}/{app}/metadata/`). Being on disk
+/// makes nothing trusted: `Updater` checks every file it reads here again, from the pinned
+/// root on, exactly as if it had just been downloaded. Writes are atomic but not fsynced: a
+/// file lost to a power cut is fetched again, one that no longer verifies is not used.
+public struct MetadataCache: Sendable {
+    public let directory: URL
+
+    public init(directory: URL) { self.directory = directory }
+
+    /// The file's bytes, nil when it is missing or larger than `limit` (nothing that large
+    /// was ever written here, so it was not written by the updater).
+    func read(_ name: String, limit: Int) -> [UInt8]? {
+        guard let handle = FileHandle(forReadingAtPath: url(name).path) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: limit + 1), data.count <= limit else { return nil }
+        return Array(data)
+    }
+
+    func write(_ name: String, _ bytes: [UInt8]) throws(UpdateError) {
+        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+            throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
+        }
+        do { try DurableFile.replace(url(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
+    }
+
+    func remove(_ name: String) { unlink(url(name).path) }
+
+    private func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
+}
