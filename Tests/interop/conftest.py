@@ -93,3 +93,18 @@ def http_server():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture
+def start():
+    """start(ws, args) -> a Patchd on the workspace with extra options; stopped at teardown."""
+    from patchd_support import Patchd
+    servers = []
+
+    def _start(w, args=()):
+        servers.append(Patchd(w, args=args))
+        return servers[-1]
+
+    yield _start
+    for s in servers:
+        s.stop()

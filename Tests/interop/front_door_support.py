@@ -5,7 +5,6 @@ import re
 
 import pytest
 from hotpatch_testing import Workspace
-from patchd_support import Patchd
 from raw_http import RawConn, json_error
 
 PUBLISH = "/v1/apps/demo/patches?appVersion={}"
@@ -59,15 +58,3 @@ def ws(tmp_path_factory):
     return w
 
 
-@pytest.fixture
-def start():
-    """start(ws, args) -> Patchd with extra options; stopped at teardown."""
-    servers = []
-
-    def _start(w, args=()):
-        servers.append(Patchd(w, args=args))
-        return servers[-1]
-
-    yield _start
-    for s in servers:
-        s.stop()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from front_door_support import HEALTHZ, PUBLISH, answered, msg, publish_head, start, ws  # noqa: F401 (fixtures)
+from front_door_support import HEALTHZ, PUBLISH, answered, msg, publish_head, ws  # noqa: F401 (ws: a fixture; start is in conftest.py)
 from patchd_support import poll, request
 from raw_http import RawConn, json_error
 

@@ -13,7 +13,6 @@ import time
 
 import pytest
 from hotpatch_testing import Workspace, assert_cli_error, cached_version, clean_env, fetch, repo_updater, spawn
-from patchd_support import Patchd
 
 ROLES = ("root", "targets", "snapshot", "timestamp")
 
@@ -25,17 +24,6 @@ def ws(tmp_path):
     return w
 
 
-@pytest.fixture
-def start():
-    servers = []
-
-    def _start(w, args=()):
-        servers.append(Patchd(w, args=args))
-        return servers[-1]
-
-    yield _start
-    for s in servers:
-        s.stop()
 
 
 def popen(ws, *args, env=None):

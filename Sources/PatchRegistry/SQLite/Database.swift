@@ -82,24 +82,15 @@ final class Database {
     /// reads anything, so what it reads (the next patch number, the root that says which keys
     /// sign) cannot change under it before it commits. Any error rolls back and is rethrown
     /// as it was: SQLiteError from here, whatever `body` threw from there.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
-        let result: T
-        do {
-            result = try body()
-            try execute("COMMIT")
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
-        return result
-    }
+    func transaction<T>(_ body: () throws -> T) throws -> T { try inTransaction("BEGIN IMMEDIATE", body) }
 
     /// Runs `body` inside BEGIN DEFERRED … COMMIT: in WAL mode every read in it sees the one
     /// state the first read saw, whatever other connections commit meanwhile (they are not
     /// blocked).
-    func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN DEFERRED")
+    func readTransaction<T>(_ body: () throws -> T) throws -> T { try inTransaction("BEGIN DEFERRED", body) }
+
+    private func inTransaction<T>(_ begin: String, _ body: () throws -> T) throws -> T {
+        try execute(begin)
         let result: T
         do {
             result = try body()
