@@ -138,8 +138,8 @@ final class Connection {
                     phase = .body(body)
                     return
                 }
-                loop.shared.budget.release(reservedBody)
-                reservedBody = 0
+                // The reservation is kept while the handler runs (respond gives it back): a
+                // body being published is still in memory, with the handler's copies.
                 body.request.body = body.data
                 phase = .head  // not idle: the answer is still owed
                 respond(body.finish(body.request), loop)
