@@ -46,7 +46,7 @@ struct VerifyCommand: Command {
         }
         let report: VerificationReport
         do { report = try outcome.get() } catch {
-            if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
+            // With --json the root prints {"error":{…}}: nothing was verified, so there is no report.
             switch error {
             case .rejected: throw .verificationFailed(error.description)
             case .couldNotRun: throw .failed(error.description)
