@@ -36,7 +36,8 @@ enum Output {
 
     static func json(_ value: JSON) {
         printedJSON.set(true)
-        print(value.canonicalString)
+        // Control characters escaped (a PEM's newlines), so every JSON parser reads it.
+        print(String(decoding: value.wireBytes, as: UTF8.self))
     }
 
     /// Whether the command printed its JSON result; if so, a failure adds no error object.
