@@ -44,6 +44,8 @@ struct CLIConsistencyTests {
         #expect(sub.status == 64 && sub.stderr.contains("did you mean `patchctl apps create`?"))
         let option = try w.run(["publish", "--app-verison", "2.3"])
         #expect(option.status == 64 && option.stderr.contains("did you mean --app-version?"))
+        let group = try w.run(["tokens"], local: false)
+        #expect(group.status == 64 && group.stderr.contains("`tokens` takes one of: create, list, revoke"))
         let far = try w.run(["frobnicate"], local: false)
         #expect(far.status == 64 && !far.stderr.contains("did you mean"))
     }
@@ -53,7 +55,7 @@ struct CLIConsistencyTests {
         let w = try Workspace()
         let help = try w.run(["rollout", "--help"], local: false).stdout
         #expect(help.contains("Usage: patchctl rollout --app NAME --app-version V --patch N --rollout PCT [--json]"))
-        #expect(help.contains("(also --percent)"))
+        #expect(help.contains("(required; also --percent)"))
         let missing = try w.run(["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1"])
         #expect(missing.status == 64 && missing.stderr.contains("--rollout is required"))
     }

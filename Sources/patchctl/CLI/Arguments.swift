@@ -60,9 +60,9 @@ struct CommandSpec {
             let width = options.map { $0.name.count + ($0.value.map { $0.count + 1 } ?? 0) }.max() ?? 0
             for option in options {
                 let left = option.name + (option.value.map { " \($0)" } ?? "")
-                let also = option.aliases.isEmpty ? "" : " (also \(option.aliases.joined(separator: ", ")))"
-                let required = option.isRequired ? " (required)" : ""
-                text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help + required + also + "\n"
+                let notes = (option.isRequired ? ["required"] : []) + (option.aliases.isEmpty ? [] : ["also " + option.aliases.joined(separator: ", ")])
+                text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help
+                    + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
             }
         }
         return text

@@ -82,7 +82,10 @@ enum PatchCtl {
             return (command.spec.name, Suggestion.distance(candidate, command.spec.name))
         }
         let best = guesses.min { $0.1 < $1.1 }.flatMap { Suggestion.isTypo($0.1, of: $0.0) ? $0.0 : nil }
-        let hint = best.map { "; did you mean `patchctl \($0)`?" } ?? "; run `patchctl --help`"
+        // `patchctl apps` alone: name the subcommands of the group.
+        let group = commands.filter { $0.spec.words.count > 1 && $0.spec.words.first == typed.first && typed.count == 1 }.map { $0.spec.words[1] }
+        let hint = best.map { "; did you mean `patchctl \($0)`?" }
+            ?? (group.isEmpty ? "; run `patchctl --help`" : "; `\(typed[typed.startIndex])` takes one of: \(group.joined(separator: ", "))")
         let error = CLIError.usage("unknown command \"\(typed.joined(separator: " ").debugSanitized)\"\(hint)")
         Output.error(error.message)
         if json { Output.json(error.json) }
