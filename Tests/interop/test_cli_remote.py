@@ -161,10 +161,3 @@ def test_remote_retries_are_bounded_in_tries_and_in_time(tmp_path, scripted):
     assert_cli_error(result, 2, "429", "slow down")
     assert len(handler.seen) == 1 and time.monotonic() - started < 10
 
-
-def test_verify_of_an_app_the_server_does_not_have_is_unknown_app_not_a_failed_verification(ws, start):
-    server = start(ws)
-    root = ws.root_file("demo")
-    result = ws.run("verify", "--server", server.url, "--app", "nope", "--root", root, registry=False)
-    assert_cli_error(result, 2, "unknown app", "nope")
-    assert ws.run("verify", "--server", server.url, "--app", "demo", "--root", root, registry=False).rc == 0

@@ -61,8 +61,8 @@ struct AppsRootCommand: Command {
 
 struct KeysRotateCommand: Command {
     static let spec = CommandSpec("keys rotate", summary: "Replace one role's key; writes root N+1 signed by the old and new root keys",
-                                  options: [.value("--app", "NAME", "the app").required,
-                                            .value("--role", "ROLE", "root, targets, snapshot or timestamp").required,
+                                  options: [.value("--app", "NAME", "the app"),
+                                            .value("--role", "ROLE", "root, targets, snapshot or timestamp"),
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {

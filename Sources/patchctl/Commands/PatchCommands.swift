@@ -9,7 +9,7 @@ import PatchRegistry
 struct PublishCommand: Command {
     static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version (hash, encrypt, sign, audit)",
                                   positionals: ["FILE"],
-                                  options: [.value("--app", "NAME", "the app").required,
+                                  options: [.value("--app", "NAME", "the app"),
                                             .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
@@ -42,7 +42,7 @@ struct PublishCommand: Command {
 
 struct RevokeCommand: Command {
     static let spec = CommandSpec("revoke", summary: "Revoke a patch, or every active patch of an app version when --patch is omitted",
-                                  options: [.value("--app", "NAME", "the app").required,
+                                  options: [.value("--app", "NAME", "the app"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
@@ -69,7 +69,7 @@ struct RevokeCommand: Command {
 
 struct RolloutCommand: Command {
     static let spec = CommandSpec("rollout", summary: "Change the rollout percentage of an active patch",
-                                  options: [.value("--app", "NAME", "the app").required,
+                                  options: [.value("--app", "NAME", "the app"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number").required,
                                             // --rollout, as publish names it; --percent is the older spelling.
