@@ -7,6 +7,11 @@ public struct AppRecord: Sendable, Equatable {
     public let contentKeyID: String?
     public let createdAt: String
     public let createdBy: String
+
+    /// What `patchctl apps list` and `GET /v1/apps` show of an app.
+    public var json: JSON {
+        ["app": .string(name.rawValue), "encrypted": .bool(encrypted), "createdAt": .string(createdAt), "createdBy": .string(createdBy)]
+    }
 }
 
 public enum PatchState: String, Sendable, Codable {
@@ -81,9 +86,21 @@ public struct Actor: Sendable {
         self.name = String(String.UnicodeScalarView(cleaned).prefix(128))
     }
 
-    /// `user@host` of the process, the default for local commands.
-    public static var current: Actor {
-        let user = ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "unknown"
-        return Actor("\(user)@\(ProcessInfo.processInfo.hostName)")
+    /// Who runs this process, the default for local commands.
+    public static var current: Actor { current(environment: ProcessInfo.processInfo.environment) }
+
+    /// `$HOTPATCH_ACTOR` when set, else `user@host`. The user is `$USER`, `$LOGNAME`, else the
+    /// account of the process's uid (a cron job or a container often has neither variable),
+    /// else `uid N`: never a bare "unknown" that says nothing about who changed a release.
+    public static func current(environment: [String: String]) -> Actor {
+        if let named = environment["HOTPATCH_ACTOR"].map(Actor.init), !named.name.isEmpty { return named }
+        let user = [environment["USER"], environment["LOGNAME"], accountName()].compactMap { $0 }.first { !$0.isEmpty }
+        let host = ProcessInfo.processInfo.hostName
+        return Actor("\(user ?? "uid \(getuid())")@\(host.isEmpty ? "localhost" : host)")
+    }
+
+    private static func accountName() -> String? {
+        guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
     }
 }

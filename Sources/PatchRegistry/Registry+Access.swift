@@ -43,6 +43,21 @@ public struct TokenRecord: Sendable, Equatable {
     }
 }
 
+/// A token as `tokens list` shows it: its public record and history, never its secret or hash.
+public struct TokenListing: Sendable, Equatable {
+    public let record: TokenRecord
+    public let createdAt: String
+    public let createdBy: String
+    public let revokedAt: String?
+
+    public var json: JSON {
+        var out: [String: JSON] = ["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
+                                   "name": .string(record.name), "createdAt": .string(createdAt), "createdBy": .string(createdBy)]
+        if let revokedAt { out["revokedAt"] = .string(revokedAt) }
+        return .object(out)
+    }
+}
+
 /// A freshly issued token: `secret` is shown once and never stored.
 public struct IssuedToken: Sendable {
     public let record: TokenRecord
@@ -61,15 +76,20 @@ extension Registry {
         }
     }
 
-    public func setThrottleRules(app: AppName, _ rules: ThrottleRules, actor: Actor, now: Date = Date()) throws(RegistryError) {
+    /// Stores new rules; rules equal to the current ones change nothing and append no audit
+    /// event. Returns whether anything changed.
+    @discardableResult
+    public func setThrottleRules(app: AppName, _ rules: ThrottleRules, actor: Actor, now: Date = Date()) throws(RegistryError) -> Bool {
         guard (0...86_400 * 30).contains(rules.minInterval) else { throw .invalidInput("--min-interval must be 0 to 2592000 seconds") }
         guard (0...10_000_000).contains(rules.ipRatePerMinute) else { throw .invalidInput("--ip-rate must be 0 (off) to 10000000 per minute") }
-        try write {
+        return try write { () throws -> Bool in
             let old = try throttleRules(app: app)  // inside: the audit event's "from" is what this change replaced
+            guard old != rules else { return false }
             try db.run("INSERT INTO throttle(app, min_interval, ip_rate) VALUES (?,?,?) ON CONFLICT(app) DO UPDATE SET min_interval = excluded.min_interval, ip_rate = excluded.ip_rate",
                        [.text(app.rawValue), .int(Int64(rules.minInterval)), .int(Int64(rules.ipRatePerMinute))])
             try AuditLog.append(db, app: app.rawValue, actor: actor, action: "app.throttle",
                                 details: ["from": old.json, "to": rules.json], at: now)
+            return true
         }
     }
 
@@ -113,6 +133,20 @@ extension Registry {
             try AuditLog.append(db, app: record.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
                                 details: ["id": .string(id), "name": .string(record.name)], at: now)
             return record
+        }
+    }
+
+    /// Tokens in order of creation: every token (`scope` nil), or those scoped to exactly one
+    /// app, which are the ones whose `token.create` event that app's audit log holds.
+    public func tokens(scope app: AppName?) throws(RegistryError) -> [TokenListing] {
+        if let app { _ = try self.app(app) }
+        return try read { () throws(SQLiteError) in
+            try db.query("SELECT id, app, role, name, created_at, created_by, revoked_at FROM tokens" + (app == nil ? "" : " WHERE app = ?")
+                         + " ORDER BY created_at, id", app.map { [.text($0.rawValue)] } ?? []) { s in
+                TokenListing(record: TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
+                                                 role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3)),
+                             createdAt: s.text(4), createdBy: s.text(5), revokedAt: s.optionalText(6))
+            }
         }
     }
 

@@ -1,6 +1,19 @@
 import Foundation
 import PatchCore
 
+/// What `setRollout` reports: the patch as it is now, and whether anything changed.
+public struct RolloutChange: Sendable {
+    public let patch: PatchRecord
+    public let changed: Bool
+
+    /// The Patch JSON with `"changed"`, as `patchctl rollout` and the rollout route answer.
+    public var json: JSON {
+        var object = patch.json.objectValue ?? [:]
+        object["changed"] = .bool(changed)
+        return .object(object)
+    }
+}
+
 /// What `publish` reports.
 public struct PublishedPatch: Sendable {
     public let patch: PatchRecord
@@ -125,16 +138,19 @@ extension Registry {
         }
     }
 
-    /// Changes the rollout percentage of an active patch and re-signs targets.
+    /// Changes the rollout percentage of an active patch and re-signs targets. Setting the
+    /// percentage it already has changes nothing: no new metadata, no audit event
+    /// (`changed` is false), so a retried or scripted command does not bump versions.
     @discardableResult
-    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, actor: Actor, now: Date = Date()) throws(RegistryError) -> PatchRecord {
+    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
         guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
-        return try write { () throws -> PatchRecord in
+        return try write { () throws -> RolloutChange in
             _ = try app(name)
             guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
             }
             guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
+            guard patch.rollout != percent else { return RolloutChange(patch: patch, changed: false) }
             try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
                        [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
             try resign(app: name, from: .targets, now: now)
@@ -145,7 +161,7 @@ extension Registry {
             guard let updated = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
             }
-            return updated
+            return RolloutChange(patch: updated, changed: true)
         }
     }
 

@@ -13,7 +13,7 @@ import PatchServer
 ///   front-door limits: --max-conns-per-ip, --header-timeout, --request-timeout, --idle-timeout,
 ///   --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS_PER_IP, …; see `usage`)
 let usage = """
-    Usage: patchd [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
+    Usage: patchd [--version] [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns-per-ip N] [--header-timeout S]
                   [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
@@ -55,6 +55,7 @@ var words = Array(CommandLine.arguments.dropFirst())
 while !words.isEmpty {
     let word = words.removeFirst()
     if word == "--help" || word == "-h" { print(usage, terminator: ""); exit(0) }
+    if word == "--version" { print("patchd \(Hotpatch.version)"); exit(0) }
     guard optionVariables.contains(where: { $0.0 == word }) else { fail("unknown option \(word.debugSanitized)\n\(usage)", code: 64) }
     guard !words.isEmpty else { fail("\(word) needs a value", code: 64) }
     options[word] = words.removeFirst()

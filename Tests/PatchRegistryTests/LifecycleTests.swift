@@ -43,7 +43,7 @@ struct LifecycleTests {
         try t.publish(app, "2.3", "one()")
         try t.publish(app, "2.3", "two()", rollout: 10)
         let updated = try t.registry.setRollout(app: app, appVersion: try AppVersion("2.3"), number: 2, percent: 100, actor: t.actor)
-        #expect(updated.rollout == 100)
+        #expect(updated.patch.rollout == 100 && updated.changed)
         #expect(Set(try t.targets(app).targets.keys) == ["2.3/2/main.js"])
         let event = try #require(try t.registry.auditEvents(app: app).last)
         #expect(event.action == "patch.rollout")
@@ -51,6 +51,28 @@ struct LifecycleTests {
         #expect(throws: RegistryError.self) {
             try t.registry.setRollout(app: app, appVersion: try AppVersion("2.3"), number: 2, percent: 150, actor: t.actor)
         }
+    }
+}
+
+@Suite("No-op changes")
+struct NoOpChangeTests {
+    @Test("a rollout set to the percentage it has, or throttle rules to the ones in force, signs nothing and writes no audit event")
+    func unchanged() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        try t.publish(app, "2.3", "one()", rollout: 25)
+        try t.registry.setThrottleRules(app: app, ThrottleRules(minInterval: 60, ipRatePerMinute: 120), actor: t.actor)
+        let events = try t.registry.auditEvents(app: nil).count
+        let versions = try Role.allCases.map { try t.registry.latestMetadata(app: app, role: $0).version }
+        let rollout = try t.registry.setRollout(app: app, appVersion: try AppVersion("2.3"), number: 1, percent: 25, actor: t.actor)
+        #expect(!rollout.changed && rollout.patch.rollout == 25)
+        #expect(rollout.json["changed"]?.boolValue == false)
+        #expect(try !t.registry.setThrottleRules(app: app, ThrottleRules(minInterval: 60, ipRatePerMinute: 120), actor: t.actor))
+        #expect(try t.registry.auditEvents(app: nil).count == events)
+        #expect(try Role.allCases.map { try t.registry.latestMetadata(app: app, role: $0).version } == versions)
+        // A real change still signs and records.
+        #expect(try t.registry.setRollout(app: app, appVersion: try AppVersion("2.3"), number: 1, percent: 30, actor: t.actor).changed)
+        #expect(try t.registry.auditEvents(app: nil).count == events + 1)
     }
 }
 

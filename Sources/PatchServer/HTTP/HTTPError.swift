@@ -29,7 +29,15 @@ public struct HTTPError: Error, Equatable {
     public static func badRequest(_ message: String) -> HTTPError { HTTPError(400, "bad_request", message) }
     public static func notFound(_ message: String = "no such resource") -> HTTPError { HTTPError(404, "not_found", message) }
     public static let unauthorized = HTTPError(401, "unauthorized", "a bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
-    public static let forbidden = HTTPError(403, "forbidden", "this token may not do that")
+    /// 403 naming what the token is and what the request needs, so whoever holds it knows
+    /// which token to ask for: "this token is an auditor token for app demo; publishing
+    /// needs a publisher token for demo or for every app".
+    public static func forbidden(_ token: TokenRecord, needs role: TokenRole, app: AppName?, for action: String) -> HTTPError {
+        let article = token.role == .auditor ? "an" : "a"
+        let has = "this token is \(article) \(token.role.rawValue) token for \(token.app.map { "app \($0)" } ?? "every app")"
+        let kind = role == .auditor ? "a token (auditor or publisher)" : "a publisher token"
+        return HTTPError(403, "forbidden", "\(has); \(action) needs \(kind) for \(app.map { "\($0) or for every app" } ?? "every app")")
+    }
     public static func methodNotAllowed(_ allowed: String) -> HTTPError {
         HTTPError(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
     }

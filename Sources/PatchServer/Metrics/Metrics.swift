@@ -5,6 +5,18 @@ import Synchronization
 public final class Metrics: Sendable {
     public enum Route: String, CaseIterable, Sendable {
         case metadata, target, check, publish, revoke, rollout, list, audit, health, metrics, unknown
+
+        /// What a request to the route does, for a 403 that says what it needed.
+        var action: String {
+            switch self {
+            case .publish: return "publishing"
+            case .revoke: return "revoking"
+            case .rollout: return "changing a rollout"
+            case .list: return "listing"
+            case .audit: return "reading the audit log"
+            default: return "this request"
+            }
+        }
     }
 
     static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503]

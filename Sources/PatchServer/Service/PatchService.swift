@@ -98,7 +98,7 @@ public final class PatchService: HTTPResponder {
             var params = found
             do throws(HTTPError) {
                 try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) })
-                params.caller = try admitCaller(request, route.access, app: params.values["app"])
+                params.caller = try admitCaller(request, route.access, app: params.values["app"], route: route.metric)
                 // An unknown or malformed app is refused from the head too, not after its body.
                 if let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
@@ -137,7 +137,7 @@ public final class PatchService: HTTPResponder {
 
     /// The token a route's access rule requires, checked before anything else of the request
     /// is read: 401 without a known token, 403 when it may not act on this app.
-    private func admitCaller(_ request: HTTPRequest, _ access: RouteAccess, app rawApp: String?) throws(HTTPError) -> TokenRecord? {
+    private func admitCaller(_ request: HTTPRequest, _ access: RouteAccess, app rawApp: String?, route: Metrics.Route) throws(HTTPError) -> TokenRecord? {
         switch access {
         case .anyone:
             return nil
@@ -146,7 +146,7 @@ public final class PatchService: HTTPResponder {
         case .role(let role):
             let record = try authenticate(request)
             let app = rawApp.flatMap { try? AppName($0) }
-            guard record.allows(role, app: app) else { throw .forbidden }
+            guard record.allows(role, app: app) else { throw .forbidden(record, needs: role, app: app, for: route.action) }
             return record
         }
     }

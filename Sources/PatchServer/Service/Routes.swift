@@ -18,6 +18,9 @@ extension PatchService {
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout, access: .role(.publisher),
               body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         r.add("GET", "/v1/audit", metric: .audit, access: .token) { s, q, p throws(HTTPError) in try s.audit(q, p) }
+        // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
+        r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }
+        r.add("GET", "/v1/tokens", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.tokens(q, p) }
         // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
         r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
         r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
@@ -137,10 +140,10 @@ extension PatchService {
         guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
             throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
         }
-        let patch = try change(app: app, by: token) { registry throws(RegistryError) in
+        let change = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), actor: token.actor)
         }
-        return .json(patch.json)
+        return .json(change.json)
     }
 
     // MARK: Audit listing
@@ -158,7 +161,9 @@ extension PatchService {
         let token = try caller(p)
         // A token scoped to one app sees only that app's events.
         if app == nil { app = token.app }
-        guard token.allows(.auditor, app: app) else { throw .forbidden }
+        guard token.allows(.auditor, app: app) else {
+            throw .forbidden(token, needs: .auditor, app: app, for: "reading the audit log of \(app.map(\.rawValue) ?? "every app")")
+        }
         let verify = try PatchService.flag(request, "verify")
         let after = try PatchService.integer(request, "after", in: 0...Int64.max, default: 0)
         let limit = Int(try PatchService.integer(request, "limit", in: 1...Int64(PatchService.auditPageLimit), default: Int64(PatchService.auditPageLimit)))

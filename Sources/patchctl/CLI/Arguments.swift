@@ -6,11 +6,29 @@ struct Option {
     let name: String
     let value: String?
     let help: String
+    /// Older or other spellings that parse as `name` (shown in --help as "also …").
+    var aliases: [String] = []
+    /// The parser refuses a command line without it, and the usage line shows it unbracketed.
+    var isRequired = false
 
     /// `--name VALUE`
     static func value(_ name: String, _ value: String, _ help: String) -> Option { Option(name: name, value: value, help: help) }
     /// `--name`
     static func flag(_ name: String, _ help: String) -> Option { Option(name: name, value: nil, help: help) }
+
+    /// The same option, required.
+    var required: Option { var copy = self; copy.isRequired = true; return copy }
+
+    /// The same option, also accepted as `names`.
+    func alias(_ names: String...) -> Option { var copy = self; copy.aliases += names; return copy }
+
+    var spellings: [String] { [name] + aliases }
+
+    /// `--name VALUE`, bracketed when optional.
+    var usage: String {
+        let text = value.map { "\(name) \($0)" } ?? name
+        return isRequired ? text : "[\(text)]"
+    }
 }
 
 /// What a command accepts: its words (`apps create`), options and positional arguments.
@@ -29,7 +47,8 @@ struct CommandSpec {
 
     var usage: String {
         var line = "patchctl " + words.joined(separator: " ")
-        for option in options { line += option.value.map { " [\(option.name) \($0)]" } ?? " [\(option.name)]" }
+        // Required options first, so what must be typed reads left to right.
+        for option in options.filter(\.isRequired) + options.filter({ !$0.isRequired }) { line += " " + option.usage }
         for positional in positionals { line += " \(positional)" }
         return line
     }
@@ -41,7 +60,9 @@ struct CommandSpec {
             let width = options.map { $0.name.count + ($0.value.map { $0.count + 1 } ?? 0) }.max() ?? 0
             for option in options {
                 let left = option.name + (option.value.map { " \($0)" } ?? "")
-                text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help + "\n"
+                let notes = (option.isRequired ? ["required"] : []) + (option.aliases.isEmpty ? [] : ["also " + option.aliases.joined(separator: ", ")])
+                text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help
+                    + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
             }
         }
         return text
@@ -73,19 +94,22 @@ struct Arguments {
                 name = String(word[..<equals])
                 inlineValue = String(word[word.index(after: equals)...])
             }
-            guard let option = spec.options.first(where: { $0.name == name }) else {
-                throw .usage("unknown option \(name.debugSanitized) for `patchctl \(spec.words.joined(separator: " "))`")
+            guard let option = spec.options.first(where: { $0.spellings.contains(name) }) else {
+                let hint = Suggestion.closest(to: name, among: spec.options.flatMap(\.spellings) + ["--help"]).map { "; did you mean \($0)?" } ?? ""
+                throw .usage("unknown option \(name.debugSanitized) for `patchctl \(spec.words.joined(separator: " "))`\(hint)")
             }
+            let given = name
+            name = option.name
             if option.value != nil {
                 if let inlineValue {
                     values[name] = inlineValue
                 } else {
-                    guard index < words.count else { throw .usage("\(name) needs a value (\(option.value!))") }
+                    guard index < words.count else { throw .usage("\(given) needs a value (\(option.value ?? "VALUE"))") }
                     values[name] = words[index]
                     index += 1
                 }
             } else {
-                guard inlineValue == nil else { throw .usage("\(name) takes no value") }
+                guard inlineValue == nil else { throw .usage("\(given) takes no value") }
                 flags.insert(name)
             }
         }
@@ -94,6 +118,9 @@ struct Arguments {
         }
         guard positionals.count == spec.positionals.count else {
             throw .usage("missing \(spec.positionals[positionals.count])")
+        }
+        for option in spec.options where option.isRequired {
+            if option.value == nil ? !flags.contains(option.name) : (values[option.name] ?? "").isEmpty { throw .usage("\(option.name) is required") }
         }
     }
 

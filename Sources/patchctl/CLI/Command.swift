@@ -1,3 +1,5 @@
+import PatchCore
+
 /// One CLI command: its declaration and what it does. `run` returns normally on success
 /// and throws a `CLIError` for every failure; the root prints it once.
 protocol Command: Sendable {
@@ -7,18 +9,20 @@ protocol Command: Sendable {
 
 enum PatchCtl {
     static let commands: [any Command.Type] = [
-        AppsCreateCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
+        AppsCreateCommand.self, AppsListCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
+        TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
     ]
 
     static var overview: String {
-        var text = "patchctl: publish, sign, list, audit and verify hotpatch patches\n\nCommands:\n"
-        let width = commands.map { $0.spec.words.joined(separator: " ").count }.max() ?? 0
+        var text = "patchctl \(Hotpatch.version): publish, sign, list, audit and verify hotpatch patches\n\nCommands:\n"
+        let width = commands.map { $0.spec.name.count }.max() ?? 0
         for command in commands {
-            let name = command.spec.words.joined(separator: " ")
-            text += "  " + name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.spec.summary + "\n"
+            text += "  " + command.spec.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.spec.summary + "\n"
         }
-        text += "\nRun `patchctl COMMAND --help` for a command's options.\n"
+        text += "\nRun `patchctl COMMAND --help` or `patchctl help COMMAND` for a command's options; `patchctl --version` for the release.\n"
+        text += "With --json, stdout is one JSON value: an object, or an array for listings (apps list, tokens list, list, revoke);\n"
+        text += "a command that fails before it has a result prints {\"error\":{\"code\":…,\"message\":…,\"exit\":N}} instead.\n"
         text += "Exit codes: 0 ok, 1 verification failed, 2 refused or could not run, 64 usage error.\n"
         return text
     }
@@ -29,13 +33,19 @@ enum PatchCtl {
             print(overview, terminator: "")
             return words.isEmpty ? 64 : 0
         }
-        let match = commands
-            .filter { words.starts(with: $0.spec.words) }
-            .max { $0.spec.words.count < $1.spec.words.count }
-        guard let command = match else {
-            Output.error("unknown command \"\(words.prefix(2).joined(separator: " ").debugSanitized)\"; run `patchctl --help`")
-            return 64
+        if words == ["--version"] || words == ["version"] {
+            print("patchctl \(Hotpatch.version)")
+            return 0
         }
+        // `patchctl help CMD` prints what `patchctl CMD --help` prints.
+        if words.first == "help" {
+            let topic = Array(words.dropFirst())
+            guard let command = command(for: topic), command.spec.words.count == topic.count else { return unknown(topic, json: false) }
+            print(command.spec.help, terminator: "")
+            return 0
+        }
+        let json = words.contains("--json")
+        guard let command = command(for: words) else { return unknown(words, json: json) }
         let rest = Array(words.dropFirst(command.spec.words.count))
         if rest.contains("--help") || rest.contains("-h") {
             print(command.spec.help, terminator: "")
@@ -48,17 +58,61 @@ enum PatchCtl {
         } catch {
             // One line: the reason, and for usage errors where to read more.
             if case .usage = error {
-                Output.error("\(message(error)) (see `patchctl \(command.spec.words.joined(separator: " ")) --help`)")
+                Output.error("\(error.message) (see `patchctl \(command.spec.name) --help`)")
             } else {
-                Output.error(message(error))
+                Output.error(error.message)
             }
+            if json, !Output.printedJSON.get() { Output.json(error.json) }
             return error.exitCode
         }
     }
 
-    private static func message(_ error: CLIError) -> String {
-        switch error {
+    /// The command whose words start `words`, the longest if several do (`apps` vs `apps create`).
+    static func command(for words: [String]) -> (any Command.Type)? {
+        commands.filter { words.starts(with: $0.spec.words) }.max { $0.spec.words.count < $1.spec.words.count }
+    }
+
+    /// Exit 64 for a command that does not exist, with the nearest one when it looks like a typo.
+    private static func unknown(_ words: [String], json: Bool) -> Int32 {
+        let typed = words.prefix { !$0.hasPrefix("-") }.prefix(2)
+        // Compare with each command as many words as it has: `apps craete` with `apps create`.
+        let guesses = commands.compactMap { command -> (String, Int)? in
+            guard typed.count >= command.spec.words.count else { return nil }
+            let candidate = typed.prefix(command.spec.words.count).joined(separator: " ")
+            return (command.spec.name, Suggestion.distance(candidate, command.spec.name))
+        }
+        let best = guesses.min { $0.1 < $1.1 }.flatMap { Suggestion.isTypo($0.1, of: $0.0) ? $0.0 : nil }
+        // `patchctl apps` alone: name the subcommands of the group.
+        let group = commands.filter { $0.spec.words.count > 1 && $0.spec.words.first == typed.first && typed.count == 1 }.map { $0.spec.words[1] }
+        let hint = best.map { "; did you mean `patchctl \($0)`?" }
+            ?? (group.isEmpty ? "; run `patchctl --help`" : "; `\(typed[typed.startIndex])` takes one of: \(group.joined(separator: ", "))")
+        let error = CLIError.usage("unknown command \"\(typed.joined(separator: " ").debugSanitized)\"\(hint)")
+        Output.error(error.message)
+        if json { Output.json(error.json) }
+        return error.exitCode
+    }
+}
+
+extension CommandSpec {
+    /// `apps create`
+    var name: String { words.joined(separator: " ") }
+}
+
+extension CLIError {
+    var message: String {
+        switch self {
         case .usage(let m), .verificationFailed(let m), .failed(let m): return m
         }
+    }
+
+    /// What `--json` prints for a command that failed before it had a result.
+    var json: JSON {
+        let code: String
+        switch self {
+        case .usage: code = "usage"
+        case .verificationFailed: code = "verification_failed"
+        case .failed: code = "failed"
+        }
+        return ["error": ["code": .string(code), "message": .string(message), "exit": .int(Int64(exitCode))]]
     }
 }

@@ -18,7 +18,7 @@ struct Context {
         self.environment = environment
         dataDirectory = URL(fileURLWithPath: arguments.value("--data") ?? environment["HOTPATCH_DATA"] ?? "data", isDirectory: true)
         keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
-        actor = environment["HOTPATCH_ACTOR"].map(Actor.init) ?? Actor.current
+        actor = Actor.current(environment: environment)
     }
 
     func openRegistry() throws(CLIError) -> Registry {
@@ -34,7 +34,14 @@ extension RegistryError {
 enum Output {
     static func line(_ text: String = "") { print(text) }
 
-    static func json(_ value: JSON) { print(value.canonicalString) }
+    static func json(_ value: JSON) {
+        printedJSON.set(true)
+        // Control characters escaped (a PEM's newlines), so every JSON parser reads it.
+        print(String(decoding: value.wireBytes, as: UTF8.self))
+    }
+
+    /// Whether the command printed its JSON result; if so, a failure adds no error object.
+    static let printedJSON = Locked(false)
 
     static func error(_ text: String) {
         FileHandle.standardError.write(Data(("patchctl: " + text + "\n").utf8))

@@ -36,8 +36,40 @@ struct Remote {
         let body: [UInt8]
     }
 
-    /// One request, synchronously. Transport failures are "could not run" (exit 2).
+    /// Tries of one request, at most, when the server answers 429 or 503.
+    static let maxTries = 3
+    /// Seconds spent waiting between those tries, at most, in all.
+    static let maxRetryWait = 30
+
+    /// One request, synchronously; a 429 or 503 is tried again after its `Retry-After`
+    /// (1 s without one), at most `maxTries` times and `maxRetryWait` seconds of waiting in
+    /// all. patchd answers both before it changes anything (a busy registry rolls back; the
+    /// limits refuse from the head), so a publish is never applied twice. Transport failures
+    /// are "could not run" (exit 2).
     func send(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8]? = nil, timeout: TimeInterval = 30) throws(CLIError) -> Response {
+        var waited = 0
+        for attempt in 1... {
+            let response = try sendOnce(method, path, query: query, body: body, timeout: timeout)
+            guard response.status == 429 || response.status == 503, attempt < Remote.maxTries else { return response }
+            let delay = Remote.retryDelay(response.headers["retry-after"])
+            guard let delay, waited + delay <= Remote.maxRetryWait else { return response }
+            Output.error("the server answered \(response.status); trying again in \(delay) s (try \(attempt + 1) of \(Remote.maxTries))")
+            if delay > 0 { sleep(UInt32(delay)) }
+            waited += delay
+        }
+        fatalError("unreachable: the loop returns")
+    }
+
+    /// Seconds to wait for a `Retry-After` value: delta-seconds, 1 when absent, nil (do not
+    /// retry) for anything else, such as an HTTP date.
+    static func retryDelay(_ header: String?) -> Int? {
+        guard let header else { return 1 }
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let seconds = Int(text.prefix(9)) else { return nil }
+        return text.count > 9 ? Int.max / 2 : seconds
+    }
+
+    private func sendOnce(_ method: String, _ path: String, query: [String: String], body: [UInt8]?, timeout: TimeInterval) throws(CLIError) -> Response {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
         if !query.isEmpty { components.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }

@@ -7,7 +7,8 @@ struct TokensCreateCommand: Command {
                                   options: [.value("--app", "NAME", "scope the token to one app"),
                                             .flag("--all", "scope the token to every app"),
                                             .value("--role", "ROLE", "publisher (publish, revoke, rollout, read) or auditor (read); default publisher"),
-                                            .value("--name", "LABEL", "who or what uses it, recorded as the actor (default: the token's creator)")]
+                                            .value("--name", "LABEL", "who or what uses it, recorded as the actor (default: the token's creator)"),
+                                            .flag("--json", "print JSON: the token's listing entry and, once, the token as \"token\"")]
                                       + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -21,6 +22,11 @@ struct TokensCreateCommand: Command {
         do { issued = try registry.createToken(app: app, role: role, name: arguments.value("--name") ?? context.actor.name, actor: context.actor) } catch {
             throw error.cliError
         }
+        if arguments.flag("--json") {
+            Output.json(["id": .string(issued.record.id), "scope": .string(app?.rawValue ?? "*"), "role": .string(role.rawValue),
+                         "name": .string(issued.record.name), "token": .string(issued.secret)])
+            return
+        }
         Output.line("token \(issued.record.id): \(role.rawValue) for \(app?.rawValue ?? "every app"), acting as \"\(issued.record.name)\"")
         Output.line("store it now: it is shown only once and kept only as a SHA-256 hash")
         Output.line(issued.secret)
@@ -29,13 +35,18 @@ struct TokensCreateCommand: Command {
 
 struct TokensRevokeCommand: Command {
     static let spec = CommandSpec("tokens revoke", summary: "Revoke an API token by its id (shown when it was created, and in the audit log)",
-                                  positionals: ["ID"], options: Context.globalOptions)
+                                  positionals: ["ID"], options: [.flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let context = Context(arguments: arguments)
         let registry = try context.openRegistry()
         let record: TokenRecord
         do { record = try registry.revokeToken(id: arguments.positionals[0], actor: context.actor) } catch { throw error.cliError }
+        if arguments.flag("--json") {
+            Output.json(["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
+                         "name": .string(record.name), "revoked": true])
+            return
+        }
         Output.line("revoked token \(record.id) (\(record.role.rawValue), \"\(record.name)\")")
     }
 }
@@ -55,16 +66,22 @@ struct AppsThrottleCommand: Command {
         let rate = try arguments.value("--ip-rate").map { (text) throws(CLIError) in try parseRate(text) }
         let registry = try context.openRegistry()
         var rules: ThrottleRules
+        var changed: Bool?
         do {
             rules = try registry.throttleRules(app: name)
             if interval != nil || rate != nil {
                 rules.minInterval = interval ?? rules.minInterval
                 rules.ipRatePerMinute = rate ?? rules.ipRatePerMinute
-                try registry.setThrottleRules(app: name, rules, actor: context.actor)
+                changed = try registry.setThrottleRules(app: name, rules, actor: context.actor)
             }
         } catch { throw error.cliError }
-        if arguments.flag("--json") { Output.json(rules.json); return }
-        Output.line("\(name): a device may check once every \(rules.minInterval) s; " +
+        if arguments.flag("--json") {
+            var json = rules.json.objectValue ?? [:]
+            if let changed { json["changed"] = .bool(changed) }
+            Output.json(.object(json))
+            return
+        }
+        Output.line("\(name)\(changed == false ? " unchanged" : ""): a device may check once every \(rules.minInterval) s; " +
                     (rules.ipRatePerMinute == 0 ? "no per-IP limit" : "\(rules.ipRatePerMinute) requests/min per IP"))
     }
 

@@ -45,7 +45,8 @@ struct AppsCreateCommand: Command {
 
 struct AppsRootCommand: Command {
     static let spec = CommandSpec("apps root", summary: "Print an app's initial trusted root (1.root.json), the file an app embeds",
-                                  positionals: ["NAME"], options: Context.globalOptions)
+                                  positionals: ["NAME"],
+                                  options: [.flag("--json", "accepted for consistency: the root is JSON already, printed byte for byte either way")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name: AppName
@@ -53,6 +54,7 @@ struct AppsRootCommand: Command {
         let registry = try Context(arguments: arguments).openRegistry()
         let bytes: [UInt8]
         do { bytes = try registry.initialRoot(app: name) } catch { throw error.cliError }
+        Output.printedJSON.set(true)
         FileHandle.standardOutput.write(Data(bytes + [0x0A]))
     }
 }

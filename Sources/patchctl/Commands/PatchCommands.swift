@@ -10,7 +10,7 @@ struct PublishCommand: Command {
     static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version (hash, encrypt, sign, audit)",
                                   positionals: ["FILE"],
                                   options: [.value("--app", "NAME", "the app"),
-                                            .value("--app-version", "V", "the app version the patch is for, e.g. 2.3"),
+                                            .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
@@ -43,7 +43,7 @@ struct PublishCommand: Command {
 struct RevokeCommand: Command {
     static let spec = CommandSpec("revoke", summary: "Revoke a patch, or every active patch of an app version when --patch is omitted",
                                   options: [.value("--app", "NAME", "the app"),
-                                            .value("--app-version", "V", "the app version"),
+                                            .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
@@ -70,16 +70,17 @@ struct RevokeCommand: Command {
 struct RolloutCommand: Command {
     static let spec = CommandSpec("rollout", summary: "Change the rollout percentage of an active patch",
                                   options: [.value("--app", "NAME", "the app"),
-                                            .value("--app-version", "V", "the app version"),
-                                            .value("--patch", "N", "the patch number"),
-                                            .value("--percent", "PCT", "new rollout percentage, 0-100"),
+                                            .value("--app-version", "V", "the app version").required,
+                                            .value("--patch", "N", "the patch number").required,
+                                            // --rollout, as publish names it; --percent is the older spelling.
+                                            .value("--rollout", "PCT", "new rollout percentage, 0-100").required.alias("--percent"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.appName()
         let version = try arguments.appVersion()
         guard let number = try arguments.int("--patch", in: 1...Int(Int32.max)) else { throw .usage("--patch is required") }
-        guard let percent = try arguments.int("--percent", in: 0...100) else { throw .usage("--percent is required") }
+        guard let percent = try arguments.int("--rollout", in: 0...100) else { throw .usage("--rollout is required") }
         let patch: JSON
         if let remote = try Remote.from(arguments) {
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
@@ -92,13 +93,17 @@ struct RolloutCommand: Command {
             }
         }
         if arguments.flag("--json") { Output.json(patch); return }
-        Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
+        if patch["changed"]?.boolValue == false {
+            Output.line("\(name) \(version) patch \(number) unchanged: it already rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices (nothing signed, no audit event)")
+        } else {
+            Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
+        }
     }
 }
 
 struct ListCommand: Command {
     static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, who and when",
-                                  options: [.value("--app", "NAME", "only this app (required with --server)"),
+                                  options: [.value("--app", "NAME", "only this app (with --server: default every app the token may read)"),
                                             .flag("--active", "only active patches"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
@@ -107,8 +112,12 @@ struct ListCommand: Command {
         let active = arguments.flag("--active")
         let patches: [JSON]
         if let remote = try Remote.from(arguments) {
-            guard let name else { throw .usage("--app is required with --server") }
-            patches = try remote.json("GET", "/v1/apps/\(name)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? []
+            // Without --app, every app the token may read (GET /v1/apps).
+            var names = [name?.rawValue].compactMap { $0 }
+            if name == nil { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
+            var all: [JSON] = []
+            for app in names { all += try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? [] }
+            patches = all
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
             do {
@@ -163,15 +172,20 @@ struct AuditCommand: Command {
                 [String(e["seq"]?.intValue ?? 0), e["at"]?.stringValue ?? "", e["app"]?.stringValue ?? "", e["actor"]?.stringValue ?? "",
                  e["action"]?.stringValue ?? "", e["details"]?.canonicalString ?? ""]
             }))
-            if let chain {
-                Output.line(chain["intact"]?.boolValue == true
-                    ? "audit chain intact: \(chain["events"]?.intValue ?? 0) events, head \(chain["head"]?.stringValue ?? "")"
-                    : "audit chain BROKEN at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")")
-            }
+            if let chain { Output.line(Self.verdict(chain)) }
         }
-        if let chain, chain["intact"]?.boolValue != true {
-            throw .verificationFailed("audit chain broken at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")")
+        if let chain, chain["intact"]?.boolValue != true { throw .verificationFailed(Self.verdict(chain)) }
+    }
+
+    /// The chain verdict in words. A server answers a token scoped to one app with only
+    /// `{"intact": …}` (the count, head and break point describe other apps' events too).
+    static func verdict(_ chain: JSON) -> String {
+        let intact = chain["intact"]?.boolValue == true
+        guard chain["events"] != nil || chain["seq"] != nil else {
+            return "audit chain \(intact ? "intact" : "BROKEN") (the whole log, every app; the count and head are shown only to a token for every app)"
         }
+        return intact ? "audit chain intact: \(chain["events"]?.intValue ?? 0) events, head \(chain["head"]?.stringValue ?? "")"
+            : "audit chain BROKEN at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")"
     }
 
     /// Every page of /v1/audit from `after` on, following `next` until the server gives
