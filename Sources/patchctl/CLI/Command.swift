@@ -9,6 +9,7 @@ enum PatchCtl {
     static let commands: [any Command.Type] = [
         AppsCreateCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
+        InitCommand.self, DiffCommand.self,
     ]
 
     static var overview: String {

@@ -22,7 +22,7 @@ struct AppsCreateCommand: Command {
         if jspatch { jspatchKey = try JSPatchKeyArgument.key(arguments) }
         let rootKey = try RootKeyArgument.key(arguments)
         let context = Context(arguments: arguments)
-        let registry = try context.openRegistry()
+        let registry = try context.openRegistry(create: true)
         do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
         var jspatchInfo: JSPatchKeyInfo?

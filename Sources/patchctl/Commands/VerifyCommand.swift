@@ -4,7 +4,7 @@ import PatchCore
 
 struct VerifyCommand: Command {
     static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
-                                  options: [.value("--repo", "DIR", "an exported repository (patchctl export)"),
+                                  options: [.value("--repo", "DIR", "an exported repository (patchctl export): its DIR, or the directory holding metadata/ and targets/"),
                                             .value("--server", "URL", "a running patchd (with --app), read as a device reads it: same size caps, no redirects"),
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
                                             .value("--app", "NAME", "the app (required with --server and with --key)"),
@@ -30,12 +30,7 @@ struct VerifyCommand: Command {
             // The device's HTTP fetcher: its caps, no redirects, an idle timeout per request.
             source = HTTPRepository(server: try Remote.url(server), app: app, requestTimeout: 30, transferTimeout: 120)
         } else {
-            let repo = repo!
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: repo, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw .failed("could not verify: \(repo.debugSanitized) is not a directory")
-            }
-            source = DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true))
+            source = DirectorySource(directory: try ExportedRepository.appRoot(repo!, app: app))
         }
         // patchctl runs on the main thread, never one of Swift concurrency's: it may block.
         let key = contentKey
@@ -84,5 +79,32 @@ enum VerifyOutput {
             Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(note)" : "FAIL  \(t.path): \(t.problem!)")
         }
         Output.line(report.ok ? "verified \(report.targets.count) active patch(es)" : "verification FAILED")
+    }
+}
+
+/// Finds the app's repository in what `--repo` names: a directory holding `metadata/` (the
+/// flat layout, or an app's directory of the server layout), or an export's DIR holding
+/// `v1/apps/{app}/` (with `--app`, or the only app there).
+enum ExportedRepository {
+    static func appRoot(_ path: String, app: AppName?) throws(CLIError) -> URL {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .failed("could not verify: \(path.debugSanitized) is not a directory")
+        }
+        let directory = URL(fileURLWithPath: path, isDirectory: true)
+        if manager.fileExists(atPath: directory.appendingPathComponent("metadata").path) { return directory }
+        let apps = directory.appendingPathComponent("v1/apps", isDirectory: true)
+        guard let names = try? manager.contentsOfDirectory(atPath: apps.path), !names.isEmpty else { return directory }
+        if let app {
+            guard names.contains(app.rawValue) else {
+                throw .failed("unknown app \"\(app)\": \(path.debugSanitized) holds exports of \(names.sorted().joined(separator: ", "))")
+            }
+            return apps.appendingPathComponent(app.rawValue, isDirectory: true)
+        }
+        guard names.count == 1 else {
+            throw .usage("\(path.debugSanitized) holds exports of several apps (\(names.sorted().joined(separator: ", "))); give --app")
+        }
+        return apps.appendingPathComponent(names[0], isDirectory: true)
     }
 }
