@@ -60,7 +60,7 @@ struct PublishCommand: Command {
             ?? URL(fileURLWithPath: "patches/\(app)/\(version)/main.js").standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: path) else {
             let layout = project.map { "\($0.patchesDirectory)/{app}/{appVersion}/main.js from \($0.location.path)" } ?? "patches/{app}/{appVersion}/main.js"
-            throw .failed("no FILE given, and the default bundle \(path.debugSanitized) does not exist (the default is \(layout))")
+            throw .failed("no FILE given, and the default bundle \(path) does not exist (the default is \(layout))")
         }
         return path
     }

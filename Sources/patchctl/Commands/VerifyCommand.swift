@@ -42,6 +42,9 @@ struct VerifyCommand: Command {
         let report: VerificationReport
         do { report = try outcome.get() } catch {
             if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
+            if case .rejected = error, let server, let app, appIsUnknown(app, at: try Remote.url(server)) {
+                throw .failed("unknown app \"\(app)\" at \(server.debugSanitized): it serves no 1.root.json for it")
+            }
             switch error {
             case .rejected: throw .verificationFailed(error.description)
             case .couldNotRun: throw .failed(error.description)
@@ -51,6 +54,12 @@ struct VerifyCommand: Command {
         if !report.ok {
             throw .verificationFailed("verification failed: \(report.targets.filter { !$0.ok }.count) of \(report.targets.count) patches do not verify")
         }
+    }
+
+    /// An app the server does not have is a mistake in the command, not a repository that
+    /// fails to verify: patchd serves `1.root.json` for every app it has.
+    private static func appIsUnknown(_ app: AppName, at server: URL) -> Bool {
+        (try? Remote(base: server, token: nil).send("GET", "/v1/apps/\(app)/metadata/1.root.json", timeout: 10))?.status == 404
     }
 }
 
