@@ -57,9 +57,13 @@ struct VerifyCommand: Command {
     }
 
     /// An app the server does not have is a mistake in the command, not a repository that
-    /// fails to verify: patchd serves `1.root.json` for every app it has.
+    /// fails to verify: patchd serves `1.root.json` for every app it has, and answers 404
+    /// `not_found` "unknown app" for one it has not. (A server that says so falsely still
+    /// fails the check, with exit 2 instead of 1.)
     private static func appIsUnknown(_ app: AppName, at server: URL) -> Bool {
-        (try? Remote(base: server, token: nil).send("GET", "/v1/apps/\(app)/metadata/1.root.json", timeout: 10))?.status == 404
+        guard let response = try? Remote(base: server, token: nil).send("GET", "/v1/apps/\(app)/metadata/1.root.json", timeout: 10),
+            response.status == 404, let body = try? JSONParser.parse(response.body) else { return false }
+        return body["error"]?["code"]?.stringValue == "not_found" && body["error"]?["message"]?.stringValue?.hasPrefix("unknown app") == true
     }
 }
 
