@@ -235,3 +235,36 @@ def test_diff_shows_the_decrypted_scripts_of_an_encrypted_app(workspace):
     file = ws.write_file("a();\nc();\n")
     assert json.loads(ws.ok("diff", "--app", "vault", "--app-version", "1.0", "2", file, "--json")) == {"identical": True, "diff": ""}
     assert_cli_error(ws.run("diff", "--app", "vault", "--app-version", "1.0", "1", "9"), 2, "no patch 9")
+
+
+def test_run_demo_script_serves_the_demo_patch_and_is_safe_to_run_again(tmp_path, patchctl_path):
+    """scripts/run-demo.sh (`make run`) against this build, on a free port: it creates the app
+    once, publishes patches/demo/2.3/main.js once, and patchd serves it."""
+    import socket
+    import time
+    import urllib.request
+    from hotpatch_testing import REPO_ROOT, binary
+    binary("PATCHD", "patchd")  # the script runs patchd beside patchctl
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data, keys = tmp_path / "data", tmp_path / "keys"
+    env = {**clean_env(), "HOTPATCH_BIN": str(patchctl_path.parent)}
+    for attempt in (1, 2):
+        log = tmp_path / f"demo-{attempt}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(["bash", str(REPO_ROOT / "scripts" / "run-demo.sh"), str(data), str(keys), f"127.0.0.1:{port}"],
+                                    stdout=out, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            while "patchd listening on" not in log.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.05)
+            text = log.read_text()
+            assert ("published demo 2.3 patch 1" if attempt == 1 else "demo 2.3 already serves") in text, text
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "my-phone"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert response.read() == (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_bytes()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
