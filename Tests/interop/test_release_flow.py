@@ -268,3 +268,24 @@ def test_run_demo_script_serves_the_demo_patch_and_is_safe_to_run_again(tmp_path
         finally:
             proc.terminate()
             proc.wait(timeout=15)
+
+
+def test_project_server_makes_the_same_command_publish_over_http(app_repo, start):
+    """hotpatch.json's `server` is the default --server: the command is the same, the token
+    comes from $HOTPATCH_TOKEN, and `list` there needs no --app either."""
+    ws, repo = app_repo
+    token = ws.token("--app", "demo")
+    server = start(ws)
+    assert run_in(ws, repo, "init", "--app", "demo", "--server", server.url, "--force").rc == 0
+    env = {"HOTPATCH_TOKEN": token}
+    result = run_in(ws, repo / "src", "publish", "--app-version", "2.3", env=env)
+    assert result.rc == 0, result.stderr
+    assert "published demo 2.3 patch 1" in result.stdout
+    listed = run_in(ws, repo, "list", "--json", env=env)
+    assert listed.rc == 0, listed.stderr
+    patches = json.loads(listed.stdout)
+    assert [(p["app"], p["patch"]) for p in patches] == [("demo", 1)]
+    assert "token" in patches[0]["publishedBy"], "published over HTTP, by the token's actor"
+    # A local-only command in that repository says where it acts.
+    rotated = run_in(ws, repo, "keys", "rotate", "--role", "timestamp")
+    assert rotated.rc == 0 and f"acts on the local registry at {ws.data}, not on {server.url}" in rotated.stderr

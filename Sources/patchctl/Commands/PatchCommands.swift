@@ -154,7 +154,8 @@ struct ListCommand: Command {
         let active = arguments.flag("--active")
         let patches: [JSON]
         if let remote = try Remote.from(arguments) {
-            guard let name else { throw .usage("--app is required with --server") }
+            let projectApp = try ProjectFile.current.get()?.app
+            guard let name = name ?? projectApp else { throw .usage("--app is required with --server") }
             patches = try remote.json("GET", "/v1/apps/\(name)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? []
         } else {
             let registry = try Context(arguments: arguments).openRegistry()

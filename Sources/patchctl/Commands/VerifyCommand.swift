@@ -7,7 +7,7 @@ struct VerifyCommand: Command {
                                   options: [.value("--repo", "DIR", "an exported repository (patchctl export): its DIR, or the directory holding metadata/ and targets/"),
                                             .value("--server", "URL", "a running patchd (with --app), read as a device reads it: same size caps, no redirects"),
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
-                                            .value("--app", "NAME", "the app (required with --server and with --key)"),
+                                            .value("--app", "NAME", "the app (required with --server and with --key; default: hotpatch.json's)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
                                             .flag("--json", "print JSON")])
 
@@ -16,7 +16,8 @@ struct VerifyCommand: Command {
         let server = arguments.value("--server")
         guard (repo == nil) != (server == nil) else { throw .usage("give exactly one of --repo DIR or --server URL") }
         let rootBytes = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
-        let app = try arguments.optionalAppName()
+        let projectApp = try ProjectFile.current.get()?.app
+        let app = try arguments.optionalAppName() ?? projectApp
         var contentKey: [UInt8]?
         if let keyPath = arguments.value("--key") {
             guard app != nil else { throw .usage("--key needs --app (the app name is part of the encryption's associated data)") }
