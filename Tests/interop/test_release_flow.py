@@ -289,3 +289,26 @@ def test_project_server_makes_the_same_command_publish_over_http(app_repo, start
     # A local-only command in that repository says where it acts.
     rotated = run_in(ws, repo, "keys", "rotate", "--role", "timestamp")
     assert rotated.rc == 0 and f"acts on the local registry at {ws.data}, not on {server.url}" in rotated.stderr
+
+
+def test_export_keeps_an_older_flat_export_in_the_same_directory_current_and_pruned(workspace):
+    """site/ exported before the server layout was the default: the next export writes the new
+    tree and also brings the old one up to date, revoked bundles gone."""
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "one();")
+    ws.publish("demo", "2.3", "two();")
+    site = ws.new_export_dir("demo")
+    ws.ok("export", "--app", "demo", "--out", site, "--layout", "flat")
+    ws.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2")
+    summary = ws.json("export", "--app", "demo", "--out", site)
+    assert summary["flatExportUpdated"] is True
+    assert not (site / "targets" / "2.3" / "2").exists()
+    assert (site / "v1/apps/demo/targets/2.3/1").is_dir()
+    revoke_dry = ws.json("revoke", "--app", "demo", "--app-version", "2.3", "--dry-run")
+    assert [(p["patch"], p["state"], p["dryRun"]) for p in revoke_dry] == [(1, "revoked", True)]
+    for repo in (site, site / "v1/apps/demo"):
+        assert ws.run("verify", "--repo", repo, "--root", ws.root_file("demo"), registry=False).rc == 0
+    # Another app's flat export in that directory is not touched.
+    ws.create_app("other")
+    assert ws.json("export", "--app", "other", "--out", site)["flatExportUpdated"] is False

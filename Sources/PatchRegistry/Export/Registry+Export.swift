@@ -96,6 +96,14 @@ extension Registry {
         }
     }
 
+    /// True when `directory` holds an export of this app in `layout`: its `metadata/1.root.json`
+    /// is this app's root v1, byte for byte.
+    public func holdsExport(app name: AppName, in directory: URL, layout: ExportLayout) throws(RegistryError) -> Bool {
+        let file = layout.appRoot(directory, app: name).appendingPathComponent("metadata/1.root.json")
+        guard let bytes = FileManager.default.contents(atPath: file.path) else { return false }
+        return Array(bytes) == (try initialRoot(app: name))
+    }
+
     /// Re-signs, from the highest role that would expire before `now + lifetime`, with every
     /// role lasting at least `lifetime`.
     private func extendExpiry(app name: AppName, lifetime: TimeInterval, now: Date) throws(RegistryError) {

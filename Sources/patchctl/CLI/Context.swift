@@ -12,7 +12,7 @@ struct Context {
     let command: String
 
     static let globalOptions: [Option] = [
-        .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA)"),
+        .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA); only apps create makes a new one"),
         .value("--keys", "DIR", "key directory (default ./keys, or $HOTPATCH_KEYS)"),
     ]
 

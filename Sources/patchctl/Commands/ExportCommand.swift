@@ -23,13 +23,22 @@ struct ExportCommand: Command {
         let name = try AppDefault.resolve(arguments, registry: registry)
         if format == "jspatch" { return try exportJSPatch(name, to: out, registry, arguments) }
         let summary: ExportSummary
-        do { summary = try registry.export(app: name, to: out, layout: layout, timestampLifetime: lifetime) } catch { throw error.cliError }
+        var flatToo: ExportSummary?
+        do {
+            summary = try registry.export(app: name, to: out, layout: layout, timestampLifetime: lifetime)
+            // An export made in the flat layout (before the server layout was the default) is
+            // kept current and pruned too: left alone, it would go on offering revoked bundles.
+            if layout == .server, try registry.holdsExport(app: name, in: out, layout: .flat) {
+                flatToo = try registry.export(app: name, to: out, layout: .flat)
+            }
+        } catch { throw error.cliError }
         let expires = TUFTime.format(summary.timestampExpires)
         if arguments.flag("--json") {
             Output.json(["app": .string(name.rawValue), "out": .string(out.path), "layout": .string(layout.rawValue), "appRoot": .string(summary.appRoot.path),
                          "metadataFiles": .int(Int64(summary.metadataFiles)), "targetFiles": .int(Int64(summary.targetFiles)),
                          "removedFiles": .int(Int64(summary.removedFiles)), "rootVersion": .int(summary.rootVersion),
-                         "timestampVersion": .int(summary.timestampVersion), "timestampExpires": .string(expires)])
+                         "timestampVersion": .int(summary.timestampVersion), "timestampExpires": .string(expires),
+                         "flatExportUpdated": .bool(flatToo != nil)])
             return
         }
         Output.line("exported \(name) to \(summary.appRoot.path): \(summary.metadataFiles) metadata files, \(summary.targetFiles) target files, \(summary.removedFiles) stale files removed")
@@ -39,6 +48,9 @@ struct ExportCommand: Command {
             Output.line("            devices read {server}/v1/apps/\(name)/metadata/ and {server}/v1/apps/\(name)/targets/")
         case .flat:
             Output.line("metadata base URL: <your host>/<path to \(out.lastPathComponent)>/metadata/   targets base URL: …/targets/")
+        }
+        if let flatToo {
+            Output.line("also updated the flat-layout export of \(name) in \(out.path)/metadata and /targets (\(flatToo.removedFiles) stale files removed); delete them once nothing reads that layout")
         }
         Output.line("timestamp expires \(expires): re-export and upload before then, or devices refuse the repository as frozen")
     }

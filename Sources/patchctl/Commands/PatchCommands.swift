@@ -90,10 +90,14 @@ struct RevokeCommand: Command {
             let registry = try context.openRegistry()
             name = try AppDefault.resolve(arguments, registry: registry)
             do {
-                revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map(\.json))
+                revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map { patch in
+                    guard dryRun, var object = patch.json.objectValue else { return patch.json }
+                    object["dryRun"] = true
+                    return .object(object)
+                })
             } catch { throw error.cliError }
         }
-        if arguments.flag("--json") { Output.json(dryRun ? ["dryRun": true, "patches": revoked] : revoked); return }
+        if arguments.flag("--json") { Output.json(revoked); return }
         for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
         if dryRun { Output.line("nothing was changed") }
     }
