@@ -312,3 +312,15 @@ def test_export_keeps_an_older_flat_export_in_the_same_directory_current_and_pru
     # Another app's flat export in that directory is not touched.
     ws.create_app("other")
     assert ws.json("export", "--app", "other", "--out", site)["flatExportUpdated"] is False
+
+
+def test_a_broken_project_file_is_a_clear_error_naming_it(app_repo):
+    ws, repo = app_repo
+    (repo / "hotpatch.json").write_text('{"app": "Not A Name"}')
+    result = run_in(ws, repo / "src", "publish", "--app-version", "2.3")
+    assert_cli_error(result, 2, str(repo / "hotpatch.json"), "invalid app name")
+    (repo / "hotpatch.json").write_text('{"app": "demo", "server": "ftp://x"}')
+    assert_cli_error(run_in(ws, repo, "list"), 2, "hotpatch.json", '"server" must be an http')
+    # An explicit --app and --server do not need the project file.
+    assert run_in(ws, repo, "list", "--app", "demo").rc == 2
+    assert_cli_error(run_in(ws, repo, "init", "--app", "Bad"), 64, "invalid app name")

@@ -49,17 +49,17 @@ struct ProjectFile: Sendable {
 
     static func load(_ url: URL) throws(CLIError) -> ProjectFile {
         let bytes = try Output.readFile(url.path, what: "project file", limit: maxSize)
-        let where_ = url.path.debugSanitized
-        guard let json = try? JSONParser.parse(bytes), json.objectValue != nil else { throw .failed("\(where_) is not a JSON object") }
-        guard let name = json["app"]?.stringValue else { throw .failed("\(where_) has no \"app\" string") }
+        let file = url.path  // whole: the user's own directories, and the file to fix
+        guard let json = try? JSONParser.parse(bytes), json.objectValue != nil else { throw .failed("\(file) is not a JSON object") }
+        guard let appName = json["app"]?.stringValue else { throw .failed("\(file) has no \"app\" string") }
         let app: AppName
-        do { app = try AppName(name) } catch { throw .failed("\(where_): \(error.message)") }
+        do { app = try AppName(appName) } catch { throw .failed("\(file): \(error.message)") }
         let patches = json["patchesDirectory"].map { $0.stringValue } ?? "patches"
-        guard let patches, !patches.isEmpty else { throw .failed("\(where_): \"patchesDirectory\" must be a non-empty string") }
+        guard let patches, !patches.isEmpty else { throw .failed("\(file): \"patchesDirectory\" must be a non-empty string") }
         var server: String?
-        if let value = json["server"], value.isNull == false {
-            guard let text = value.stringValue else { throw .failed("\(where_): \"server\" must be a string") }
-            do { _ = try Remote.url(text) } catch { throw .failed("\(where_): \"server\" must be an http:// or https:// URL, got \(text.debugSanitized)") }
+        if let value = json["server"], !value.isNull {
+            guard let text = value.stringValue else { throw .failed("\(file): \"server\" must be a string") }
+            do { _ = try Remote.url(text) } catch { throw .failed("\(file): \"server\" must be an http:// or https:// URL, got \(text.debugSanitized)") }
             server = text
         }
         return ProjectFile(app: app, patchesDirectory: patches, server: server, location: url.standardizedFileURL)
