@@ -43,6 +43,27 @@ static inline int hp_epoll_wait(int epfd, int *fds, uint32_t *events, int max, i
 
 static inline int hp_errno(void) { return errno; }
 
+/// Fills `out` with the socket address of a numeric IPv4 or IPv6 host and a port; returns
+/// its family (AF_INET, AF_INET6) and sets `*length`, or -1 for anything else (no names).
+static inline int hp_socket_address(const char *host, uint16_t port, struct sockaddr_storage *out, socklen_t *length) {
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        *length = sizeof *v4;
+        return AF_INET;
+    }
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        *length = sizeof *v6;
+        return AF_INET6;
+    }
+    return -1;
+}
+
 /// accept(2) returning a non-blocking, close-on-exec descriptor (accept4 needs _GNU_SOURCE,
 /// which a module header cannot set reliably).
 static inline int hp_accept(int listener, struct sockaddr *address, socklen_t *length) {

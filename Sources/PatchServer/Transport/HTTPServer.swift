@@ -129,29 +129,9 @@ public final class HTTPServer: Sendable {
 
     private static func listen(host: String, port: UInt16) throws(HTTPServerError) -> (Int32, UInt16) {
         var storage = sockaddr_storage()
-        let family: Int32
-        var v4 = in_addr(), v6 = in6_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
-            family = AF_INET
-            withUnsafeMutableBytes(of: &storage) { raw in
-                var sin = sockaddr_in()
-                sin.sin_family = sa_family_t(AF_INET)
-                sin.sin_port = port.bigEndian
-                sin.sin_addr = v4
-                raw.storeBytes(of: sin, as: sockaddr_in.self)
-            }
-        } else if inet_pton(AF_INET6, host, &v6) == 1 {
-            family = AF_INET6
-            withUnsafeMutableBytes(of: &storage) { raw in
-                var sin6 = sockaddr_in6()
-                sin6.sin6_family = sa_family_t(AF_INET6)
-                sin6.sin6_port = port.bigEndian
-                sin6.sin6_addr = v6
-                raw.storeBytes(of: sin6, as: sockaddr_in6.self)
-            }
-        } else {
-            throw HTTPServerError(message: "listen address must be an IPv4 or IPv6 address, got \(host)")
-        }
+        var size = socklen_t(0)
+        let family = hp_socket_address(host, port, &storage, &size)
+        guard family >= 0 else { throw HTTPServerError(message: "listen address must be an IPv4 or IPv6 address, got \(host)") }
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HTTPServerError(message: "cannot create a socket") }
         var one: Int32 = 1
@@ -162,7 +142,6 @@ public final class HTTPServer: Sendable {
             var only: Int32 = host == "::" ? 0 : 1
             setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))
         }
-        let size = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
         let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
         guard bound == 0, Foundation.listen(fd, 4096) == 0 else {
             close(fd)
