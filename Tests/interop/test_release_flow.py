@@ -324,3 +324,21 @@ def test_a_broken_project_file_is_a_clear_error_naming_it(app_repo):
     # An explicit --app and --server do not need the project file.
     assert run_in(ws, repo, "list", "--app", "demo").rc == 2
     assert_cli_error(run_in(ws, repo, "init", "--app", "Bad"), 64, "invalid app name")
+
+
+def test_make_run_installs_what_serving_needs_and_make_test_everything():
+    """`make -n` (nothing is run): `make run` installs the build and serving packages only,
+    no venv; `make test` still installs the test stack too (its venv step shows only while
+    .venv is not ready, so it is not asserted)."""
+    from hotpatch_testing import REPO_ROOT
+
+    def plan(target):
+        return subprocess.run(["make", "-n", "-C", str(REPO_ROOT), target], capture_output=True, text=True, check=True).stdout
+
+    run, test = plan("run"), plan("test")
+    for package in ("libssl-dev", "libsqlite3-dev", "libzip-dev", "libcurl4-openssl-dev", "pkg-config", "openssl"):
+        assert package in run and package in test
+    for package in ("python3-venv", "zip unzip", "curl "):
+        assert package not in run and package in test
+    assert "venv" not in run
+    assert "scripts/run-demo.sh" in run
