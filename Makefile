@@ -1,6 +1,6 @@
 # hotpatch: two commands set up a fresh Debian 12 machine that has the Swift toolchain.
-#   make run   installs what is missing, builds, creates the demo app, publishes
-#              patches/demo/2.3/main.js and serves it
+#   make run   installs what serving needs (not the test stack), builds, creates the demo app,
+#              publishes patches/demo/2.3/main.js and serves it
 #   make test  installs what is missing, builds and runs every test
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
 #              against nginx, OpenSSL and python-tuf (minutes; writes docs/BENCHMARKS.md)
@@ -9,7 +9,10 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev pkg-config openssl python3-venv curl zip unzip
+# What building and serving need (`make build`, `make release`, `make run`) ...
+APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev pkg-config openssl
+# ... and what only the tests need: the python-tuf venv, curl, and zip/unzip for JSPatch packages.
+APT_TEST_PACKAGES := python3-venv curl zip unzip
 APT_BENCH_PACKAGES := wrk nginx-light hyperfine
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -18,9 +21,9 @@ DATA ?= data
 KEYS ?= keys
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: deps apt apt-bench venv build release test test-swift test-interop run bench soak fuzz clean
+.PHONY: deps apt apt-test apt-bench venv build release test test-swift test-interop run bench soak fuzz clean
 
-deps: apt venv
+deps: apt apt-test venv
 
 # $(call apt-install,PACKAGES) installs only what dpkg says is missing, so a prepared machine
 # is not touched.
@@ -31,13 +34,16 @@ apt-install = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || miss
 apt:
 	$(call apt-install,$(APT_PACKAGES))
 
+apt-test:
+	$(call apt-install,$(APT_TEST_PACKAGES))
+
 # Only `make bench` and `make soak` need these.
 apt-bench:
 	$(call apt-install,$(APT_BENCH_PACKAGES))
 
 # python-tuf is the external TUF client our repositories must satisfy; cryptography and
 # securesystemslib check our signatures and ciphertexts independently.
-venv: $(VENV)/.ready
+venv: apt-test $(VENV)/.ready
 $(VENV)/.ready: Tests/interop/requirements.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -60,7 +66,7 @@ test-swift:
 test-interop:
 	PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 
-run: deps release
+run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
 
 # Not part of `make test`: it takes minutes and its figures are not assertions.

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-data} KEYS=${2:-keys} LISTEN=${3:-127.0.0.1:8080}
-BIN=.build/release
+# The release build `make run` makes; $HOTPATCH_BIN points the tests at another build.
+BIN=${HOTPATCH_BIN:-.build/release}
 PATCH=patches/demo/2.3/main.js
 ctl() { "$BIN/patchctl" "$@" --data "$DATA" --keys "$KEYS"; }
 

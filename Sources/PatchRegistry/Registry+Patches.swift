@@ -54,10 +54,29 @@ extension Registry {
         return bytes
     }
 
+    /// The script of a patch as it was published: the stored bytes, decrypted with the app's
+    /// content key for encrypted apps, and checked against the plaintext digest on record.
+    public func plaintext(of patch: PatchRecord) throws(RegistryError) -> [UInt8] {
+        let served = try servedBytes(sha256: patch.served.sha256)
+        guard patch.encrypted else { return served }
+        let bytes: [UInt8]
+        do {
+            bytes = try BundleCipher.open(served, key: try keys.contentKey(app: patch.app), app: patch.app.rawValue,
+                                          appVersion: patch.appVersion.rawValue, patch: patch.number)
+        } catch { throw .wrapping(error) }
+        guard Digest.sha256Hex(bytes) == patch.plaintext.sha256 else {
+            throw .internalError("\(patch.app) \(patch.appVersion) patch \(patch.number) decrypts to bytes that are not the ones published")
+        }
+        return bytes
+    }
+
     /// Publishes a bundle as the next patch of an app version, in one transaction: the patch
     /// row, its bytes, new targets/snapshot/timestamp metadata and the audit event.
-    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], rollout: Int = 100,
-                        actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+    /// Bytes identical to an active patch of the version are refused (a re-run of the same
+    /// release would otherwise become a new patch that every device downloads again) unless
+    /// `allowSame`. `dryRun` does everything and commits nothing.
+    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], rollout: Int = 100, allowSame: Bool = false,
+                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -68,8 +87,11 @@ extension Registry {
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let plaintext = BundleDigests(of: bundle)
 
-        return try write { () throws -> PublishedPatch in
+        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
+            if !allowSame, let same = try patches(app: name, appVersion: appVersion, activeOnly: true).last(where: { $0.plaintext.sha256 == plaintext.sha256 }) {
+                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
+            }
             let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
             if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
                 throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
@@ -110,9 +132,9 @@ extension Registry {
     /// Revokes one patch, or with `number == nil` every active patch of the app version
     /// (the 2 a.m. kill switch: devices on that version drop their patch).
     @discardableResult
-    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
+    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
         let time = TUFTime.format(now)
-        return try write { () throws -> [PatchRecord] in
+        return try write(dryRun: dryRun) { () throws -> [PatchRecord] in
             _ = try app(name)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
             let targets: [PatchRecord]
@@ -142,9 +164,10 @@ extension Registry {
     /// percentage it already has changes nothing: no new metadata, no audit event
     /// (`changed` is false), so a retried or scripted command does not bump versions.
     @discardableResult
-    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
+    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, dryRun: Bool = false,
+                           actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
         guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
-        return try write { () throws -> RolloutChange in
+        return try write(dryRun: dryRun) { () throws -> RolloutChange in
             _ = try app(name)
             guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")

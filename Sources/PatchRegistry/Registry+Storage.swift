@@ -8,8 +8,20 @@ extension Registry {
     /// Every change goes through here: one BEGIN IMMEDIATE … COMMIT around `body`, which does
     /// its reads as well as its writes, so nothing it decides on can be changed by another
     /// process before it commits. A crash or any error leaves the registry as it was.
-    func write<T>(_ body: () throws -> T) throws(RegistryError) -> T {
-        do { return try db.transaction(body) } catch { throw .wrapping(error) }
+    ///
+    /// With `dryRun`, `body` runs exactly as it would (every check, every signature) and its
+    /// result is returned, but the transaction is rolled back: `--dry-run` reports what the
+    /// change would be from the same code that makes it, and changes nothing.
+    func write<T>(dryRun: Bool = false, _ body: () throws -> T) throws(RegistryError) -> T {
+        guard dryRun else {
+            do { return try db.transaction(body) } catch { throw .wrapping(error) }
+        }
+        do {
+            _ = try db.transaction { () throws -> T in throw Rehearsal(result: try body()) }
+            throw RegistryError.internalError("a dry run committed")
+        } catch let rehearsal as Rehearsal<T> {
+            return rehearsal.result
+        } catch { throw .wrapping(error) }
     }
 
     /// Several reads that must see one state of the registry, such as the timestamp, snapshot
@@ -34,4 +46,9 @@ extension Registry {
         CrashPoint.hit("signing-root.read")
         return root
     }
+}
+
+/// Carries a dry run's result out of the transaction it rolls back.
+private struct Rehearsal<T>: Error, @unchecked Sendable {
+    let result: T
 }

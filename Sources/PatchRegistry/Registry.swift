@@ -23,11 +23,17 @@ public final class Registry {
         case bulkLoad
     }
 
-    public init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full) throws(RegistryError) {
+    /// `create: false` opens only an existing registry: a mistyped data directory then fails
+    /// with "no registry at PATH" instead of becoming a new, empty registry that every check
+    /// passes (`audit --verify` with 0 events).
+    public init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
+        let file = dataDirectory.appendingPathComponent("registry.sqlite")
+        if !create, !FileManager.default.fileExists(atPath: file.path) {
+            throw .notFound("no registry at \(dataDirectory.path) (create one with `patchctl apps create NAME`, or point --data / $HOTPATCH_DATA at it)")
+        }
         do {
             try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
-        let file = dataDirectory.appendingPathComponent("registry.sqlite")
         do {
             db = try Database(path: file.path, synchronous: durability == .full ? "FULL" : "OFF")
             try db.execute(Schema.statements)

@@ -42,8 +42,7 @@ final class TempRegistry {
 
     func export(_ app: AppName) throws -> URL {
         let out = root.appendingPathComponent("export-\(app)-\(UUID().uuidString)", isDirectory: true)
-        try registry.export(app: app, to: out)
-        return out
+        return try registry.export(app: app, to: out).appRoot
     }
 
     func verify(_ app: AppName, trustedRoot: [UInt8]? = nil, contentKey: [UInt8]? = nil) async throws -> VerificationReport {

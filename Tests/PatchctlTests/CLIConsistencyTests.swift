@@ -54,7 +54,7 @@ struct CLIConsistencyTests {
     func requiredOptions() throws {
         let w = try Workspace()
         let help = try w.run(["rollout", "--help"], local: false).stdout
-        #expect(help.contains("Usage: patchctl rollout --app-version V --patch N --rollout PCT [--app NAME] [--json]"))
+        #expect(help.contains("Usage: patchctl rollout --app-version V --patch N --rollout PCT [--app NAME] [--dry-run] [--json]"))
         #expect(help.contains("(required; also --percent)"))
         let missing = try w.run(["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1"])
         #expect(missing.status == 64 && missing.stderr.contains("--rollout is required"))

@@ -4,7 +4,7 @@ import PatchCore
 
 @Suite("patchctl command line")
 struct CLITests {
-    static let commands = ["apps create", "apps root", "publish", "revoke", "rollout", "list", "audit", "keys rotate", "export", "verify"]
+    static let commands = ["apps create", "apps root", "publish", "revoke", "rollout", "list", "audit", "keys rotate", "export", "verify", "init", "diff"]
 
     @Test("every command has --help", arguments: commands)
     func help(command: String) throws {
@@ -37,7 +37,7 @@ struct CLITests {
         #expect(text.stdout.contains("patch 1"))
         #expect(text.stdout.contains("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"))
         #expect(text.stdout.contains("900150983cd24fb0d6963f7d28e17f72"))
-        let json = try w.json(["publish", "--app", "demo", "--app-version", "2.3", "--rollout", "25", file])
+        let json = try w.json(["publish", "--app", "demo", "--app-version", "2.3", "--rollout", "25", "--allow-same", file])
         #expect(json["patch"]?.intValue == 2)
         #expect(json["rollout"]?.intValue == 25)
         #expect(json["sha256"]?.stringValue == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
@@ -56,7 +56,7 @@ struct CLITests {
         let ok = try w.run(["verify", "--repo", w.path("out"), "--root", w.path("root.json")], local: false)
         #expect(ok.status == 0, "\(ok.stderr)")
         let sha = Digest.sha256Hex(Array("fix()".utf8))
-        try Data("evil()".utf8).write(to: URL(fileURLWithPath: w.path("out/targets/2.3/1/\(sha).main.js")))
+        try Data("evil()".utf8).write(to: URL(fileURLWithPath: w.path("out/v1/apps/demo/targets/2.3/1/\(sha).main.js")))
         let bad = try w.run(["verify", "--repo", w.path("out"), "--root", w.path("root.json")], local: false)
         #expect(bad.status == 1)
         #expect(bad.stdout.contains("FAIL"))

@@ -139,10 +139,15 @@ class Workspace:
         return path
 
     def export(self, app) -> Path:
-        """Exports APP into a new directory and returns it."""
-        out = self.root / f"export-{app}-{next(self._exports)}"
+        """Exports APP into a new directory and returns the directory holding its metadata/
+        and targets/ (the export's DIR/v1/apps/APP, served as patchd serves /v1/apps/APP)."""
+        out = self.new_export_dir(app)
         self.ok("export", "--app", app, "--out", out)
-        return out
+        return out / "v1" / "apps" / app
+
+    def new_export_dir(self, app) -> Path:
+        """A new directory to export APP into."""
+        return self.root / f"export-{app}-{next(self._exports)}"
 
     def content_key(self, app) -> bytes:
         text = (self.keys / app / "content.key").read_text()

@@ -1,27 +1,62 @@
 import Foundation
 import PatchCore
 
-/// What `export` wrote.
+/// Where `export` puts an app's repository inside the output directory.
+public enum ExportLayout: String, Sendable, CaseIterable {
+    /// `DIR/v1/apps/{app}/metadata/` and `…/targets/`: patchd's own paths, so the URL that
+    /// serves DIR is what PatchClient's `server` (and `patchctl fetch`/`verify --server`) takes,
+    /// and several apps can share one DIR.
+    case server
+    /// `DIR/metadata/` and `DIR/targets/`, the layout before it, for TUF clients that are given
+    /// the two base URLs (python-tuf's `metadata_base_url`, `target_base_url`).
+    case flat
+
+    /// The directory holding `metadata/` and `targets/`.
+    public func appRoot(_ directory: URL, app: AppName) -> URL {
+        switch self {
+        case .server: return directory.appendingPathComponent("v1/apps/\(app.rawValue)", isDirectory: true)
+        case .flat: return directory
+        }
+    }
+}
+
+/// What `export` wrote and removed.
 public struct ExportSummary: Sendable {
     public let metadataFiles: Int
     public let targetFiles: Int
+    /// Files under targets/ that no longer belong there (revoked or superseded patches), deleted.
+    public let removedFiles: Int
     public let rootVersion: Int64
     public let timestampVersion: Int64
+    public let timestampExpires: Date
+    /// Where metadata/ and targets/ are (`ExportLayout.appRoot`).
+    public let appRoot: URL
 }
 
 extension Registry {
+    /// The longest `timestampLifetime` `export` signs: past it, a mirror that stops updating
+    /// could hold devices at an old state for too long (docs/SECURITY.md).
+    public static let maxExportLifetime: TimeInterval = 90 * 86_400
+
     /// Writes the app as a static TUF repository with consistent snapshots:
     /// `metadata/N.root.json` (every root version, for the chain walk), `metadata/timestamp.json`,
     /// `metadata/V.snapshot.json`, `metadata/V.targets.json`, and each listed target under
-    /// `targets/{appVersion}/{patch}/{hash}.main.js` for every hash. Each file is written to a
-    /// temporary name and renamed, and timestamp.json last, so a CDN syncing the directory
-    /// never sees a timestamp that points at files not there yet.
+    /// `targets/{appVersion}/{patch}/{hash}.main.js` for every hash, inside `layout.appRoot`.
+    /// Each file is written to a temporary name and renamed, and timestamp.json last, so a CDN
+    /// syncing the directory never sees a timestamp that points at files not there yet. Then
+    /// every other file under targets/ is deleted: an export over an older one must not leave a
+    /// revoked bundle downloadable. With `timestampLifetime`, metadata that would expire before
+    /// `now + timestampLifetime` is re-signed to last that long first (static hosting has no
+    /// server to re-sign the one-day timestamp).
     @discardableResult
-    public func export(app name: AppName, to directory: URL, now: Date = Date()) throws(RegistryError) -> ExportSummary {
+    public func export(app name: AppName, to directory: URL, layout: ExportLayout = .server, timestampLifetime: TimeInterval? = nil,
+                       now: Date = Date()) throws(RegistryError) -> ExportSummary {
         _ = try app(name)
         try refreshExpiring(app: name, now: now)
-        let metadataDir = directory.appendingPathComponent("metadata", isDirectory: true)
-        let targetsDir = directory.appendingPathComponent("targets", isDirectory: true)
+        if let timestampLifetime { try extendExpiry(app: name, lifetime: timestampLifetime, now: now) }
+        let root = layout.appRoot(directory, app: name)
+        let metadataDir = root.appendingPathComponent("metadata", isDirectory: true)
+        let targetsDir = root.appendingPathComponent("targets", isDirectory: true)
         // One read transaction: the files written pin each other, so they come from one state.
         return try consistentRead { () throws -> ExportSummary in
             let rootVersion = try latestMetadata(app: name, role: .root).version
@@ -37,22 +72,65 @@ extension Registry {
             let timestamp = try latestMetadata(app: name, role: .timestamp)
             let body: TargetsBody
             do { body = try SignedTargets(bytes: targets.bytes).body } catch { throw RegistryError.internalError("stored targets do not parse: \(error)") }
-            var targetFiles = 0
+            var written: Set<String> = []
             for (path, file) in body.targets.sorted(by: { $0.key < $1.key }) {
                 guard let sha256 = file.hashes["sha256"] else { continue }
                 let bytes = try servedBytes(sha256: sha256)
                 let url = targetsDir.appendingPathComponent(path)
                 let dir = url.deletingLastPathComponent()
                 for hash in file.hashes.values.sorted() {
-                    try AtomicFile.write(bytes, to: dir.appendingPathComponent("\(hash).\(url.lastPathComponent)"))
-                    targetFiles += 1
+                    let target = dir.appendingPathComponent("\(hash).\(url.lastPathComponent)")
+                    try AtomicFile.write(bytes, to: target)
+                    written.insert(target.standardizedFileURL.path)
                 }
             }
             try AtomicFile.write(targets.bytes, to: metadataDir.appendingPathComponent("\(targets.version).targets.json"))
             try AtomicFile.write(snapshot.bytes, to: metadataDir.appendingPathComponent("\(snapshot.version).snapshot.json"))
             try AtomicFile.write(timestamp.bytes, to: metadataDir.appendingPathComponent("timestamp.json"))
             metadataFiles += 3
-            return ExportSummary(metadataFiles: metadataFiles, targetFiles: targetFiles, rootVersion: rootVersion, timestampVersion: timestamp.version)
+            // After timestamp.json: until then the old timestamp may still name these files.
+            let removed = try AtomicFile.prune(targetsDir, keeping: written)
+            let expires = (try? SignedTimestamp(bytes: timestamp.bytes))?.body.expires ?? now
+            return ExportSummary(metadataFiles: metadataFiles, targetFiles: written.count, removedFiles: removed, rootVersion: rootVersion,
+                                 timestampVersion: timestamp.version, timestampExpires: expires, appRoot: root)
+        }
+    }
+
+    /// True when `directory` holds an export of this app in `layout`: its `metadata/1.root.json`
+    /// is this app's root v1, byte for byte.
+    public func holdsExport(app name: AppName, in directory: URL, layout: ExportLayout) throws(RegistryError) -> Bool {
+        let file = layout.appRoot(directory, app: name).appendingPathComponent("metadata/1.root.json")
+        guard let bytes = FileManager.default.contents(atPath: file.path) else { return false }
+        return Array(bytes) == (try initialRoot(app: name))
+    }
+
+    /// Re-signs, from the highest role that would expire before `now + lifetime`, with every
+    /// role lasting at least `lifetime`.
+    private func extendExpiry(app name: AppName, lifetime: TimeInterval, now: Date) throws(RegistryError) {
+        guard lifetime > 0, lifetime <= Registry.maxExportLifetime else {
+            throw .invalidInput("the export lifetime must be more than 0 and at most \(Int(Registry.maxExportLifetime / 86_400)) days")
+        }
+        var policy = expiry
+        policy.targets = max(policy.targets, lifetime)
+        policy.snapshot = max(policy.snapshot, lifetime)
+        policy.timestamp = max(policy.timestamp, lifetime)
+        let deadline = now.addingTimeInterval(lifetime)
+        try write { () throws in
+            for role in [Role.targets, .snapshot, .timestamp] where try latestExpiry(app: name, role: role) < deadline {
+                try resign(app: name, from: role, now: now, lifetimes: policy)
+                return
+            }
+        }
+    }
+
+    /// When the newest stored version of a role expires (now, for one that does not parse).
+    func latestExpiry(app name: AppName, role: Role) throws(RegistryError) -> Date {
+        let stored = try latestMetadata(app: name, role: role)
+        switch role {
+        case .targets: return (try? SignedTargets(bytes: stored.bytes))?.body.expires ?? .distantPast
+        case .snapshot: return (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? .distantPast
+        case .timestamp: return (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? .distantPast
+        case .root: return (try? SignedRoot(bytes: stored.bytes))?.body.expires ?? .distantPast
         }
     }
 }
@@ -63,5 +141,26 @@ enum AtomicFile {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch { throw .io("cannot create \(url.deletingLastPathComponent().path): \(error.localizedDescription)") }
         do { try DurableFile.replace(url, with: bytes) } catch { throw .io(error.message) }
+    }
+
+    /// Deletes every file under `directory` whose path is not in `keeping`, then the
+    /// directories left empty; returns how many files it deleted.
+    static func prune(_ directory: URL, keeping: Set<String>) throws(RegistryError) -> Int {
+        let manager = FileManager.default
+        guard let walk = manager.enumerator(at: directory, includingPropertiesForKeys: [.isDirectoryKey]) else { return 0 }
+        var removed = 0
+        var directories: [URL] = []
+        for case let url as URL in walk {
+            let isDirectory = (try? url.resourceValues(forKeys: [.isDirectoryKey]))?.isDirectory == true
+            if isDirectory { directories.append(url); continue }
+            guard !keeping.contains(url.standardizedFileURL.path) else { continue }
+            do { try manager.removeItem(at: url) } catch { throw .io("cannot remove \(url.path): \(error.localizedDescription)") }
+            removed += 1
+        }
+        // Deepest first, so a parent is empty by the time it is looked at.
+        for dir in directories.sorted(by: { $0.path.count > $1.path.count }) where (try? manager.contentsOfDirectory(atPath: dir.path))?.isEmpty == true {
+            try? manager.removeItem(at: dir)
+        }
+        return removed
     }
 }

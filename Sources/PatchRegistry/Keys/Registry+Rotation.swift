@@ -80,13 +80,7 @@ extension Registry {
                 // Checked and re-signed in one transaction: another process may have just
                 // re-signed (or rotated) this role.
                 let resigned = try write { () throws -> Bool in
-                    let stored = try latestMetadata(app: name, role: role)
-                    let expires: Date
-                    switch role {
-                    case .targets: expires = (try? SignedTargets(bytes: stored.bytes))?.body.expires ?? now
-                    case .snapshot: expires = (try? SignedSnapshot(bytes: stored.bytes))?.body.expires ?? now
-                    default: expires = (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? now
-                    }
+                    let expires = try latestExpiry(app: name, role: role)
                     guard expires.timeIntervalSince(now) < expiry.lifetime(role) / 2 else { return false }
                     try resign(app: name, from: role, now: now)
                     return true

@@ -29,20 +29,22 @@ extension Registry {
         return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: .object(custom))
     }
 
-    func targetsBody(app: AppName, version: Int64, now: Date) throws(RegistryError) -> TargetsBody {
+    func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
         let grouped = Dictionary(grouping: try patches(app: app, appVersion: nil, activeOnly: true), by: \.appVersion)
         var targets: [String: TargetFile] = [:]
         for (_, patches) in grouped {
             for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
         }
-        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(expiry.targets)), targets: targets)
+        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)), targets: targets)
     }
 
     /// Signs new metadata for `from` and every role below it in the chain
     /// (targets → snapshot → timestamp), each version one above the stored one, with the
     /// keys the newest root names (read here, inside the caller's write transaction, never
     /// passed in from before it). The keys must be in the key store.
-    func resign(app: AppName, from role: Role, now: Date) throws(RegistryError) {
+    /// `lifetimes` replaces the registry's expiry policy for this signing (a static export's
+    /// longer-lived timestamp).
+    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil) throws(RegistryError) {
         let root = try signingRoot(app: app)
         let chain: [Role]
         switch role {
@@ -59,12 +61,12 @@ extension Registry {
                 current = try latestMetadata(app: app, role: role == .snapshot ? .targets : .snapshot)
             }
             let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
-            let expires = now.addingTimeInterval(expiry.lifetime(role))
+            let expires = now.addingTimeInterval((lifetimes ?? expiry).lifetime(role))
             let bytes: [UInt8]
             do {
                 switch role {
                 case .targets:
-                    bytes = try SignedTargets(signing: try targetsBody(app: app, version: version, now: now), with: signingKeys).bytes
+                    bytes = try SignedTargets(signing: try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets), with: signingKeys).bytes
                 case .snapshot:
                     let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
                                             meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])

@@ -108,9 +108,10 @@ extension PatchService {
             guard let value = Int(raw), (0...100).contains(value) else { throw .badRequest("rollout must be an integer from 0 to 100") }
             rollout = value
         }
+        let allowSame = request.query("allowSame") == "true"
         let bundle = request.body
         let published = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, actor: token.actor)
+            try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, allowSame: allowSame, actor: token.actor)
         }
         metrics.recordPublish()
         var json = published.patch.json.objectValue!

@@ -116,7 +116,8 @@ struct Arguments {
         guard positionals.count <= spec.positionals.count else {
             throw .usage("unexpected argument \(positionals[spec.positionals.count].debugSanitized)")
         }
-        guard positionals.count == spec.positionals.count else {
+        // A positional written "[NAME]" may be left out (only at the end).
+        guard positionals.count >= spec.positionals.filter({ !$0.hasPrefix("[") }).count else {
             throw .usage("missing \(spec.positionals[positionals.count])")
         }
         for option in spec.options where option.isRequired {
@@ -125,6 +126,7 @@ struct Arguments {
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+    func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
     func value(_ name: String) -> String? { values[name] }
 
     func required(_ name: String) throws(CLIError) -> String {

@@ -8,21 +8,62 @@ struct Context {
     let keysDirectory: URL
     let actor: Actor
     let environment: [String: String]
+    /// The command's words (`keys rotate`), for messages.
+    let command: String
 
     static let globalOptions: [Option] = [
-        .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA)"),
+        .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA); only apps create makes a new one"),
         .value("--keys", "DIR", "key directory (default ./keys, or $HOTPATCH_KEYS)"),
     ]
 
     init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
+        command = arguments.spec.words.joined(separator: " ")
         dataDirectory = URL(fileURLWithPath: arguments.value("--data") ?? environment["HOTPATCH_DATA"] ?? "data", isDirectory: true)
         keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
         actor = Actor.current(environment: environment)
     }
 
-    func openRegistry() throws(CLIError) -> Registry {
-        do { return try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory) } catch { throw error.cliError }
+    /// Opens the registry. Only `apps create` and `init` pass `create: true`; every other
+    /// command refuses a directory with no registry ("no registry at PATH", exit 2) and leaves
+    /// nothing behind, so a mistyped `--data` cannot turn into an empty registry that passes
+    /// every check.
+    ///
+    /// A command that reaches here acts on the local registry: the commands that can act on a
+    /// server have asked `Remote.from` first. When a server is configured anyway
+    /// (`$HOTPATCH_SERVER`, or the project file's `server`), it says so on stderr rather than
+    /// quietly using `./data`: these commands have no remote form, and refusing would stop an
+    /// operator who works on the server's own registry with `HOTPATCH_SERVER` exported.
+    func openRegistry(create: Bool = false) throws(CLIError) -> Registry {
+        if let server = configuredServer {
+            Output.error("note: `patchctl \(command)` acts on the local registry at \(dataDirectory.path), not on \(server.debugSanitized) (it has no remote form)")
+        }
+        do { return try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
+    }
+
+    /// The server a remote command would use when no `--server` is given.
+    var configuredServer: String? {
+        environment["HOTPATCH_SERVER"] ?? (try? ProjectFile.current.get())??.server
+    }
+}
+
+/// `--app` when given; else the project file's app; else, for a local registry holding
+/// exactly one app, that app.
+enum AppDefault {
+    static func resolve(_ arguments: Arguments, registry: Registry?, option: String = "--app") throws(CLIError) -> AppName {
+        if arguments.value(option) != nil { return try arguments.appName(option) }
+        if let project = try ProjectFile.current.get() { return project.app }
+        guard let registry else {
+            throw .usage("\(option) is required (or run `patchctl init --app NAME` in the app's repository to write \(ProjectFile.fileName))")
+        }
+        let apps: [AppRecord]
+        do { apps = try registry.apps() } catch { throw error.cliError }
+        switch apps.count {
+        case 1: return apps[0].name
+        case 0: throw .usage("\(option) is required: the registry has no apps yet (create one with `patchctl apps create NAME`)")
+        default:
+            throw .usage("\(option) is required: the registry holds several apps (\(apps.map(\.name.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write it with `patchctl init --app NAME`)")
+        }
     }
 }
 

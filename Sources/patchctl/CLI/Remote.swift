@@ -18,7 +18,10 @@ struct Remote {
 
     /// nil when the command should act on the local registry.
     static func from(_ arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) -> Remote? {
-        guard let server = arguments.value("--server") ?? environment["HOTPATCH_SERVER"] else { return nil }
+        var configured = arguments.value("--server") ?? environment["HOTPATCH_SERVER"]
+        // Last, hotpatch.json's `server`: read only when nothing else names one.
+        if configured == nil { configured = try ProjectFile.current.get()?.server }
+        guard let server = configured else { return nil }
         let base = try url(server)
         return Remote(base: base, token: try Token.resolve(arguments, environment: environment))
     }

@@ -22,7 +22,7 @@ struct AppsCreateCommand: Command {
         if jspatch { jspatchKey = try JSPatchKeyArgument.key(arguments) }
         let rootKey = try RootKeyArgument.key(arguments)
         let context = Context(arguments: arguments)
-        let registry = try context.openRegistry()
+        let registry = try context.openRegistry(create: true)
         do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
         var jspatchInfo: JSPatchKeyInfo?
@@ -61,16 +61,16 @@ struct AppsRootCommand: Command {
 
 struct KeysRotateCommand: Command {
     static let spec = CommandSpec("keys rotate", summary: "Replace one role's key; writes root N+1 signed by the old and new root keys",
-                                  options: [.value("--app", "NAME", "the app"),
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--role", "ROLE", "root, targets, snapshot or timestamp"),
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.appName()
         let roleName = try arguments.required("--role")
         guard let role = Role(rawValue: roleName) else { throw .usage("--role must be root, targets, snapshot or timestamp, got \(roleName.debugSanitized)") }
         let context = Context(arguments: arguments)
         let registry = try context.openRegistry()
+        let name = try AppDefault.resolve(arguments, registry: registry)
         let rotation: KeyRotation
         do { rotation = try registry.rotateKey(app: name, role: role, actor: context.actor) } catch { throw error.cliError }
         if arguments.flag("--json") {

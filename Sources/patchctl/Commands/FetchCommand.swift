@@ -7,7 +7,7 @@ import PatchCore
 struct FetchCommand: Command {
     static let spec = CommandSpec("fetch", summary: "Run the client library once: update, verify and decrypt the patch for one device into a cache",
                                   options: [.value("--server", "URL", "the patchd server"),
-                                            .value("--app", "NAME", "the app"),
+                                            .value("--app", "NAME", "the app (default: hotpatch.json's)"),
                                             .value("--app-version", "V", "the app version of this device"),
                                             .value("--device-id", "ID", "the device ID (picks the rollout bucket)"),
                                             .value("--root", "FILE", "the trusted root the app embeds (1.root.json)"),
@@ -20,7 +20,7 @@ struct FetchCommand: Command {
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let server = try Remote.url(try arguments.required("--server"))
-        let app = try arguments.appName()
+        let app = try AppDefault.resolve(arguments, registry: nil)
         let version = try arguments.appVersion()
         let device = try arguments.required("--device-id")
         let root = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)

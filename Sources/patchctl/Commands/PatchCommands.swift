@@ -8,92 +8,141 @@ import PatchRegistry
 
 struct PublishCommand: Command {
     static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version (hash, encrypt, sign, audit)",
-                                  positionals: ["FILE"],
-                                  options: [.value("--app", "NAME", "the app"),
+                                  positionals: ["[FILE]"],
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
+                                            .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version"),
+                                            .flag("--dry-run", "say what would be published and change nothing (local registry only)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.appName()
         let version = try arguments.appVersion()
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
-        let bundle = try Output.readFile(arguments.positionals[0], what: "bundle", limit: Registry.maxBundleSize)
+        let allowSame = arguments.flag("--allow-same")
+        let dryRun = arguments.flag("--dry-run")
+        let remote = try Remote.from(arguments)
+        if remote != nil, dryRun { throw .usage("--dry-run works on the local registry only") }
+        let context = Context(arguments: arguments)
+        let registry = remote == nil ? try context.openRegistry() : nil
+        let name = try AppDefault.resolve(arguments, registry: registry)
+        let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         let patch: JSON
-        if let remote = try Remote.from(arguments) {
-            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: ["appVersion": version.rawValue, "rollout": String(rollout)], body: bundle)
+        if let remote {
+            var query = ["appVersion": version.rawValue, "rollout": String(rollout)]
+            if allowSame { query["allowSame"] = "true" }
+            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: query, body: bundle)
         } else {
-            let context = Context(arguments: arguments)
-            let registry = try context.openRegistry()
             do {
-                let published = try registry.publish(app: name, appVersion: version, bundle: bundle, rollout: rollout, actor: context.actor)
+                let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, rollout: rollout, allowSame: allowSame,
+                                                      dryRun: dryRun, actor: context.actor)
                 var json = published.patch.json.objectValue!
                 json["targetsVersion"] = .int(published.targetsVersion)
+                if dryRun { json["dryRun"] = true }
                 patch = .object(json)
             } catch { throw error.cliError }
         }
         if arguments.flag("--json") { Output.json(patch); return }
-        Output.line("published \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))")
+        let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
+        Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
         Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
+        if dryRun { Output.line("nothing was changed") }
+    }
+
+    /// FILE, or `{patchesDirectory}/{app}/{appVersion}/main.js` (the project file's, relative to
+    /// its directory; without one, `patches/` of the current directory).
+    static func bundlePath(_ arguments: Arguments, app: AppName, version: AppVersion) throws(CLIError) -> String {
+        if let file = arguments.positional(0) { return file }
+        let project = try ProjectFile.current.get()
+        let path = project?.defaultBundle(appVersion: version).path
+            ?? URL(fileURLWithPath: "patches/\(app)/\(version)/main.js").standardizedFileURL.path
+        guard FileManager.default.fileExists(atPath: path) else {
+            let layout = project.map { "\($0.patchesDirectory)/{app}/{appVersion}/main.js from \($0.location.path)" } ?? "patches/{app}/{appVersion}/main.js"
+            throw .failed("no FILE given, and the default bundle \(path) does not exist (the default is \(layout))")
+        }
+        return path
     }
 }
 
 struct RevokeCommand: Command {
     static let spec = CommandSpec("revoke", summary: "Revoke a patch, or every active patch of an app version when --patch is omitted",
-                                  options: [.value("--app", "NAME", "the app"),
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
+                                            .flag("--dry-run", "say what would be revoked and change nothing (local registry only)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.appName()
         let version = try arguments.appVersion()
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
+        let dryRun = arguments.flag("--dry-run")
         let revoked: JSON
+        let name: AppName
         if let remote = try Remote.from(arguments) {
+            if dryRun { throw .usage("--dry-run works on the local registry only") }
+            name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
             revoked = try remote.json("POST", path)
         } else {
             let context = Context(arguments: arguments)
             let registry = try context.openRegistry()
-            do { revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, actor: context.actor).map(\.json)) } catch {
-                throw error.cliError
-            }
+            name = try AppDefault.resolve(arguments, registry: registry)
+            do {
+                revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map { patch in
+                    guard dryRun, var object = patch.json.objectValue else { return patch.json }
+                    object["dryRun"] = true
+                    return .object(object)
+                })
+            } catch { throw error.cliError }
         }
         if arguments.flag("--json") { Output.json(revoked); return }
-        for patch in revoked.arrayValue ?? [] { Output.line("revoked \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
+        for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
+        if dryRun { Output.line("nothing was changed") }
     }
 }
 
 struct RolloutCommand: Command {
     static let spec = CommandSpec("rollout", summary: "Change the rollout percentage of an active patch",
-                                  options: [.value("--app", "NAME", "the app"),
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number").required,
                                             // --rollout, as publish names it; --percent is the older spelling.
                                             .value("--rollout", "PCT", "new rollout percentage, 0-100").required.alias("--percent"),
+                                            .flag("--dry-run", "say what would change and change nothing (local registry only)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.appName()
         let version = try arguments.appVersion()
         guard let number = try arguments.int("--patch", in: 1...Int(Int32.max)) else { throw .usage("--patch is required") }
         guard let percent = try arguments.int("--rollout", in: 0...100) else { throw .usage("--rollout is required") }
+        let dryRun = arguments.flag("--dry-run")
         let patch: JSON
+        let name: AppName
         if let remote = try Remote.from(arguments) {
+            if dryRun { throw .usage("--dry-run works on the local registry only") }
+            name = try AppDefault.resolve(arguments, registry: nil)
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
                                     body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
         } else {
             let context = Context(arguments: arguments)
             let registry = try context.openRegistry()
-            do { patch = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, actor: context.actor).json } catch {
-                throw error.cliError
-            }
+            name = try AppDefault.resolve(arguments, registry: registry)
+            do {
+                var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, dryRun: dryRun, actor: context.actor).json
+                if dryRun, var object = json.objectValue {
+                    object["dryRun"] = true
+                    object["from"] = .int(Int64(try registry.patches(app: name, appVersion: version, activeOnly: true).first { $0.number == number }?.rollout ?? 0))
+                    json = .object(object)
+                }
+                patch = json
+            } catch { throw error.cliError }
         }
         if arguments.flag("--json") { Output.json(patch); return }
-        if patch["changed"]?.boolValue == false {
+        if dryRun {
+            Output.line("dry run: \(name) \(version) patch \(number) would roll out to \(patch["rollout"]?.intValue ?? 0)% of devices (now \(patch["from"]?.intValue ?? 0)%); nothing was changed")
+        } else if patch["changed"]?.boolValue == false {
             Output.line("\(name) \(version) patch \(number) unchanged: it already rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices (nothing signed, no audit event)")
         } else {
             Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
@@ -112,9 +161,10 @@ struct ListCommand: Command {
         let active = arguments.flag("--active")
         let patches: [JSON]
         if let remote = try Remote.from(arguments) {
-            // Without --app, every app the token may read (GET /v1/apps).
-            var names = [name?.rawValue].compactMap { $0 }
-            if name == nil { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
+            // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
+            let projectApp = try ProjectFile.current.get()?.app
+            var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
+            if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
             var all: [JSON] = []
             for app in names { all += try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? [] }
             patches = all

@@ -4,10 +4,10 @@ import PatchCore
 
 struct VerifyCommand: Command {
     static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
-                                  options: [.value("--repo", "DIR", "an exported repository (patchctl export)"),
+                                  options: [.value("--repo", "DIR", "an exported repository (patchctl export): its DIR, or the directory holding metadata/ and targets/"),
                                             .value("--server", "URL", "a running patchd (with --app), read as a device reads it: same size caps, no redirects"),
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
-                                            .value("--app", "NAME", "the app (required with --server and with --key)"),
+                                            .value("--app", "NAME", "the app (required with --server and with --key; default: hotpatch.json's)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
                                             .flag("--json", "print JSON")])
 
@@ -16,7 +16,8 @@ struct VerifyCommand: Command {
         let server = arguments.value("--server")
         guard (repo == nil) != (server == nil) else { throw .usage("give exactly one of --repo DIR or --server URL") }
         let rootBytes = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
-        let app = try arguments.optionalAppName()
+        let projectApp = try ProjectFile.current.get()?.app
+        let app = try arguments.optionalAppName() ?? projectApp
         var contentKey: [UInt8]?
         if let keyPath = arguments.value("--key") {
             guard app != nil else { throw .usage("--key needs --app (the app name is part of the encryption's associated data)") }
@@ -30,12 +31,7 @@ struct VerifyCommand: Command {
             // The device's HTTP fetcher: its caps, no redirects, an idle timeout per request.
             source = HTTPRepository(server: try Remote.url(server), app: app, requestTimeout: 30, transferTimeout: 120)
         } else {
-            let repo = repo!
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: repo, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw .failed("could not verify: \(repo.debugSanitized) is not a directory")
-            }
-            source = DirectorySource(directory: URL(fileURLWithPath: repo, isDirectory: true))
+            source = DirectorySource(directory: try ExportedRepository.appRoot(repo!, app: app))
         }
         // patchctl runs on the main thread, never one of Swift concurrency's: it may block.
         let key = contentKey
@@ -47,6 +43,9 @@ struct VerifyCommand: Command {
         let report: VerificationReport
         do { report = try outcome.get() } catch {
             if arguments.flag("--json") { Output.json(["ok": false, "error": .string(error.description)]) }
+            if case .rejected = error, let server, let app, appIsUnknown(app, at: try Remote.url(server)) {
+                throw .failed("unknown app \"\(app)\" at \(server.debugSanitized): it serves no 1.root.json for it")
+            }
             switch error {
             case .rejected: throw .verificationFailed(error.description)
             case .couldNotRun: throw .failed(error.description)
@@ -56,6 +55,16 @@ struct VerifyCommand: Command {
         if !report.ok {
             throw .verificationFailed("verification failed: \(report.targets.filter { !$0.ok }.count) of \(report.targets.count) patches do not verify")
         }
+    }
+
+    /// An app the server does not have is a mistake in the command, not a repository that
+    /// fails to verify: patchd serves `1.root.json` for every app it has, and answers 404
+    /// `not_found` "unknown app" for one it has not. (A server that says so falsely still
+    /// fails the check, with exit 2 instead of 1.)
+    private static func appIsUnknown(_ app: AppName, at server: URL) -> Bool {
+        guard let response = try? Remote(base: server, token: nil).send("GET", "/v1/apps/\(app)/metadata/1.root.json", timeout: 10),
+            response.status == 404, let body = try? JSONParser.parse(response.body) else { return false }
+        return body["error"]?["code"]?.stringValue == "not_found" && body["error"]?["message"]?.stringValue?.hasPrefix("unknown app") == true
     }
 }
 
@@ -84,5 +93,32 @@ enum VerifyOutput {
             Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(note)" : "FAIL  \(t.path): \(t.problem!)")
         }
         Output.line(report.ok ? "verified \(report.targets.count) active patch(es)" : "verification FAILED")
+    }
+}
+
+/// Finds the app's repository in what `--repo` names: a directory holding `metadata/` (the
+/// flat layout, or an app's directory of the server layout), or an export's DIR holding
+/// `v1/apps/{app}/` (with `--app`, or the only app there).
+enum ExportedRepository {
+    static func appRoot(_ path: String, app: AppName?) throws(CLIError) -> URL {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .failed("could not verify: \(path.debugSanitized) is not a directory")
+        }
+        let directory = URL(fileURLWithPath: path, isDirectory: true)
+        if manager.fileExists(atPath: directory.appendingPathComponent("metadata").path) { return directory }
+        let apps = directory.appendingPathComponent("v1/apps", isDirectory: true)
+        guard let names = try? manager.contentsOfDirectory(atPath: apps.path), !names.isEmpty else { return directory }
+        if let app {
+            guard names.contains(app.rawValue) else {
+                throw .failed("unknown app \"\(app)\": \(path.debugSanitized) holds exports of \(names.sorted().joined(separator: ", "))")
+            }
+            return apps.appendingPathComponent(app.rawValue, isDirectory: true)
+        }
+        guard names.count == 1 else {
+            throw .usage("\(path.debugSanitized) holds exports of several apps (\(names.sorted().joined(separator: ", "))); give --app")
+        }
+        return apps.appendingPathComponent(names[0], isDirectory: true)
     }
 }

@@ -51,7 +51,8 @@ final class ClientFixture {
     }
 
     /// `registry.export` into a fresh directory, read back as URL path → bytes
-    /// (`metadata/*` → `/v1/apps/{app}/metadata/*`, `targets/**` → `/v1/apps/{app}/targets/**`).
+    /// (the export's default layout is patchd's: `v1/apps/{app}/metadata/*` is served as
+    /// `/v1/apps/{app}/metadata/*`).
     func exported(_ app: AppName, now: Date = Date()) throws -> [String: [UInt8]] {
         let out = root.appendingPathComponent("export-\(app.rawValue)-\(UUID().uuidString)", isDirectory: true)
         try registry.export(app: app, to: out, now: now)
@@ -63,7 +64,7 @@ final class ClientFixture {
             let full = base + "/" + relative
             guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
                 let data = FileManager.default.contents(atPath: full) else { continue }
-            files["/v1/apps/\(app.rawValue)/\(relative)"] = Array(data)
+            files["/\(relative)"] = Array(data)
         }
         return files
     }

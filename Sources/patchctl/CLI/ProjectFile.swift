@@ -1,0 +1,76 @@
+import Foundation
+import PatchCore
+
+/// `hotpatch.json` in an app's repository, written by `patchctl init` and found by walking up
+/// from the current directory, so that `patchctl publish --app-version 2.3` needs nothing else:
+///
+///     {"app":"demo","patchesDirectory":"patches","server":"https://patches.example.com"}
+///
+/// `app` is the default `--app`, `patchesDirectory` (relative to the file's directory) holds
+/// bundles as `{patchesDirectory}/{app}/{appVersion}/main.js`, and the optional `server` is
+/// the default `--server` (after `--server` and `$HOTPATCH_SERVER`).
+struct ProjectFile: Sendable {
+    static let fileName = "hotpatch.json"
+    static let maxSize = 64 << 10
+
+    let app: AppName
+    let patchesDirectory: String
+    let server: String?
+    /// Where the file is; `patchesDirectory` is relative to its directory.
+    let location: URL
+
+    var directory: URL { location.deletingLastPathComponent() }
+
+    /// The bundle `publish` takes when FILE is omitted.
+    func defaultBundle(appVersion: AppVersion) -> URL {
+        URL(fileURLWithPath: patchesDirectory, isDirectory: true, relativeTo: directory).standardizedFileURL
+            .appendingPathComponent(app.rawValue, isDirectory: true)
+            .appendingPathComponent(appVersion.rawValue, isDirectory: true)
+            .appendingPathComponent("main.js")
+    }
+
+    var json: JSON {
+        var out: [String: JSON] = ["app": .string(app.rawValue), "patchesDirectory": .string(patchesDirectory)]
+        if let server { out["server"] = .string(server) }
+        return .object(out)
+    }
+
+    /// The nearest `hotpatch.json` in `start` or a directory above it, or nil.
+    static func find(from start: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)) throws(CLIError) -> ProjectFile? {
+        var directory = start.standardizedFileURL
+        while true {
+            let candidate = directory.appendingPathComponent(fileName)
+            if FileManager.default.fileExists(atPath: candidate.path) { return try load(candidate) }
+            let parent = directory.deletingLastPathComponent().standardizedFileURL
+            if parent.path == directory.path { return nil }
+            directory = parent
+        }
+    }
+
+    static func load(_ url: URL) throws(CLIError) -> ProjectFile {
+        let bytes = try Output.readFile(url.path, what: "project file", limit: maxSize)
+        let file = url.path  // whole: the user's own directories, and the file to fix
+        guard let json = try? JSONParser.parse(bytes), json.objectValue != nil else { throw .failed("\(file) is not a JSON object") }
+        guard let appName = json["app"]?.stringValue else { throw .failed("\(file) has no \"app\" string") }
+        let app: AppName
+        do { app = try AppName(appName) } catch { throw .failed("\(file): \(error.message)") }
+        let patches = json["patchesDirectory"].map { $0.stringValue } ?? "patches"
+        guard let patches, !patches.isEmpty else { throw .failed("\(file): \"patchesDirectory\" must be a non-empty string") }
+        var server: String?
+        if let value = json["server"], !value.isNull {
+            guard let text = value.stringValue else { throw .failed("\(file): \"server\" must be a string") }
+            do { _ = try Remote.url(text) } catch { throw .failed("\(file): \"server\" must be an http:// or https:// URL, got \(text.debugSanitized)") }
+            server = text
+        }
+        return ProjectFile(app: app, patchesDirectory: patches, server: server, location: url.standardizedFileURL)
+    }
+
+    /// The project file of the current directory, read once per process.
+    static let current: Result<ProjectFile?, CLIError> = {
+        do throws(CLIError) { return .success(try find()) } catch { return .failure(error) }
+    }()
+}
+
+private extension JSON {
+    var isNull: Bool { if case .null = self { return true } else { return false } }
+}
