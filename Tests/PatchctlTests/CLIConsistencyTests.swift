@@ -60,6 +60,23 @@ struct CLIConsistencyTests {
         #expect(missing.status == 64 && missing.stderr.contains("--rollout is required"))
     }
 
+    @Test("fetch, verify and keys rotate show their required options as required, and the parser requires them")
+    func requiredOptionsOfFetchVerifyRotate() throws {
+        let w = try Workspace()
+        let fetch = try w.run(["fetch", "--help"], local: false).stdout
+        #expect(fetch.contains("Usage: patchctl fetch --server URL --app-version V --device-id ID --root FILE --cache DIR [--app NAME]"))
+        let verify = try w.run(["verify", "--help"], local: false).stdout
+        #expect(verify.contains("Usage: patchctl verify --root FILE [--repo DIR]"))
+        let rotate = try w.run(["keys", "rotate", "--help"], local: false).stdout
+        #expect(rotate.contains("Usage: patchctl keys rotate --role ROLE [--app NAME]"))
+        let noCache = try w.run(["fetch", "--server", "http://127.0.0.1:1", "--app", "demo", "--app-version", "2.3", "--device-id", "d", "--root", "r.json"], local: false)
+        #expect(noCache.status == 64 && noCache.stderr.contains("--cache is required"))
+        let noRoot = try w.run(["verify", "--repo", w.path("site")], local: false)
+        #expect(noRoot.status == 64 && noRoot.stderr.contains("--root is required"))
+        let noRole = try w.run(["keys", "rotate", "--app", "demo"])
+        #expect(noRole.status == 64 && noRole.stderr.contains("--role is required"))
+    }
+
     @Test("rollout takes --rollout like publish; --percent still works; the same percentage again says unchanged and writes nothing")
     func rolloutSpelling() throws {
         let w = try Workspace()

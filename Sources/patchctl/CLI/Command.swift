@@ -12,7 +12,7 @@ enum PatchCtl {
         AppsCreateCommand.self, AppsListCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
-        InitCommand.self, DiffCommand.self,
+        InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
     ]
 
     static var overview: String {

@@ -62,7 +62,7 @@ struct AppsRootCommand: Command {
 struct KeysRotateCommand: Command {
     static let spec = CommandSpec("keys rotate", summary: "Replace one role's key; writes root N+1 signed by the old and new root keys",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
-                                            .value("--role", "ROLE", "root, targets, snapshot or timestamp"),
+                                            .value("--role", "ROLE", "root, targets, snapshot or timestamp").required,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {

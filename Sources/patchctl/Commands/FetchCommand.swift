@@ -6,13 +6,13 @@ import PatchCore
 /// and what tests drive.
 struct FetchCommand: Command {
     static let spec = CommandSpec("fetch", summary: "Run the client library once: update, verify and decrypt the patch for one device into a cache",
-                                  options: [.value("--server", "URL", "the patchd server"),
+                                  options: [.value("--server", "URL", "the patchd server").required,
                                             .value("--app", "NAME", "the app (default: hotpatch.json's)"),
-                                            .value("--app-version", "V", "the app version of this device"),
-                                            .value("--device-id", "ID", "the device ID (picks the rollout bucket)"),
-                                            .value("--root", "FILE", "the trusted root the app embeds (1.root.json)"),
+                                            .value("--app-version", "V", "the app version of this device").required,
+                                            .value("--device-id", "ID", "the device ID (picks the rollout bucket)").required,
+                                            .value("--root", "FILE", "the trusted root the app embeds (1.root.json)").required,
                                             .value("--key", "FILE", "content key file, for encrypted apps"),
-                                            .value("--cache", "DIR", "the client's cache directory"),
+                                            .value("--cache", "DIR", "the client's cache directory").required,
                                             .value("--min-interval", "SECONDS", "local minimum interval between checks (default 3600)"),
                                             .value("--timeout", "SECONDS", "per-request timeout (default 20)"),
                                             .flag("--force", "check even if the last check is younger than the interval"),

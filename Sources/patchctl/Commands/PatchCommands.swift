@@ -80,17 +80,20 @@ struct RevokeCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let revoked: JSON
         let name: AppName
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var registry: Registry?
+        if let remote {
             if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
             revoked = try remote.json("POST", path)
         } else {
             let context = Context(arguments: arguments)
-            let registry = try context.openRegistry()
-            name = try AppDefault.resolve(arguments, registry: registry)
+            let local = try context.openRegistry()
+            registry = local
+            name = try AppDefault.resolve(arguments, registry: local)
             do {
-                revoked = .array(try registry.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map { patch in
+                revoked = .array(try local.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map { patch in
                     guard dryRun, var object = patch.json.objectValue else { return patch.json }
                     object["dryRun"] = true
                     return .object(object)
@@ -99,7 +102,7 @@ struct RevokeCommand: Command {
         }
         if arguments.flag("--json") { Output.json(revoked); return }
         for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
-        if dryRun { Output.line("nothing was changed") }
+        if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, remote: remote, registry: registry) }
     }
 }
 
@@ -120,7 +123,9 @@ struct RolloutCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let patch: JSON
         let name: AppName
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var local: Registry?
+        if let remote {
             if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
@@ -128,6 +133,7 @@ struct RolloutCommand: Command {
         } else {
             let context = Context(arguments: arguments)
             let registry = try context.openRegistry()
+            local = registry
             name = try AppDefault.resolve(arguments, registry: registry)
             do {
                 var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, dryRun: dryRun, actor: context.actor).json
@@ -147,19 +153,21 @@ struct RolloutCommand: Command {
         } else {
             Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
         }
+        if !dryRun { try NowServed.print(app: name, version: version, remote: remote, registry: local) }
     }
 }
 
 struct ListCommand: Command {
     static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, who and when",
                                   options: [.value("--app", "NAME", "only this app (with --server: default every app the token may read)"),
-                                            .flag("--active", "only active patches"),
+                                            // "active" is the stored state (not revoked); a superseded or halted patch is active but reaches no device.
+                                            .flag("--active", "only active patches (not revoked; includes superseded and halted ones, see DELIVERY)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
         let active = arguments.flag("--active")
-        let patches: [JSON]
+        var patches: [JSON]
         if let remote = try Remote.from(arguments) {
             // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
             let projectApp = try ProjectFile.current.get()?.app
@@ -175,11 +183,12 @@ struct ListCommand: Command {
                 patches = try registry.patches(app: name, appVersion: nil, activeOnly: active).map(\.json)
             } catch { throw error.cliError }
         }
+        patches = NowServed.annotate(patches)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
-        Output.line(table(["APP", "VERSION", "PATCH", "ROLLOUT", "STATE", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
+        Output.line(table(["APP", "VERSION", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
             [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
-             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), String(p["length"]?.intValue ?? 0),
+             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? "", String(p["length"]?.intValue ?? 0),
              p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
     }

@@ -6,7 +6,7 @@ struct VerifyCommand: Command {
     static let spec = CommandSpec("verify", summary: "Verify a repository from a trusted root: root chain, signatures, expiry, every active patch",
                                   options: [.value("--repo", "DIR", "an exported repository (patchctl export): its DIR, or the directory holding metadata/ and targets/"),
                                             .value("--server", "URL", "a running patchd (with --app), read as a device reads it: same size caps, no redirects"),
-                                            .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds"),
+                                            .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds").required,
                                             .value("--app", "NAME", "the app (required with --server and with --key; default: hotpatch.json's)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
                                             .flag("--json", "print JSON")])

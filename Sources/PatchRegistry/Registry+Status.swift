@@ -1,0 +1,132 @@
+import Foundation
+import PatchCore
+
+/// How a patch stands with the devices of its app version now (`patchctl list`, `status`).
+public enum Delivery: String, Sendable {
+    /// Active and served to some devices.
+    case live
+    /// Active with a rollout above 0, but a newer patch at 100 % reaches every device first.
+    case superseded
+    /// Active at rollout 0: still listed and signed, served to no device.
+    case halted
+    case revoked
+}
+
+/// What the devices of one app version get now: the rollout split and each patch's
+/// delivery. The one place that computes it; every command that shows it goes through here.
+public struct VersionServing: Sendable {
+    /// The part of a patch the split depends on, so a listing read from a server works too.
+    public struct Entry: Sendable {
+        public let number: Int
+        public let rollout: Int
+        public let active: Bool
+
+        public init(number: Int, rollout: Int, active: Bool) {
+            self.number = number
+            self.rollout = rollout
+            self.active = active
+        }
+
+        /// From one patch of a listing (`PatchRecord.json`, as `GET /v1/apps/{app}/patches` answers).
+        public init?(listing json: JSON) {
+            guard let number = json["patch"]?.intValue, let rollout = json["rollout"]?.intValue, let state = json["state"]?.stringValue else { return nil }
+            self.init(number: Int(number), rollout: Int(rollout), active: state == PatchState.active.rawValue)
+        }
+    }
+
+    public let app: AppName
+    public let appVersion: AppVersion
+    /// Newest patch first, then "none" if some devices get no patch.
+    public let shares: [Rollout.Share]
+    /// Every patch of the version, active or revoked, by number.
+    public let delivery: [Int: Delivery]
+    public let rollouts: [Int: Int]
+
+    public init(app: AppName, appVersion: AppVersion, entries: [Entry]) {
+        self.app = app
+        self.appVersion = appVersion
+        let listed = entries.filter(\.active).map { (patch: $0.number, percent: $0.rollout) }
+        shares = Rollout.split(listed)
+        var delivery: [Int: Delivery] = [:]
+        for entry in entries where !entry.active { delivery[entry.number] = .revoked }
+        for (patch, share) in Rollout.exactShares(listed) {
+            delivery[patch] = share > 0 ? .live : listed.first { $0.patch == patch }?.percent == 0 ? .halted : .superseded
+        }
+        self.delivery = delivery
+        rollouts = Dictionary(entries.map { ($0.number, $0.rollout) }) { a, _ in a }
+    }
+
+    public init(app: AppName, appVersion: AppVersion, patches: [PatchRecord]) {
+        self.init(app: app, appVersion: appVersion,
+                  entries: patches.map { Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active) })
+    }
+
+    /// One per (app, app version) of `patches`, in app and version order.
+    public static func grouped(_ patches: [PatchRecord]) -> [VersionServing] {
+        Dictionary(grouping: patches) { [$0.app.rawValue, $0.appVersion.rawValue] }.values
+            .compactMap { group in group.first.map { VersionServing(app: $0.app, appVersion: $0.appVersion, patches: group) } }
+            .sorted { ($0.app, $0.appVersion) < ($1.app, $1.appVersion) }
+    }
+
+    /// The newest patch some devices are served: what a rollback revokes.
+    public var newestLive: Int? { delivery.filter { $0.value == .live }.keys.max() }
+
+    /// "patch 3 → 25 %, patch 2 → 75 %"
+    public var summary: String { shares.map(\.text).joined(separator: ", ") }
+
+    public var json: JSON {
+        ["app": .string(app.rawValue), "appVersion": .string(appVersion.rawValue),
+         "served": .array(shares.map { ["patch": $0.patch.map { .int(Int64($0)) } ?? .null, "basisPoints": .int(Int64($0.basisPoints))] }),
+         "patches": .array(delivery.keys.sorted(by: >).map { number in
+             ["patch": .int(Int64(number)), "rollout": .int(Int64(rollouts[number] ?? 0)), "delivery": .string(delivery[number]?.rawValue ?? "")]
+         })]
+    }
+}
+
+/// `patchctl status` of one app: its signed metadata and what each app version serves.
+public struct AppStatus: Sendable {
+    public struct RoleMetadata: Sendable {
+        public let role: Role
+        public let version: Int64
+        /// As signed: YYYY-MM-DDTHH:MM:SSZ.
+        public let expires: String
+    }
+
+    public let app: AppName
+    public let metadata: [RoleMetadata]
+    public let versions: [VersionServing]
+
+    public var json: JSON {
+        ["app": .string(app.rawValue),
+         "metadata": .object(Dictionary(uniqueKeysWithValues: metadata.map { ($0.role.rawValue, ["version": .int($0.version), "expires": .string($0.expires)] as JSON) })),
+         "versions": .array(versions.map(\.json))]
+    }
+}
+
+extension Registry {
+    /// What the devices of one app version get now.
+    public func serving(app: AppName, appVersion: AppVersion) throws(RegistryError) -> VersionServing {
+        VersionServing(app: app, appVersion: appVersion, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
+    }
+
+    /// Every app (or one), with the newest version and expiry of each role's metadata and
+    /// the split of each app version that has patches.
+    public func status(app name: AppName?) throws(RegistryError) -> [AppStatus] {
+        let records = if let name { [try app(name)] } else { try apps() }
+        var result: [AppStatus] = []
+        for record in records {
+            let rows = try read { () throws(SQLiteError) in
+                // SQLite takes the bare columns from the row holding MAX(version).
+                try db.query("SELECT role, MAX(version), expires FROM metadata WHERE app = ? GROUP BY role", [.text(record.name.rawValue)]) {
+                    ($0.text(0), $0.int(1), $0.text(2))
+                }
+            }
+            let metadata = Role.allCases.compactMap { role in
+                rows.first { $0.0 == role.rawValue }.map { AppStatus.RoleMetadata(role: role, version: $0.1, expires: $0.2) }
+            }
+            let versions = VersionServing.grouped(try patches(app: record.name, appVersion: nil, activeOnly: false))
+            result.append(AppStatus(app: record.name, metadata: metadata, versions: versions))
+        }
+        return result
+    }
+}

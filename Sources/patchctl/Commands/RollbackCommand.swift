@@ -1,0 +1,35 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+/// `patchctl rollback`: revokes the newest patch some devices of an app version are served,
+/// so they fall back to what the rule picks next, and says what that is.
+struct RollbackCommand: Command {
+    static let spec = CommandSpec("rollback", summary: "Revoke the newest live patch of an app version and show what devices get now",
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
+                                            .value("--app-version", "V", "the app version").required,
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let version = try arguments.appVersion()
+        let remote = try Remote.from(arguments)
+        let context = Context(arguments: arguments)
+        let registry = remote == nil ? try context.openRegistry() : nil
+        let name = try AppDefault.resolve(arguments, registry: registry)
+        if remote == nil { do { _ = try registry!.app(name) } catch { throw error.cliError } }
+        let before = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
+        guard let number = before.newestLive else {
+            throw .failed("\(name) \(version) has no live patch to roll back (devices get: \(before.summary))")
+        }
+        let revoked: JSON
+        if let remote {
+            revoked = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/revoke").arrayValue?.first ?? .null
+        } else {
+            do { revoked = try registry!.revoke(app: name, appVersion: version, number: number, actor: context.actor).first?.json ?? .null } catch { throw error.cliError }
+        }
+        let after = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
+        if arguments.flag("--json") { Output.json(["revoked": revoked, "now": after.json]); return }
+        Output.line("revoked \(name) \(version) patch \(number)")
+        Output.line(NowServed.line(after))
+    }
+}
