@@ -13,6 +13,7 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
+        r.add("GET", "/v1/apps/:app/status", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.status(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout, access: .role(.publisher),

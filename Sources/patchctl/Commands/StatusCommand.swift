@@ -3,29 +3,47 @@ import PatchCore
 import PatchRegistry
 
 /// `patchctl status`: per app and app version, what devices get now (the rollout split, from
-/// the rule server and client apply) and each role's metadata version and expiry.
+/// the rule server and client apply) and each role's metadata version and expiry, from the
+/// local registry or with --server from `GET /v1/apps/{app}/status`.
 struct StatusCommand: Command {
     static let spec = CommandSpec("status", summary: "Show what devices get now per app version (the rollout split) and each role's metadata version and expiry",
                                   options: [.value("--app", "NAME", "only this app (default: every app of the registry)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
-        // Local only: it reads the registry's own records (no server route gives the split yet).
-        let registry = try Context(arguments: arguments).openRegistry()
-        let apps: [AppStatus]
-        do { apps = try registry.status(app: name) } catch { throw error.cliError }
-        if arguments.flag("--json") { Output.json(["apps": .array(apps.map(\.json))]); return }
+        // Both paths give AppStatus.json, one object per app; one printer renders it.
+        var apps: [JSON] = []
+        if let remote = try Remote.from(arguments) {
+            // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
+            let projectApp = try ProjectFile.current.get()?.app
+            var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
+            if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
+            for app in names { apps.append(try remote.json("GET", "/v1/apps/\(app)/status")) }
+        } else {
+            let registry = try Context(arguments: arguments).openRegistry()
+            do { apps = try registry.status(app: name).map(\.json) } catch { throw error.cliError }
+        }
+        if arguments.flag("--json") { Output.json(["apps": .array(apps)]); return }
         guard !apps.isEmpty else { Output.line("no apps"); return }
         let now = Date()
         for (index, app) in apps.enumerated() {
             if index > 0 { Output.line() }
-            Output.line("app \(app.app)")
-            Output.line(table(["ROLE", "VERSION", "EXPIRES", ""], app.metadata.map { role in
-                [role.role.rawValue, String(role.version), role.expires, Self.remaining(until: role.expires, now: now)]
+            Output.line("app \(app["app"]?.stringValue ?? "")")
+            let metadata = app["metadata"]?.objectValue ?? [:]
+            Output.line(table(["ROLE", "VERSION", "EXPIRES", ""], Role.allCases.compactMap { role in
+                metadata[role.rawValue].map { m in
+                    let expires = m["expires"]?.stringValue ?? ""
+                    return [role.rawValue, String(m["version"]?.intValue ?? 0), expires, Self.remaining(until: expires, now: now)]
+                }
             }))
-            if app.versions.isEmpty { Output.line("no patches"); continue }
-            Output.line(table(["VERSION", "DEVICES GET NOW"], app.versions.map { [$0.appVersion.rawValue, $0.summary] }))
+            let versions = app["versions"]?.arrayValue ?? []
+            if versions.isEmpty { Output.line("no patches"); continue }
+            Output.line(table(["VERSION", "DEVICES GET NOW"], versions.map { v in
+                [v["appVersion"]?.stringValue ?? "", (v["served"]?.arrayValue ?? []).map { share in
+                    Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
+                }.joined(separator: ", ")]
+            }))
         }
     }
 
