@@ -1,0 +1,47 @@
+import Foundation
+import PatchCore
+import Testing
+@testable import PatchRegistry
+
+@Suite("Status: what devices get now, and each patch's delivery")
+struct StatusTests {
+    @Test("delivery: live, superseded behind a newer 100 %, halted at 0 %, revoked; live is exactly what signed targets lists")
+    func delivery() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        let version = try AppVersion("2.3")
+        try t.publish(app, "2.3", "one()")
+        try t.publish(app, "2.3", "two()")
+        try t.publish(app, "2.3", "three()", rollout: 25)
+        try t.publish(app, "2.3", "four()", rollout: 0)
+        try t.publish(app, "2.3", "five()", rollout: 10)
+        _ = try t.registry.revoke(app: app, appVersion: version, number: 5, actor: t.actor)
+        let serving = try t.registry.serving(app: app, appVersion: version)
+        #expect(serving.delivery == [1: .superseded, 2: .live, 3: .live, 4: .halted, 5: .revoked])
+        #expect(serving.summary == "patch 3 → 25 %, patch 2 → 75 %")
+        #expect(serving.newestLive == 3)
+        let listed = try t.targets(app).targets.compactMap { PatchTargetInfo(path: $0.key, file: $0.value)?.patch }
+        #expect(Set(listed) == Set(serving.delivery.filter { $0.value == .live }.keys))
+    }
+
+    @Test("status holds the newest version and expiry of each role and one entry per app version with patches")
+    func status() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        _ = try t.app("empty")
+        try t.publish(app, "2.3", "one()")
+        try t.publish(app, "2.4", "two()", rollout: 40)
+        let all = try t.registry.status(app: nil)
+        #expect(all.map(\.app.rawValue) == ["demo", "empty"])
+        #expect(all[1].versions.isEmpty)
+        let demo = try #require(try t.registry.status(app: app).first)
+        for role in Role.allCases {
+            let stored = try #require(demo.metadata.first { $0.role == role })
+            #expect(stored.version == (try t.registry.latestMetadata(app: app, role: role).version))
+            #expect(TUFTime.parse(stored.expires).map { $0 > Date() } == true)
+        }
+        #expect(demo.versions.map(\.appVersion.rawValue) == ["2.3", "2.4"])
+        #expect(demo.versions[1].shares == [.init(patch: 1, basisPoints: 4000), .init(patch: nil, basisPoints: 6000)])
+        #expect(throws: RegistryError.self) { try t.registry.status(app: try AppName("nope")) }
+    }
+}
