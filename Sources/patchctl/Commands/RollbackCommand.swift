@@ -16,16 +16,19 @@ struct RollbackCommand: Command {
         let context = Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
-        if remote == nil { do { _ = try registry!.app(name) } catch { throw error.cliError } }
+        // An unknown app is "unknown app", not "nothing to roll back".
+        if let registry { do { _ = try registry.app(name) } catch { throw error.cliError } }
         let before = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
         guard let number = before.newestLive else {
             throw .failed("\(name) \(version) has no live patch to roll back (devices get: \(before.summary))")
         }
         let revoked: JSON
-        if let remote {
+        if let registry {
+            do { revoked = try registry.revoke(app: name, appVersion: version, number: number, actor: context.actor).first?.json ?? .null } catch { throw error.cliError }
+        } else if let remote {
             revoked = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/revoke").arrayValue?.first ?? .null
         } else {
-            do { revoked = try registry!.revoke(app: name, appVersion: version, number: number, actor: context.actor).first?.json ?? .null } catch { throw error.cliError }
+            throw .failed("no registry and no server")
         }
         let after = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
         if arguments.flag("--json") { Output.json(["revoked": revoked, "now": after.json]); return }
