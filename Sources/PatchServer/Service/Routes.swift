@@ -10,6 +10,7 @@ extension PatchService {
         r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
         r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
         r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
+        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
@@ -51,6 +52,11 @@ extension PatchService {
         return n
     }
 
+    /// A channel named in a path or query: the channel grammar, else 400.
+    static func channel(_ raw: String) throws(HTTPError) -> ChannelName {
+        do { return try ChannelName(raw) } catch { throw error.httpError }
+    }
+
     static func patchNumber(_ raw: String) throws(HTTPError) -> Int {
         guard let n = Int(raw), n >= 1, n <= Int(Int32.max), String(n) == raw else { throw .badRequest("patch must be a positive integer") }
         return n
@@ -69,7 +75,9 @@ extension PatchService {
         let app = try appCatalog(p["app"])
         let version = try appVersion(p["version"])
         let number = try PatchService.patchNumber(p["patch"])
-        guard let response = app.targets["\(version)/\(number)/\(p["hash"]).main.js"] else {
+        let channel = try p.values["channel"].map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
+        guard let response = app.targets[String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"] else {
             throw .notFound("no such target (revoked, or never published)")
         }
         return response
@@ -84,7 +92,8 @@ extension PatchService {
     /// The simple check once app and version are known (routed, or found by path in the catalog).
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         try throttleDevice(request, catalog: app)
-        guard let entry = app.patch(for: version, deviceID: request.header("X-Device-ID")) else {
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID")) else {
             return PatchService.noPatch
         }
         if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
@@ -109,9 +118,12 @@ extension PatchService {
             rollout = value
         }
         let allowSame = request.query("allowSame") == "true"
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        let message = request.query("message")
         let bundle = request.body
         let published = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, allowSame: allowSame, actor: token.actor)
+            try registry.publish(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                 allowSame: allowSame, actor: token.actor)
         }
         metrics.recordPublish()
         var json = published.patch.json.objectValue!
