@@ -38,6 +38,8 @@ public struct PatchRecord: Sendable, Equatable {
     public let revokedBy: String?
     /// Release notes given with `--message`, signed with the target.
     public let message: String?
+    /// The patch of another channel this one was promoted from (same plaintext).
+    public let promotedFrom: PatchTargetInfo.Origin?
 
     public var encrypted: Bool { contentKeyID != nil }
 
@@ -54,6 +56,7 @@ public struct PatchRecord: Sendable, Equatable {
             "targetPath": .string(targetPath), "channel": .string(channel.rawValue),
         ]
         if let message { out["message"] = .string(message) }
+        if let promotedFrom { out["promotedFrom"] = promotedFrom.json }
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
         if let revokedBy { out["revokedBy"] = .string(revokedBy) }
         return .object(out)

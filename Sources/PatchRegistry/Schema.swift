@@ -85,6 +85,9 @@ enum Schema {
         number INTEGER NOT NULL,
         channel TEXT NOT NULL,
         message TEXT,
+        promoted_channel TEXT,
+        promoted_patch INTEGER,
+        promoted_sha256 TEXT,
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );

@@ -11,7 +11,8 @@
 /// so a number names one patch and one ciphertext (the AAD binds the number).
 ///
 /// `custom`: patch, rollout, published, plaintext {length, sha256, md5}, optionally
-/// encryption {alg, keyid} and message (release notes).
+/// encryption {alg, keyid}, message (release notes) and promotedFrom {channel, patch, sha256}
+/// (the patch of another channel whose plaintext this one is).
 public struct PatchTargetInfo: Sendable, Equatable {
     public struct Encryption: Sendable, Equatable {
         public let algorithm: String
@@ -20,6 +21,28 @@ public struct PatchTargetInfo: Sendable, Equatable {
         public init(algorithm: String = BundleCipher.algorithm, keyID: String) {
             self.algorithm = algorithm
             self.keyID = keyID
+        }
+    }
+
+    /// Where a promoted patch came from: the other channel's patch and its plaintext sha256,
+    /// which equals this patch's plaintext sha256 (what QA tested is what ships).
+    public struct Origin: Sendable, Equatable {
+        public let channel: ChannelName
+        public let patch: Int
+        public let sha256: String
+
+        public init(channel: ChannelName, patch: Int, sha256: String) {
+            self.channel = channel
+            self.patch = patch
+            self.sha256 = sha256
+        }
+
+        public var json: JSON { ["channel": .string(channel.rawValue), "patch": .int(Int64(patch)), "sha256": .string(sha256)] }
+
+        public init?(_ json: JSON) {
+            guard let raw = json["channel"]?.stringValue, let channel = try? ChannelName(raw), let patch = json["patch"]?.intValue, patch >= 1,
+                let sha256 = json["sha256"]?.stringValue else { return nil }
+            self.init(channel: channel, patch: Int(patch), sha256: sha256)
         }
     }
 
@@ -33,10 +56,11 @@ public struct PatchTargetInfo: Sendable, Equatable {
     public let encryption: Encryption?
     /// Release notes, signed with the target.
     public let message: String?
+    public let promotedFrom: Origin?
 
     /// What the registry signs for one patch.
     public init(appVersion: AppVersion, channel: ChannelName, patch: Int, rollout: Int, published: String, plaintext: BundleDigests,
-                encryption: Encryption?, message: String?) {
+                encryption: Encryption?, message: String?, promotedFrom: Origin?) {
         self.path = PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: patch)
         self.appVersion = appVersion.rawValue
         self.channel = channel
@@ -46,6 +70,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
         self.plaintext = plaintext
         self.encryption = encryption
         self.message = message
+        self.promotedFrom = promotedFrom
     }
 
     /// Reads a signed target entry; nil when it is not one of hotpatch's patches.
@@ -77,6 +102,12 @@ public struct PatchTargetInfo: Sendable, Equatable {
         } else {
             self.message = nil
         }
+        if let origin = custom["promotedFrom"] {
+            guard let parsed = Origin(origin) else { return nil }
+            self.promotedFrom = parsed
+        } else {
+            self.promotedFrom = nil
+        }
         self.path = path
         self.appVersion = version.rawValue
         self.channel = channel
@@ -101,6 +132,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
         ]
         if let encryption { custom["encryption"] = ["alg": .string(encryption.algorithm), "keyid": .string(encryption.keyID)] }
         if let message { custom["message"] = .string(message) }
+        if let promotedFrom { custom["promotedFrom"] = promotedFrom.json }
         return .object(custom)
     }
 

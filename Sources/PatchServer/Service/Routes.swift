@@ -13,6 +13,7 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/promote", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.promote(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
@@ -128,6 +129,27 @@ extension PatchService {
         metrics.recordPublish()
         var json = published.patch.json.objectValue!
         json["targetsVersion"] = .int(published.targetsVersion)
+        return .json(.object(json), status: 201)
+    }
+
+    /// Publishes the plaintext of a patch of channel `from` as the next patch of channel `to`
+    /// (Registry.promote): query from, to, optional patch, rollout and message.
+    func promote(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let version = try appVersion(p["version"])
+        guard let rawFrom = request.query("from"), let rawTo = request.query("to") else { throw .badRequest("from and to query parameters are required") }
+        let from = try PatchService.channel(rawFrom)
+        let to = try PatchService.channel(rawTo)
+        let number = try request.query("patch").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
+        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
+        let message = request.query("message")
+        let promoted = try change(app: app, by: token) { registry throws(RegistryError) in
+            try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message, actor: token.actor)
+        }
+        metrics.recordPublish()
+        var json = promoted.patch.json.objectValue ?? [:]
+        json["targetsVersion"] = .int(promoted.targetsVersion)
         return .json(.object(json), status: 201)
     }
 
