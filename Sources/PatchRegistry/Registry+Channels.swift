@@ -107,13 +107,14 @@ extension Registry {
         return record
     }
 
-    /// Release notes as they are stored and signed: at most 2000 bytes of UTF-8, no control
-    /// characters but newlines and tabs (they are shown in listings and logs); empty is none.
+    /// Release notes as they are stored and signed: one line of at most 2000 bytes of UTF-8,
+    /// no control characters. They are shown in listings and logs (a newline could forge a
+    /// row), and the audit chain hashes canonical JSON, which writes control characters raw.
     static func releaseNotes(_ message: String?) throws(RegistryError) -> String? {
         guard let message, !message.isEmpty else { return nil }
         guard message.utf8.count <= 2000 else { throw .invalidInput("the message is \(message.utf8.count) bytes; the limit is 2000") }
-        guard message.unicodeScalars.allSatisfy({ $0 == "\n" || $0 == "\t" || $0.properties.generalCategory != .control }) else {
-            throw .invalidInput("the message holds control characters")
+        guard message.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }) else {
+            throw .invalidInput("the message must be one line without control characters")
         }
         return message
     }

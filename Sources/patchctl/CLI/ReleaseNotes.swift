@@ -8,8 +8,7 @@ enum ReleaseNotes {
         guard !noted.isEmpty else { return }
         Output.line()
         for p in noted {
-            let notes = (p["message"]?.stringValue ?? "").split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n    ")
-            Output.line("\(p["app"]?.stringValue ?? "") \(p["appVersion"]?.stringValue ?? "") patch \(p["patch"]?.intValue ?? 0): \(notes)")
+            Output.line("\(p["app"]?.stringValue ?? "") \(p["appVersion"]?.stringValue ?? "") patch \(p["patch"]?.intValue ?? 0): \(p["message"]?.stringValue ?? "")")
         }
     }
 }
