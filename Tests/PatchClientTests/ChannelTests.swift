@@ -76,10 +76,11 @@ struct ChannelClientTests {
         let (fixture, mirror, staging) = try Self.scene()
         let production = try client(fixture, mirror, channel: "production")
         let good = try await installGood(production, number: 1, script: ClientFixture.script(fixture.demo, 1))
-        let patch3 = try fixture.registry.publish(app: fixture.demo, appVersion: fixture.version, bundle: Array("console.log(3);\n".utf8),
+        let patch3 = try fixture.registry.publish(app: fixture.demo, appVersion: fixture.version, bundle: Array("console.log('release build');\n".utf8),
                                                   actor: fixture.actor).patch
         mirror.serve(try fixture.exported(fixture.demo))
         let stagingBytes = try fixture.registry.servedBytes(sha256: staging.served.sha256)
+        #expect(stagingBytes.count == patch3.served.length, "same length: only the hashes can tell them apart")
         for path in ClientFixture.targetPaths(patch3) { mirror.serve([path: stagingBytes]) }
         let outcome = await production.sync(force: true)
         #expect(isHashMismatch(outcome.verificationError, what: "target 2.3/3/main.js"), "\(outcome)")
