@@ -77,6 +77,8 @@ extension PatchService {
         let version = try appVersion(p["version"])
         let number = try PatchService.patchNumber(p["patch"])
         let channel = try p.values["channel"].map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
+        if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
         let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
         guard let response = app.targets[String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"] else {
             throw .notFound("no such target (revoked, or never published)")
