@@ -20,7 +20,8 @@ extension Registry {
     /// hashes differ, as they differ for every patch.
     public func promote(app name: AppName, appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int? = nil, rollout: Int = 100,
                         message: String? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
-        guard from != to else { throw .invalidInput("--from and --to name the same channel (\(from))") }
+        // A conflict, not bad input: each name is valid, the pair names no promotion.
+        guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
@@ -107,12 +108,17 @@ extension Registry {
         return record
     }
 
-    /// Release notes as they are stored and signed: one line of at most 2000 bytes of UTF-8,
-    /// no control characters. They are shown in listings and logs (a newline could forge a
-    /// row), and the audit chain hashes canonical JSON, which writes control characters raw.
+    /// Release notes as they are stored and signed: one line of at most 500 characters
+    /// (Unicode scalars, as JSON Schema's maxLength counts), no control characters. They are
+    /// shown in listings and logs (a newline could forge a row), and the audit chain hashes
+    /// canonical JSON, which writes control characters raw.
+    static let maxReleaseNotes = 500
+
     static func releaseNotes(_ message: String?) throws(RegistryError) -> String? {
         guard let message, !message.isEmpty else { return nil }
-        guard message.utf8.count <= 2000 else { throw .invalidInput("the message is \(message.utf8.count) bytes; the limit is 2000") }
+        guard message.unicodeScalars.count <= maxReleaseNotes else {
+            throw .invalidInput("the message is \(message.unicodeScalars.count) characters; the limit is \(maxReleaseNotes)")
+        }
         guard message.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }) else {
             throw .invalidInput("the message must be one line without control characters")
         }

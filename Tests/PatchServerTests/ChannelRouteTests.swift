@@ -54,6 +54,8 @@ struct ChannelRouteTests {
         #expect(f.post(path, token: f.auditorToken, query: query).status == 403)
         #expect(f.post(path, token: f.otherAppToken, query: query).status == 403)
         #expect(f.post(path, token: f.publisherToken, query: ["from": "staging"]).status == 400)
+        #expect(f.post(path, token: f.publisherToken, query: ["from": "staging", "to": "staging"]).status == 409)
+        #expect(f.post(path, token: f.publisherToken, query: ["from": "staging", "to": "production", "message": "a\u{85}b"]).status == 400)
         #expect(f.post(path, token: f.publisherToken, query: ["from": "staging", "to": "production", "rollout": "101"]).status == 400)
         let promoted = f.post(path, token: f.publisherToken, query: query)
         #expect(promoted.status == 201)
