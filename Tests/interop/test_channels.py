@@ -1,6 +1,6 @@
-"""Channels and promotion (issue 11): patches published to a channel, the channel signed in
-the target path, python-tuf fetching every channel's patches, `promote` locally and over
---server, release notes in list and audit, a client following one channel."""
+"""Channels and promotion (issue 11): `promote` locally and over --server (python-tuf reads
+the promoted target), release notes in list and audit, hotpatch.json's channel, a client
+following one channel. python-tuf fetching every channel's patches is in test_tuf_interop.py."""
 
 import hashlib
 import json
@@ -14,26 +14,6 @@ def run_in(ws, cwd, *args) -> Result:
     environment = {**clean_env(), "HOTPATCH_DATA": str(ws.data), "HOTPATCH_KEYS": str(ws.keys)}
     proc = spawn(lambda: subprocess.run([str(ws.exe), *map(str, args)], capture_output=True, cwd=cwd, env=environment, timeout=120))
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
-
-
-def test_python_tuf_fetches_every_channels_patches_from_an_export_and_from_patchd(workspace, http_server, start, tmp_path):
-    ws = workspace
-    ws.create_app("demo")
-    _, prod = ws.publish("demo", "2.3", "production();\n")
-    staged, stage = ws.publish("demo", "2.3", "staging();\n", channel="staging")
-    _, qa = ws.publish("demo", "2.3", "qa();\n", channel="qa", rollout=40)
-    assert staged["targetPath"] == "staging/2.3/2/main.js" and staged["channel"] == "staging"
-    server = start(ws)
-    for base in (http_server(ws.export("demo")), f"{server.url}/v1/apps/demo"):
-        updater = repo_updater(base, tmp_path / hashlib.sha256(base.encode()).hexdigest()[:8] / "metadata", ws.root_json("demo"))
-        updater.refresh()
-        for path, body, patch, rollout in [("2.3/1/main.js", prod, 1, 100), ("staging/2.3/2/main.js", stage, 2, 100),
-                                           ("qa/2.3/3/main.js", qa, 3, 40)]:
-            info, downloaded = fetch(updater, path)
-            assert info is not None, f"{base}: {path} not listed"
-            assert downloaded == body and info.custom["patch"] == patch and info.custom["rollout"] == rollout
-            assert info.custom["plaintext"] == digests(body)
-        assert updater.get_targetinfo("2.3/2/main.js") is None, "a staging patch is never listed under a production path"
 
 
 def test_promote_ships_the_tested_plaintext_and_python_tuf_sees_where_it_came_from(workspace, http_server, tmp_path):
