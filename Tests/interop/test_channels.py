@@ -6,7 +6,7 @@ import hashlib
 import json
 import subprocess
 
-from hotpatch_testing import Result, assert_cli_error, clean_env, decrypt, digests, fetch, repo_updater, spawn
+from hotpatch_testing import Result, assert_cli_error, clean_env, decrypt, fetch, repo_updater, spawn
 
 
 def run_in(ws, cwd, *args) -> Result:
