@@ -50,6 +50,11 @@ def test_list_and_audit_show_channel_and_release_notes_and_a_bad_channel_is_a_us
     assert "fixes the login crash" in ws.ok("audit", "--app", "demo")
     assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", "--channel", "Beta!", bundle), 64, "invalid channel name")
     assert_cli_error(ws.run("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta"), 64, "--to is required")
+    ws.ok("list")  # every later process finds the same closed, checkpointed files
+    before = {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")}
+    text = ws.ok("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta", "--to", "production", "--dry-run")
+    assert "dry run: would promote demo 2.3 patch 1 of beta as patch 2 of production" in text and "nothing was changed" in text
+    assert {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")} == before
 
 
 def test_project_channel_is_publishs_default_and_fetch_follows_one_channel(workspace, start, tmp_path):
