@@ -26,7 +26,6 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
-            let candidates = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: false)
             let source: PatchRecord
             if let number {
                 guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
@@ -38,7 +37,7 @@ extension Registry {
                 guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; it cannot be promoted") }
                 source = patch
             } else {
-                guard let newest = candidates.last(where: { $0.state == .active }) else {
+                guard let newest = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: true).last else {
                     throw RegistryError.notFound("\(name) \(appVersion) has no active patch in channel \(from)")
                 }
                 source = newest
