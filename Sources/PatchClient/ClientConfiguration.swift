@@ -11,6 +11,9 @@ public struct ClientConfiguration: Sendable {
     public var trustedRoot: [UInt8]
     public var contentKey: [UInt8]?
     public var cacheDirectory: URL
+    /// The one channel this client follows: it installs only patches signed for it (the
+    /// channel is part of the signed target path), never another channel's.
+    public var channel: ChannelName = .production
     /// No network request is made when the last check is younger than this (seconds).
     public var minimumInterval: TimeInterval = 3600
     /// Per request: connecting and waiting for data.

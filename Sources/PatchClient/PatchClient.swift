@@ -180,7 +180,7 @@ public actor PatchClient {
         let state = lockedState()
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         for (path, file) in targets.targets {
-            guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version else { continue }
+            guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version, info.channel == configuration.channel else { continue }
             listed[info.patch] = (info, file)
         }
         let best = listed.values

@@ -23,6 +23,8 @@ public struct PatchRecord: Sendable, Equatable {
     public let app: AppName
     public let appVersion: AppVersion
     public let number: Int
+    /// The channel devices must follow to get it (`production` for patches from before channels).
+    public let channel: ChannelName
     public let rollout: Int
     public let state: PatchState
     /// Digests of the script as the publisher gave it.
@@ -34,11 +36,15 @@ public struct PatchRecord: Sendable, Equatable {
     public let publishedBy: String
     public let revokedAt: String?
     public let revokedBy: String?
+    /// Release notes given with `--message`, signed with the target.
+    public let message: String?
+    /// The patch of another channel this one was promoted from (same plaintext).
+    public let promotedFrom: PatchTargetInfo.Origin?
 
     public var encrypted: Bool { contentKeyID != nil }
 
-    /// The TUF target path: `{appVersion}/{patchNumber}/main.js`.
-    public var targetPath: String { "\(appVersion.rawValue)/\(number)/main.js" }
+    /// The TUF target path: `[{channel}/]{appVersion}/{patchNumber}/main.js` (PatchTargetInfo).
+    public var targetPath: String { PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: number) }
 
     public var json: JSON {
         var out: [String: JSON] = [
@@ -47,8 +53,10 @@ public struct PatchRecord: Sendable, Equatable {
             "length": .int(Int64(plaintext.length)), "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5),
             "served": ["length": .int(Int64(served.length)), "sha256": .string(served.sha256), "md5": .string(served.md5)],
             "encrypted": .bool(encrypted), "publishedAt": .string(publishedAt), "publishedBy": .string(publishedBy),
-            "targetPath": .string(targetPath),
+            "targetPath": .string(targetPath), "channel": .string(channel.rawValue),
         ]
+        if let message { out["message"] = .string(message) }
+        if let promotedFrom { out["promotedFrom"] = promotedFrom.json }
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
         if let revokedBy { out["revokedBy"] = .string(revokedBy) }
         return .object(out)

@@ -21,27 +21,38 @@ public struct PublishedPatch: Sendable {
 }
 
 extension Registry {
-    public func patches(app: AppName?, appVersion: AppVersion?, activeOnly: Bool) throws(RegistryError) -> [PatchRecord] {
+    /// Patches of an app (or all apps), optionally of one version and one channel, ordered by
+    /// app, version and number.
+    public func patches(app: AppName?, appVersion: AppVersion?, channel: ChannelName? = nil, activeOnly: Bool) throws(RegistryError) -> [PatchRecord] {
         var conditions: [String] = []
         var values: [SQLValue] = []
-        if let app { conditions.append("app = ?"); values.append(.text(app.rawValue)) }
-        if let appVersion { conditions.append("app_version = ?"); values.append(.text(appVersion.rawValue)) }
-        if activeOnly { conditions.append("state = 'active'") }
+        if let app { conditions.append("p.app = ?"); values.append(.text(app.rawValue)) }
+        if let appVersion { conditions.append("p.app_version = ?"); values.append(.text(appVersion.rawValue)) }
+        if let channel { conditions.append("COALESCE(r.channel, 'production') = ?"); values.append(.text(channel.rawValue)) }
+        if activeOnly { conditions.append("p.state = 'active'") }
         let sql = """
-            SELECT app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256, served_md5,
-                   content_key_id, published_at, published_by, revoked_at, revoked_by FROM patches
+            SELECT p.app, p.app_version, p.number, p.rollout, p.state, p.length, p.sha256, p.md5, p.served_length, p.served_sha256,
+                   p.served_md5, p.content_key_id, p.published_at, p.published_by, p.revoked_at, p.revoked_by,
+                   COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256
+            FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
         let rows: [PatchRecord?] = try read { () throws(SQLiteError) in
             try db.query(sql, values) { s in
                 guard let app = try? AppName(s.text(0)), let version = try? AppVersion(s.text(1)),
-                    let state = PatchState(rawValue: s.text(4)) else { return nil }
+                    let state = PatchState(rawValue: s.text(4)), let channel = try? ChannelName(s.text(16)) else { return nil }
+                var origin: PatchTargetInfo.Origin?
+                if let raw = s.optionalText(18) {
+                    guard let from = try? ChannelName(raw), let sha256 = s.optionalText(20) else { return nil }
+                    origin = PatchTargetInfo.Origin(channel: from, patch: Int(s.int(19)), sha256: sha256)
+                }
                 return PatchRecord(
-                    app: app, appVersion: version, number: Int(s.int(2)),
+                    app: app, appVersion: version, number: Int(s.int(2)), channel: channel,
                     rollout: Int(s.int(3)), state: state,
                     plaintext: BundleDigests(length: Int(s.int(5)), sha256: s.text(6), md5: s.text(7)),
                     served: BundleDigests(length: Int(s.int(8)), sha256: s.text(9), md5: s.text(10)),
                     contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
-                    revokedAt: s.optionalText(14), revokedBy: s.optionalText(15))
+                    revokedAt: s.optionalText(14), revokedBy: s.optionalText(15), message: s.optionalText(17),
+                    promotedFrom: origin)
             }
         }
         return try Registry.intact(rows, what: "patches").sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
@@ -70,13 +81,16 @@ extension Registry {
         return bytes
     }
 
-    /// Publishes a bundle as the next patch of an app version, in one transaction: the patch
-    /// row, its bytes, new targets/snapshot/timestamp metadata and the audit event.
-    /// Bytes identical to an active patch of the version are refused (a re-run of the same
-    /// release would otherwise become a new patch that every device downloads again) unless
-    /// `allowSame`. `dryRun` does everything and commits nothing.
-    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], rollout: Int = 100, allowSame: Bool = false,
-                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+    /// Publishes a bundle as the next patch of an app version in `channel`, in one transaction:
+    /// the patch row, its bytes, new targets/snapshot/timestamp metadata and the audit event.
+    /// Patch numbers are one sequence per app version across channels. Bytes identical to an
+    /// active patch of the version and channel are refused (a re-run of the same release would
+    /// otherwise become a new patch that every device downloads again) unless `allowSame`.
+    /// `message` (release notes) is stored and signed with the target. `dryRun` does
+    /// everything and commits nothing.
+    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
+                        message: String? = nil, allowSame: Bool = false, dryRun: Bool = false, actor: Actor,
+                        now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -85,45 +99,17 @@ extension Registry {
             throw .invalidInput("the bundle is not UTF-8 text; a JSPatch main.js is JavaScript source")
         }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
+        let message = try Registry.releaseNotes(message)
         let plaintext = BundleDigests(of: bundle)
 
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
-            if !allowSame, let same = try patches(app: name, appVersion: appVersion, activeOnly: true).last(where: { $0.plaintext.sha256 == plaintext.sha256 }) {
-                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
+            if !allowSame, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
+                .last(where: { $0.plaintext.sha256 == plaintext.sha256 }) {
+                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
-            let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
-            if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
-                throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
-            }
-            let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
-                                          [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
-            let served = try contentKey.map { key in
-                try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
-            } ?? bundle
-            let servedDigests = BundleDigests(of: served)
-            let time = TUFTime.format(now)
-            let record = PatchRecord(app: name, appVersion: appVersion, number: number, rollout: rollout, state: .active,
-                                     plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
-                                     publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil)
-            try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
-            CrashPoint.hit("publish.after-blob")
-            try db.run("""
-                INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
-                                    served_md5, content_key_id, published_at, published_by)
-                VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
-                """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rollout)),
-                      .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
-                      .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
-                      app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
-            CrashPoint.hit("publish.after-patch")
-            try resign(app: name, from: .targets, now: now)
-            CrashPoint.hit("publish.after-metadata")
-            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.publish", details: [
-                "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
-                "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
-                "servedSha256": .string(servedDigests.sha256),
-            ], at: now)
+            let record = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                      promotedFrom: nil, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
         }

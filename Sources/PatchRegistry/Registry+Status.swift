@@ -12,39 +12,49 @@ public enum Delivery: String, Sendable {
     case revoked
 }
 
-/// What the devices of one app version get now: the rollout split and each patch's
-/// delivery. The one place that computes it; every command that shows it goes through here.
+/// What the devices of one app version on one channel get now: the rollout split and each
+/// patch's delivery. The one place that computes it; every command that shows it goes
+/// through here. Channels never mix: a production device is never served a staging patch.
 public struct VersionServing: Sendable {
     /// The part of a patch the split depends on, so a listing read from a server works too.
     public struct Entry: Sendable {
         public let number: Int
         public let rollout: Int
         public let active: Bool
+        public let channel: ChannelName
 
-        public init(number: Int, rollout: Int, active: Bool) {
+        public init(number: Int, rollout: Int, active: Bool, channel: ChannelName = .production) {
             self.number = number
             self.rollout = rollout
             self.active = active
+            self.channel = channel
         }
 
         /// From one patch of a listing (`PatchRecord.json`, as `GET /v1/apps/{app}/patches` answers).
         public init?(listing json: JSON) {
             guard let number = json["patch"]?.intValue, let rollout = json["rollout"]?.intValue, let state = json["state"]?.stringValue else { return nil }
-            self.init(number: Int(number), rollout: Int(rollout), active: state == PatchState.active.rawValue)
+            // A listing from a server older than channels has no channel: production.
+            let channel = json["channel"]?.stringValue.map { try? ChannelName($0) } ?? .production
+            guard let channel else { return nil }
+            self.init(number: Int(number), rollout: Int(rollout), active: state == PatchState.active.rawValue, channel: channel)
         }
     }
 
     public let app: AppName
     public let appVersion: AppVersion
+    public let channel: ChannelName
     /// Newest patch first, then "none" if some devices get no patch.
     public let shares: [Rollout.Share]
     /// Every patch of the version, active or revoked, by number.
     public let delivery: [Int: Delivery]
     public let rollouts: [Int: Int]
 
-    public init(app: AppName, appVersion: AppVersion, entries: [Entry]) {
+    /// From the entries of this channel among `entries` (the others are ignored).
+    public init(app: AppName, appVersion: AppVersion, channel: ChannelName = .production, entries: [Entry]) {
         self.app = app
         self.appVersion = appVersion
+        self.channel = channel
+        let entries = entries.filter { $0.channel == channel }
         let listed = entries.filter(\.active).map { (patch: $0.number, percent: $0.rollout) }
         shares = Rollout.split(listed)
         var delivery: [Int: Delivery] = [:]
@@ -56,16 +66,33 @@ public struct VersionServing: Sendable {
         rollouts = Dictionary(entries.map { ($0.number, $0.rollout) }) { a, _ in a }
     }
 
-    public init(app: AppName, appVersion: AppVersion, patches: [PatchRecord]) {
-        self.init(app: app, appVersion: appVersion,
-                  entries: patches.map { Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active) })
+    public init(app: AppName, appVersion: AppVersion, channel: ChannelName = .production, patches: [PatchRecord]) {
+        self.init(app: app, appVersion: appVersion, channel: channel,
+                  entries: patches.map { Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active, channel: $0.channel) })
     }
 
-    /// One per (app, app version) of `patches`, in app and version order.
+    /// One per (app, app version, channel) of `entries` keyed by app and version, in app,
+    /// version and channel order (production first).
+    public static func grouped(app: AppName, appVersion: AppVersion, _ entries: [Entry]) -> [VersionServing] {
+        Set(entries.map(\.channel)).sorted(by: productionFirst).map { VersionServing(app: app, appVersion: appVersion, channel: $0, entries: entries) }
+    }
+
+    /// One per (app, app version, channel) of `patches`, in app, version and channel order.
     public static func grouped(_ patches: [PatchRecord]) -> [VersionServing] {
         Dictionary(grouping: patches) { [$0.app.rawValue, $0.appVersion.rawValue] }.values
-            .compactMap { group in group.first.map { VersionServing(app: $0.app, appVersion: $0.appVersion, patches: group) } }
-            .sorted { ($0.app, $0.appVersion) < ($1.app, $1.appVersion) }
+            .flatMap { group -> [VersionServing] in
+                guard let first = group.first else { return [] }
+                return Set(group.map(\.channel))
+                    .map { VersionServing(app: first.app, appVersion: first.appVersion, channel: $0, patches: group) }
+            }
+            .sorted { a, b in
+                if (a.app, a.appVersion) != (b.app, b.appVersion) { return (a.app, a.appVersion) < (b.app, b.appVersion) }
+                return productionFirst(a.channel, b.channel)
+            }
+    }
+
+    private static func productionFirst(_ a: ChannelName, _ b: ChannelName) -> Bool {
+        a == .production ? b != .production : b == .production ? false : a < b
     }
 
     /// The newest patch some devices are served: what a rollback revokes.
@@ -75,7 +102,7 @@ public struct VersionServing: Sendable {
     public var summary: String { shares.map(\.text).joined(separator: ", ") }
 
     public var json: JSON {
-        ["app": .string(app.rawValue), "appVersion": .string(appVersion.rawValue),
+        ["app": .string(app.rawValue), "appVersion": .string(appVersion.rawValue), "channel": .string(channel.rawValue),
          "served": .array(shares.map { ["patch": $0.patch.map { .int(Int64($0)) } ?? .null, "basisPoints": .int(Int64($0.basisPoints))] }),
          "patches": .array(delivery.keys.sorted(by: >).map { number in
              ["patch": .int(Int64(number)), "rollout": .int(Int64(rollouts[number] ?? 0)), "delivery": .string(delivery[number]?.rawValue ?? "")]
@@ -104,9 +131,14 @@ public struct AppStatus: Sendable {
 }
 
 extension Registry {
-    /// What the devices of one app version get now.
-    public func serving(app: AppName, appVersion: AppVersion) throws(RegistryError) -> VersionServing {
-        VersionServing(app: app, appVersion: appVersion, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
+    /// What the devices of one app version on `channel` get now.
+    public func serving(app: AppName, appVersion: AppVersion, channel: ChannelName = .production) throws(RegistryError) -> VersionServing {
+        VersionServing(app: app, appVersion: appVersion, channel: channel, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
+    }
+
+    /// What the devices of one app version get now, one per channel that has patches.
+    public func servings(app: AppName, appVersion: AppVersion) throws(RegistryError) -> [VersionServing] {
+        VersionServing.grouped(try patches(app: app, appVersion: appVersion, activeOnly: false))
     }
 
     /// Every app (or one), with the newest version and expiry of each role's metadata and

@@ -77,6 +77,20 @@ enum Schema {
         created_at TEXT NOT NULL,
         created_by TEXT NOT NULL
     );
+    -- Added with channels; additive: a patch without a row here is a production patch
+    -- without release notes (every patch of a registry from before channels).
+    CREATE TABLE IF NOT EXISTS patch_releases(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        message TEXT,
+        promoted_channel TEXT,
+        promoted_patch INTEGER,
+        promoted_sha256 TEXT,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit

@@ -79,6 +79,10 @@ enum ProtocolDoc {
         "audit-event": ["seq", "at", "app", "actor", "action", "details", "prev", "input", "hash"],
         "app-names": ["valid", "invalid"],
         "app-versions": ["valid", "invalid"],
+        "channel-names": ["valid", "invalid"],
+        "target": ["channel", "appVersion", "patch", "rollout", "published", "plaintext-hex", "message", "promoted-channel", "promoted-patch",
+                   "path", "hash", "served-path", "custom"],
+        "target-refused": ["path", "custom"],
         "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
     ]
 
@@ -201,7 +205,7 @@ struct ProtocolDocTests {
         }
         // Deleting vectors must not make the suite pass vacuously.
         let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "tuf-key": 3, "hashes": 4, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
-                       "app-names": 1, "app-versions": 1, "example-repository": 1]
+                       "app-names": 1, "app-versions": 1, "example-repository": 1, "channel-names": 1, "target": 3, "target-refused": 1]
         for (kind, count) in minimum {
             let found = vectors.filter { $0.kind == kind }.count
             #expect(found >= count, "docs/PROTOCOL.md has \(found) \(kind) vector(s), expected at least \(count)")
@@ -354,6 +358,37 @@ struct ProtocolDocTests {
         for version in vector.values("invalid") {
             #expect(throws: ValidationError.self, "\(version) is not a valid app version") { try AppVersion(version) }
         }
+    }
+
+    @Test("channel names", arguments: try ProtocolDoc.vectors(kind: "channel-names"))
+    func channelNames(_ vector: DocVector) {
+        for name in vector.values("valid") { #expect((try? ChannelName(name)) != nil, "\(name) is a valid channel name") }
+        for name in vector.values("invalid") {
+            #expect(throws: ValidationError.self, "\(name) is not a valid channel name") { try ChannelName(name) }
+        }
+    }
+
+    @Test("target path and signed custom fields, written and read back", arguments: try ProtocolDoc.vectors(kind: "target"))
+    func target(_ vector: DocVector) throws {
+        let plaintext = try vector.hex("plaintext-hex")
+        let digests = BundleDigests(of: plaintext)
+        let origin = try vector.optionalValue("promoted-channel").map { channel in
+            PatchTargetInfo.Origin(channel: try ChannelName(channel), patch: try vector.int("promoted-patch"), sha256: digests.sha256)
+        }
+        let written = PatchTargetInfo(appVersion: try AppVersion(try vector.value("appVersion")), channel: try ChannelName(try vector.value("channel")),
+                                      patch: try vector.int("patch"), rollout: try vector.int("rollout"), published: try vector.value("published"),
+                                      plaintext: digests, encryption: nil, message: try vector.optionalValue("message"), promotedFrom: origin)
+        #expect(written.path == (try vector.value("path")))
+        #expect(written.servedPath(hash: try vector.value("hash")) == (try vector.value("served-path")))
+        #expect(written.custom.canonicalString == (try vector.value("custom")))
+        let file = TargetFile(length: plaintext.count, hashes: ["sha256": digests.sha256], custom: try JSONParser.parse(Array(try vector.value("custom").utf8)))
+        #expect(PatchTargetInfo(path: try vector.value("path"), file: file) == written, "the reader gets back what was written")
+    }
+
+    @Test("target paths a reader refuses", arguments: try ProtocolDoc.vectors(kind: "target-refused"))
+    func targetRefused(_ vector: DocVector) throws {
+        let file = TargetFile(length: 1, hashes: ["sha256": String(repeating: "0", count: 64)], custom: try JSONParser.parse(Array(try vector.value("custom").utf8)))
+        for path in vector.values("path") { #expect(PatchTargetInfo(path: path, file: file) == nil, "\(path) is refused") }
     }
 
     @Test("the example repository verifies and its patch decrypts", arguments: try ProtocolDoc.vectors(kind: "example-repository"))

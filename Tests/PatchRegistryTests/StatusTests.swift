@@ -24,6 +24,23 @@ struct StatusTests {
         #expect(Set(listed) == Set(serving.delivery.filter { $0.value == .live }.keys))
     }
 
+    @Test("channels never mix: each channel of a version has its own split, and a staging patch is never counted for production devices")
+    func channels() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        let version = try AppVersion("2.3")
+        let staging = try ChannelName("staging")
+        try t.publish(app, "2.3", "one()", rollout: 50)
+        _ = try t.registry.publish(app: app, appVersion: version, bundle: Array("two()".utf8), channel: staging, rollout: 100, actor: t.actor)
+        let all = try t.registry.servings(app: app, appVersion: version)
+        #expect(all.map(\.channel) == [.production, staging])
+        let production = try t.registry.serving(app: app, appVersion: version)
+        #expect(production.summary == "patch 1 → 50 %, none → 50 %", "patch 2 (staging, 100 %) would hide patch 1 if channels mixed")
+        #expect(production.newestLive == 1)
+        #expect(try t.registry.serving(app: app, appVersion: version, channel: staging).summary == "patch 2 → 100 %")
+        #expect(try t.registry.status(app: app).first?.versions.map(\.channel) == [.production, staging])
+    }
+
     @Test("status holds the newest version and expiry of each role and one entry per app version with patches")
     func status() throws {
         let t = try TempRegistry()

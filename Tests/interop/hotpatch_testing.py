@@ -119,10 +119,11 @@ class Workspace:
         path.write_bytes(content.encode() if isinstance(content, str) else content)
         return path
 
-    def publish(self, app, app_version, content, rollout=None):
+    def publish(self, app, app_version, content, rollout=None, channel=None):
         """Local publish of `content` (str or bytes); returns (published JSON, plaintext bytes)."""
         data = content.encode() if isinstance(content, str) else content
         extra = ["--rollout", rollout] if rollout is not None else []
+        extra += ["--channel", channel] if channel is not None else []
         return self.json("publish", "--app", app, "--app-version", app_version, *extra, self.write_file(data)), data
 
     def token(self, *args) -> str:

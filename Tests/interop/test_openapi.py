@@ -218,7 +218,7 @@ def schema_accepts(spec, schema, value):
         return False
 
 
-@pytest.mark.parametrize("schema_name, kind", [("AppName", "app-names"), ("AppVersion", "app-versions")])
+@pytest.mark.parametrize("schema_name, kind", [("AppName", "app-names"), ("AppVersion", "app-versions"), ("ChannelName", "channel-names")])
 def test_patterns_agree_with_protocol_vectors(spec, schema_name, kind):
     schema = spec["components"]["schemas"][schema_name]
     for fields in protocol_vectors(kind):

@@ -1,5 +1,5 @@
 """The reference TUF client (python-tuf's ngclient.Updater) against `patchctl export`
-served over loopback HTTP: plain and encrypted apps, key rotation, revocation."""
+served over loopback HTTP: plain and encrypted apps, key rotation, revocation, channels."""
 
 import hashlib
 import json
@@ -213,3 +213,25 @@ def test_rollout_change_is_signed_into_targets(workspace, http_server, tmp_path)
     u.refresh()
     assert_plain_target(u, "2.3/1/main.js", b1, patch=1, rollout=100)
     assert_plain_target(u, "2.3/2/main.js", b2, patch=2, rollout=60)
+
+
+# -- channels --------------------------------------------------------------------------------
+
+def test_python_tuf_fetches_every_channels_patches_from_an_export_and_from_patchd(workspace, http_server, start, tmp_path):
+    ws = workspace
+    ws.create_app("demo")
+    _, prod = ws.publish("demo", "2.3", "production();\n")
+    staged, stage = ws.publish("demo", "2.3", "staging();\n", channel="staging")
+    _, qa = ws.publish("demo", "2.3", "qa();\n", channel="qa", rollout=40)
+    assert staged["targetPath"] == "staging/2.3/2/main.js" and staged["channel"] == "staging"
+    server = start(ws)
+    for base in (http_server(ws.export("demo")), f"{server.url}/v1/apps/demo"):
+        updater = repo_updater(base, tmp_path / hashlib.sha256(base.encode()).hexdigest()[:8] / "metadata", ws.root_json("demo"))
+        updater.refresh()
+        for path, body, patch, rollout in [("2.3/1/main.js", prod, 1, 100), ("staging/2.3/2/main.js", stage, 2, 100),
+                                           ("qa/2.3/3/main.js", qa, 3, 40)]:
+            info, downloaded = fetch(updater, path)
+            assert info is not None, f"{base}: {path} not listed"
+            assert downloaded == body and info.custom["patch"] == patch and info.custom["rollout"] == rollout
+            assert info.custom["plaintext"] == digests(body)
+        assert updater.get_targetinfo("2.3/2/main.js") is None, "a staging patch is never listed under a production path"

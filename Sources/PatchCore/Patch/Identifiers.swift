@@ -12,10 +12,7 @@ public struct AppName: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let rawValue: String
 
     public init(_ value: String) throws(ValidationError) {
-        let bytes = Array(value.utf8)
-        func allowedFirst(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) }
-        func allowed(_ b: UInt8) -> Bool { allowedFirst(b) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") }
-        guard let first = bytes.first, allowedFirst(first), bytes.count <= 64, bytes.allSatisfy(allowed) else {
+        guard isName(value) else {
             throw ValidationError("invalid app name \"\(value.debugSanitized)\": use 1-64 characters of a-z, 0-9, '.', '_', '-', starting with a letter or digit")
         }
         rawValue = value
@@ -23,6 +20,37 @@ public struct AppName: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public var description: String { rawValue }
     public static func < (lhs: AppName, rhs: AppName) -> Bool { Array(lhs.rawValue.utf8).lexicographicallyPrecedes(Array(rhs.rawValue.utf8)) }
+}
+
+/// A release channel (`production`, `staging`, `qa`…): the same grammar as app names, for
+/// the same reason: it is a path component of target paths on disk and in URLs.
+public struct ChannelName: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// The channel of every patch published without one, and of every patch a registry held
+    /// before channels existed.
+    public static let production = ChannelName(unchecked: "production")
+
+    public init(_ value: String) throws(ValidationError) {
+        guard isName(value) else {
+            throw ValidationError("invalid channel name \"\(value.debugSanitized)\": use 1-64 characters of a-z, 0-9, '.', '_', '-', starting with a letter or digit")
+        }
+        rawValue = value
+    }
+
+    private init(unchecked value: String) { rawValue = value }
+
+    public var description: String { rawValue }
+    public static func < (lhs: ChannelName, rhs: ChannelName) -> Bool { Array(lhs.rawValue.utf8).lexicographicallyPrecedes(Array(rhs.rawValue.utf8)) }
+}
+
+/// `[a-z0-9][a-z0-9._-]{0,63}`: app and channel names.
+private func isName(_ value: String) -> Bool {
+    let bytes = Array(value.utf8)
+    func allowedFirst(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) }
+    func allowed(_ b: UInt8) -> Bool { allowedFirst(b) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") }
+    guard let first = bytes.first, allowedFirst(first), bytes.count <= 64 else { return false }
+    return bytes.allSatisfy(allowed)
 }
 
 /// An app version as apps report it (`CFBundleShortVersionString`): 1 to 4 numeric

@@ -4,7 +4,7 @@ import Foundation
 public enum RepositoryFile: Sendable, Hashable, CustomStringConvertible {
     /// `metadata/{name}`: `3.root.json`, `timestamp.json`, `7.snapshot.json`…
     case metadata(String)
-    /// `targets/{path}`: `2.3/1/{hash}.main.js`.
+    /// `targets/{path}`: `2.3/1/{hash}.main.js`, `staging/2.3/2/{hash}.main.js` (PatchTargetInfo.servedPath).
     case target(String)
 
     /// The path inside the repository, as `patchctl export` lays it out and patchd serves it

@@ -41,7 +41,7 @@ extension Registry {
     /// Writes the app as a static TUF repository with consistent snapshots:
     /// `metadata/N.root.json` (every root version, for the chain walk), `metadata/timestamp.json`,
     /// `metadata/V.snapshot.json`, `metadata/V.targets.json`, and each listed target under
-    /// `targets/{appVersion}/{patch}/{hash}.main.js` for every hash, inside `layout.appRoot`.
+    /// `targets/[{channel}/]{appVersion}/{patch}/{hash}.main.js` for every hash, inside `layout.appRoot`.
     /// Each file is written to a temporary name and renamed, and timestamp.json last, so a CDN
     /// syncing the directory never sees a timestamp that points at files not there yet. Then
     /// every other file under targets/ is deleted: an export over an older one must not leave a

@@ -68,7 +68,8 @@ extension Registry {
         }
         var packages: [JSPatchPackage] = []
         for (path, file) in body.targets {
-            guard let target = PatchTargetInfo(path: path, file: file), target.encryption == nil,
+            // The JSPatch Loader has no notion of channels: its routes serve production only.
+            guard let target = PatchTargetInfo(path: path, file: file), target.encryption == nil, target.channel == .production,
                   let version = try? AppVersion(target.appVersion), let sha256 = file.hashes["sha256"] else { continue }
             packages.append(try JSPatchPackage.build(script: try servedBytes(sha256: sha256), appVersion: version,
                                                      number: target.patch, rollout: target.rollout, key: key))

@@ -2,9 +2,9 @@ import Foundation
 import PatchCore
 
 extension Registry {
-    /// Which patches targets metadata lists for one app version: the newest patch at 100%
-    /// and every newer one still rolling out (rollout > 0). Anything older than the newest
-    /// full rollout can never be chosen by a device, so it is left out.
+    /// Which patches targets metadata lists for one app version and channel: the newest patch
+    /// at 100% and every newer one still rolling out (rollout > 0). Anything older than the
+    /// newest full rollout can never be chosen by a device, so it is left out.
     static func listedPatches(_ patches: [PatchRecord]) -> [PatchRecord] {
         var listed: [PatchRecord] = []
         for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active && patch.rollout > 0 {
@@ -17,20 +17,15 @@ extension Registry {
     /// The target entry for one patch: served length and hashes, and the signed `custom`
     /// fields a client needs to pick and check it.
     static func targetFile(for patch: PatchRecord) -> TargetFile {
-        var custom: [String: JSON] = [
-            "patch": .int(Int64(patch.number)),
-            "rollout": .int(Int64(patch.rollout)),
-            "published": .string(patch.publishedAt),
-            "plaintext": ["length": .int(Int64(patch.plaintext.length)), "sha256": .string(patch.plaintext.sha256), "md5": .string(patch.plaintext.md5)],
-        ]
-        if let keyID = patch.contentKeyID {
-            custom["encryption"] = ["alg": .string(BundleCipher.algorithm), "keyid": .string(keyID)]
-        }
-        return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: .object(custom))
+        let info = PatchTargetInfo(appVersion: patch.appVersion, channel: patch.channel, patch: patch.number, rollout: patch.rollout,
+                                   published: patch.publishedAt, plaintext: patch.plaintext,
+                                   encryption: patch.contentKeyID.map { PatchTargetInfo.Encryption(keyID: $0) }, message: patch.message,
+                                   promotedFrom: patch.promotedFrom)
+        return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: info.custom)
     }
 
     func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
-        let grouped = Dictionary(grouping: try patches(app: app, appVersion: nil, activeOnly: true), by: \.appVersion)
+        let grouped = Dictionary(grouping: try patches(app: app, appVersion: nil, activeOnly: true)) { "\($0.channel)/\($0.appVersion)" }
         var targets: [String: TargetFile] = [:]
         for (_, patches) in grouped {
             for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }

@@ -5,9 +5,10 @@ import PatchRegistry
 /// Everything the server sends for one app, prepared once per registry change: metadata
 /// files, bundles under each hash, and the simple-check answers. Requests only look up.
 public struct AppCatalog: Sendable {
-    /// One patch a device of its app version may get, newest first in `versions`.
+    /// One patch a device of its app version and channel may get, newest first in `versions`.
     public struct CheckEntry: Sendable {
         public let number: Int
+        public let channel: ChannelName
         public let rollout: Int
         public let etag: String
         public let ok: HTTPResponse
@@ -73,7 +74,7 @@ public struct AppCatalog: Sendable {
             // The answer depends on the device (rollout), so shared caches must not reuse it.
             let common = [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")]
             versions[info.appVersion, default: []].append(CheckEntry(
-                number: info.patch, rollout: info.rollout, etag: etag,
+                number: info.patch, channel: info.channel, rollout: info.rollout, etag: etag,
                 ok: HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + patchHeaders + common, body: bytes, prepared: true),
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
@@ -95,11 +96,12 @@ public struct AppCatalog: Sendable {
         ], body: bytes, prepared: true)
     }
 
-    /// The patch this device should run: the newest listed patch whose rollout includes it.
-    /// Without a device ID only full (100%) rollouts apply.
-    public func patch(for appVersion: String, deviceID: String?) -> CheckEntry? {
+    /// The patch this device should run: the newest listed patch of its channel whose rollout
+    /// includes it. Without a device ID only full (100%) rollouts apply.
+    public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?) -> CheckEntry? {
         guard let entries = versions[appVersion] else { return nil }
         return entries.first { entry in
+            guard entry.channel == channel else { return false }
             guard let deviceID else { return entry.rollout >= 100 }
             return Rollout.includes(percent: entry.rollout, app: app.rawValue, appVersion: appVersion, patch: entry.number, deviceID: deviceID)
         }

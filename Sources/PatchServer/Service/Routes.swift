@@ -10,8 +10,10 @@ extension PatchService {
         r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
         r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
         r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
+        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/promote", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.promote(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add("GET", "/v1/apps/:app/status", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.status(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
@@ -52,6 +54,11 @@ extension PatchService {
         return n
     }
 
+    /// A channel named in a path or query: the channel grammar, else 400.
+    static func channel(_ raw: String) throws(HTTPError) -> ChannelName {
+        do { return try ChannelName(raw) } catch { throw error.httpError }
+    }
+
     static func patchNumber(_ raw: String) throws(HTTPError) -> Int {
         guard let n = Int(raw), n >= 1, n <= Int(Int32.max), String(n) == raw else { throw .badRequest("patch must be a positive integer") }
         return n
@@ -70,7 +77,11 @@ extension PatchService {
         let app = try appCatalog(p["app"])
         let version = try appVersion(p["version"])
         let number = try PatchService.patchNumber(p["patch"])
-        guard let response = app.targets["\(version)/\(number)/\(p["hash"]).main.js"] else {
+        let channel = try p.values["channel"].map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
+        if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
+        let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
+        guard let response = app.targets[String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"] else {
             throw .notFound("no such target (revoked, or never published)")
         }
         return response
@@ -85,7 +96,8 @@ extension PatchService {
     /// The simple check once app and version are known (routed, or found by path in the catalog).
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         try throttleDevice(request, catalog: app)
-        guard let entry = app.patch(for: version, deviceID: request.header("X-Device-ID")) else {
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID")) else {
             return PatchService.noPatch
         }
         if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
@@ -110,13 +122,37 @@ extension PatchService {
             rollout = value
         }
         let allowSame = request.query("allowSame") == "true"
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        let message = request.query("message")
         let bundle = request.body
         let published = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.publish(app: app, appVersion: version, bundle: bundle, rollout: rollout, allowSame: allowSame, actor: token.actor)
+            try registry.publish(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                 allowSame: allowSame, actor: token.actor)
         }
         metrics.recordPublish()
         var json = published.patch.json.objectValue!
         json["targetsVersion"] = .int(published.targetsVersion)
+        return .json(.object(json), status: 201)
+    }
+
+    /// Publishes the plaintext of a patch of channel `from` as the next patch of channel `to`
+    /// (Registry.promote): query from, to, optional patch, rollout and message.
+    func promote(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let version = try appVersion(p["version"])
+        guard let rawFrom = request.query("from"), let rawTo = request.query("to") else { throw .badRequest("from and to query parameters are required") }
+        let from = try PatchService.channel(rawFrom)
+        let to = try PatchService.channel(rawTo)
+        let number = try request.query("patch").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
+        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
+        let message = request.query("message")
+        let promoted = try change(app: app, by: token) { registry throws(RegistryError) in
+            try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message, actor: token.actor)
+        }
+        metrics.recordPublish()
+        var json = promoted.patch.json.objectValue ?? [:]
+        json["targetsVersion"] = .int(promoted.targetsVersion)
         return .json(.object(json), status: 201)
     }
 

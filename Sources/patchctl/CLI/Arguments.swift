@@ -155,6 +155,12 @@ struct Arguments {
         let text = try required(name)
         do { return try AppVersion(text) } catch { throw .usage(error.message) }
     }
+
+    /// A channel option's value, nil when it is not given.
+    func channel(_ name: String = "--channel") throws(CLIError) -> ChannelName? {
+        guard let text = values[name] else { return nil }
+        do { return try ChannelName(text) } catch { throw .usage(error.message) }
+    }
 }
 
 /// How a command failed; each maps to one exit code (see README: Exit codes).

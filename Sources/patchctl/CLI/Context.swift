@@ -67,6 +67,14 @@ enum AppDefault {
     }
 }
 
+/// The channel a command publishes to when `--channel` is omitted: hotpatch.json's, else production.
+enum ChannelDefault {
+    static func resolve(_ arguments: Arguments, option: String = "--channel") throws(CLIError) -> ChannelName {
+        if let channel = try arguments.channel(option) { return channel }
+        return try ProjectFile.current.get()?.channel ?? .production
+    }
+}
+
 extension RegistryError {
     var cliError: CLIError { .failed(description) }
 }

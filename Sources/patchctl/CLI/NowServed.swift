@@ -4,23 +4,35 @@ import PatchRegistry
 /// What the devices of an app version get now, read from the local registry or a server's
 /// listing, and the one "now served" line that revoke, rollout and rollback print.
 enum NowServed {
-    static func serving(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> VersionServing {
+    /// What the devices of an app version get now, one per channel that has patches
+    /// (production first).
+    static func servings(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing] {
         if let remote {
             let listing = try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": "false"]).arrayValue ?? []
-            return VersionServing(app: app, appVersion: version, entries: listing.filter { $0["appVersion"]?.stringValue == version.rawValue }
+            return VersionServing.grouped(app: app, appVersion: version, listing.filter { $0["appVersion"]?.stringValue == version.rawValue }
                 .compactMap(VersionServing.Entry.init(listing:)))
         }
         guard let registry else { throw .failed("no registry to read what \(app) \(version) serves") }
-        do { return try registry.serving(app: app, appVersion: version) } catch { throw error.cliError }
+        do { return try registry.servings(app: app, appVersion: version) } catch { throw error.cliError }
     }
 
-    /// "demo 2.3 now serves: patch 3 → 25 %, patch 2 → 75 %"
+    /// What the devices of an app version on one channel get now (nothing listed: "none").
+    static func serving(app: AppName, version: AppVersion, channel: ChannelName, remote: Remote?, registry: Registry?) throws(CLIError) -> VersionServing {
+        try servings(app: app, version: version, remote: remote, registry: registry).first { $0.channel == channel }
+            ?? VersionServing(app: app, appVersion: version, channel: channel, entries: [])
+    }
+
+    /// "demo 2.3 now serves: patch 3 → 25 %, patch 2 → 75 %" (a channel other than
+    /// production is named: "demo 2.3 (staging) now serves: …")
     static func line(_ serving: VersionServing) -> String {
-        "\(serving.app) \(serving.appVersion) now serves: \(serving.summary)"
+        let channel = serving.channel == .production ? "" : " (\(serving.channel))"
+        return "\(serving.app) \(serving.appVersion)\(channel) now serves: \(serving.summary)"
     }
 
+    /// One line per channel of the version (a revoke without --patch touches every channel).
     static func print(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) {
-        Output.line(line(try serving(app: app, version: version, remote: remote, registry: registry)))
+        let all = try servings(app: app, version: version, remote: remote, registry: registry)
+        for serving in all.isEmpty ? [VersionServing(app: app, appVersion: version, entries: [])] : all { Output.line(line(serving)) }
     }
 
     /// Each patch of a listing with its `delivery` (live, superseded, halted, revoked) added,
@@ -29,8 +41,9 @@ enum NowServed {
         var servings: [String: VersionServing] = [:]
         for (key, group) in Dictionary(grouping: listing, by: key) {
             guard let first = group.first, let app = try? AppName(first["app"]?.stringValue ?? ""),
-                  let version = try? AppVersion(first["appVersion"]?.stringValue ?? "") else { continue }
-            servings[key] = VersionServing(app: app, appVersion: version, entries: group.compactMap(VersionServing.Entry.init(listing:)))
+                  let version = try? AppVersion(first["appVersion"]?.stringValue ?? ""),
+                  let entry = VersionServing.Entry(listing: first) else { continue }
+            servings[key] = VersionServing(app: app, appVersion: version, channel: entry.channel, entries: group.compactMap(VersionServing.Entry.init(listing:)))
         }
         return listing.map { patch in
             guard var object = patch.objectValue, let number = patch["patch"]?.intValue,
@@ -40,5 +53,7 @@ enum NowServed {
         }
     }
 
-    private static func key(_ patch: JSON) -> String { (patch["app"]?.stringValue ?? "") + "\u{0}" + (patch["appVersion"]?.stringValue ?? "") }
+    private static func key(_ patch: JSON) -> String {
+        [patch["app"]?.stringValue ?? "", patch["appVersion"]?.stringValue ?? "", patch["channel"]?.stringValue ?? ChannelName.production.rawValue].joined(separator: "\u{0}")
+    }
 }

@@ -4,11 +4,12 @@ import PatchCore
 /// `hotpatch.json` in an app's repository, written by `patchctl init` and found by walking up
 /// from the current directory, so that `patchctl publish --app-version 2.3` needs nothing else:
 ///
-///     {"app":"demo","patchesDirectory":"patches","server":"https://patches.example.com"}
+///     {"app":"demo","channel":"staging","patchesDirectory":"patches","server":"https://patches.example.com"}
 ///
 /// `app` is the default `--app`, `patchesDirectory` (relative to the file's directory) holds
-/// bundles as `{patchesDirectory}/{app}/{appVersion}/main.js`, and the optional `server` is
-/// the default `--server` (after `--server` and `$HOTPATCH_SERVER`).
+/// bundles as `{patchesDirectory}/{app}/{appVersion}/main.js`, the optional `channel` is the
+/// default `--channel` of publish (else `production`), and the optional `server` is the
+/// default `--server` (after `--server` and `$HOTPATCH_SERVER`).
 struct ProjectFile: Sendable {
     static let fileName = "hotpatch.json"
     static let maxSize = 64 << 10
@@ -16,6 +17,8 @@ struct ProjectFile: Sendable {
     let app: AppName
     let patchesDirectory: String
     let server: String?
+    /// The channel `publish` uses when `--channel` is omitted.
+    let channel: ChannelName?
     /// Where the file is; `patchesDirectory` is relative to its directory.
     let location: URL
 
@@ -32,6 +35,7 @@ struct ProjectFile: Sendable {
     var json: JSON {
         var out: [String: JSON] = ["app": .string(app.rawValue), "patchesDirectory": .string(patchesDirectory)]
         if let server { out["server"] = .string(server) }
+        if let channel { out["channel"] = .string(channel.rawValue) }
         return .object(out)
     }
 
@@ -62,7 +66,12 @@ struct ProjectFile: Sendable {
             do { _ = try Remote.url(text) } catch { throw .failed("\(file): \"server\" must be an http:// or https:// URL, got \(text.debugSanitized)") }
             server = text
         }
-        return ProjectFile(app: app, patchesDirectory: patches, server: server, location: url.standardizedFileURL)
+        var channel: ChannelName?
+        if let value = json["channel"], !value.isNull {
+            guard let text = value.stringValue else { throw .failed("\(file): \"channel\" must be a string") }
+            do { channel = try ChannelName(text) } catch { throw .failed("\(file): \(error.message)") }
+        }
+        return ProjectFile(app: app, patchesDirectory: patches, server: server, channel: channel, location: url.standardizedFileURL)
     }
 
     /// The project file of the current directory, read once per process.

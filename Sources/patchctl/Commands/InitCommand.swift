@@ -9,6 +9,7 @@ struct InitCommand: Command {
                                   options: [.value("--app", "NAME", "the app (required)"),
                                             .value("--patches", "DIR", "directory holding {app}/{appVersion}/main.js, relative to this one (default patches)"),
                                             .value("--server", "URL", "the patchd server remote commands use by default"),
+                                            .value("--channel", "NAME", "the channel publish uses by default (default production)"),
                                             .flag("--force", "replace an existing hotpatch.json"),
                                             .flag("--json", "print JSON")])
 
@@ -23,7 +24,7 @@ struct InitCommand: Command {
         if FileManager.default.fileExists(atPath: location.path), !arguments.flag("--force") {
             throw .failed("\(location.path) already exists; give --force to replace it")
         }
-        let project = ProjectFile(app: app, patchesDirectory: patches, server: server, location: location)
+        let project = ProjectFile(app: app, patchesDirectory: patches, server: server, channel: try arguments.channel(), location: location)
         do { try DurableFile.replace(location, with: Array((project.json.canonicalString + "\n").utf8)) } catch {
             throw .failed("cannot write \(location.path): \(error)")
         }

@@ -11,14 +11,18 @@ struct PublishCommand: Command {
                                   positionals: ["[FILE]"],
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
+                                            .value("--channel", "NAME", "the channel devices follow to get it (default: hotpatch.json's, else production)"),
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
-                                            .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version"),
+                                            .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
+                                            .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing (local registry only)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
+        let channel = try ChannelDefault.resolve(arguments)
+        let message = arguments.value("--message")
         let allowSame = arguments.flag("--allow-same")
         let dryRun = arguments.flag("--dry-run")
         let remote = try Remote.from(arguments)
@@ -29,13 +33,14 @@ struct PublishCommand: Command {
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         let patch: JSON
         if let remote {
-            var query = ["appVersion": version.rawValue, "rollout": String(rollout)]
+            var query = ["appVersion": version.rawValue, "rollout": String(rollout), "channel": channel.rawValue]
             if allowSame { query["allowSame"] = "true" }
+            if let message { query["message"] = message }
             patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: query, body: bundle)
         } else {
             do {
-                let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, rollout: rollout, allowSame: allowSame,
-                                                      dryRun: dryRun, actor: context.actor)
+                let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, channel: channel, rollout: rollout,
+                                                      message: message, allowSame: allowSame, dryRun: dryRun, actor: context.actor)
                 var json = published.patch.json.objectValue!
                 json["targetsVersion"] = .int(published.targetsVersion)
                 if dryRun { json["dryRun"] = true }
@@ -43,7 +48,7 @@ struct PublishCommand: Command {
             } catch { throw error.cliError }
         }
         if arguments.flag("--json") { Output.json(patch); return }
-        let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
+        let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
         Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
         Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
@@ -186,11 +191,13 @@ struct ListCommand: Command {
         patches = NowServed.annotate(patches)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
-        Output.line(table(["APP", "VERSION", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
-            [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
+        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
+            [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "production",
+             String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
              (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? "", String(p["length"]?.intValue ?? 0),
              p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
+        ReleaseNotes.print(patches)
     }
 }
 

@@ -8,19 +8,21 @@ struct RollbackCommand: Command {
     static let spec = CommandSpec("rollback", summary: "Revoke the newest live patch of an app version and show what devices get now",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
+                                            .value("--channel", "NAME", "the channel whose newest live patch is rolled back (default: hotpatch.json's, else production)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
+        let channel = try ChannelDefault.resolve(arguments)
         let remote = try Remote.from(arguments)
         let context = Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         // An unknown app is "unknown app", not "nothing to roll back".
         if let registry { do { _ = try registry.app(name) } catch { throw error.cliError } }
-        let before = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
+        let before = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
         guard let number = before.newestLive else {
-            throw .failed("\(name) \(version) has no live patch to roll back (devices get: \(before.summary))")
+            throw .failed("\(name) \(version) has no live patch on \(channel) to roll back (devices get: \(before.summary))")
         }
         let revoked: JSON
         if let registry {
@@ -30,7 +32,7 @@ struct RollbackCommand: Command {
         } else {
             throw .failed("no registry and no server")
         }
-        let after = try NowServed.serving(app: name, version: version, remote: remote, registry: registry)
+        let after = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
         if arguments.flag("--json") { Output.json(["revoked": revoked, "now": after.json]); return }
         Output.line("revoked \(name) \(version) patch \(number)")
         Output.line(NowServed.line(after))

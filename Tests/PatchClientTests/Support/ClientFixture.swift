@@ -134,9 +134,9 @@ final class ClientFixture {
 
     static func metadataPath(_ app: AppName, _ name: String) -> String { "/v1/apps/\(app.rawValue)/metadata/\(name)" }
 
-    /// `/v1/apps/{app}/targets/2.3/{n}/{hash}.main.js` for every hash of a published patch.
+    /// `/v1/apps/{app}/targets/[{channel}/]2.3/{n}/{hash}.main.js` for every hash of a published patch.
     static func targetPaths(_ patch: PatchRecord) -> [String] {
-        [patch.served.sha256, patch.served.md5].map { "/v1/apps/\(patch.app.rawValue)/targets/\(patch.appVersion.rawValue)/\(patch.number)/\($0).main.js" }
+        [patch.served.sha256, patch.served.md5].map { "/v1/apps/\(patch.app.rawValue)/targets/\(patch.targetPath.dropLast("main.js".count))\($0).main.js" }
     }
 
     // MARK: Clients

@@ -1,0 +1,126 @@
+import Foundation
+import PatchCore
+
+extension Registry {
+    /// Publishes the plaintext of a patch of channel `from` as the next patch of the same
+    /// app version in channel `to`: what QA tested on staging is, provably, what ships. The
+    /// new target signs the same plaintext length/sha256/md5 and names its origin
+    /// (`promotedFrom`: channel, patch, sha256), and the audit event `patch.promote` records
+    /// it too.
+    ///
+    /// `number` picks the source patch (it must be active and in `from`); without it the
+    /// newest active patch of `from` is promoted. Bytes already live in `to` are refused:
+    /// promoting twice would make every device download the same script again.
+    ///
+    /// Encrypted apps: the ciphertext is sealed again, under the new patch number. The AAD
+    /// binds a ciphertext to one app, version and patch number, so the source's ciphertext
+    /// would not open as the new patch, and reusing its AAD would let a mirror serve one
+    /// patch's ciphertext as another's. No surprise: the plaintext (what was tested and what
+    /// the signed plaintext digests name) is identical; only the served bytes and their
+    /// hashes differ, as they differ for every patch.
+    public func promote(app name: AppName, appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int? = nil, rollout: Int = 100,
+                        message: String? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+        // A conflict, not bad input: each name is valid, the pair names no promotion.
+        guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
+        guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
+        let message = try Registry.releaseNotes(message)
+        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
+            let app = try self.app(name)
+            let source: PatchRecord
+            if let number {
+                guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+                    throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
+                }
+                guard patch.channel == from else {
+                    throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is in channel \(patch.channel), not \(from)")
+                }
+                guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; it cannot be promoted") }
+                source = patch
+            } else {
+                guard let newest = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: true).last else {
+                    throw RegistryError.notFound("\(name) \(appVersion) has no active patch in channel \(from)")
+                }
+                source = newest
+            }
+            if let same = try patches(app: name, appVersion: appVersion, channel: to, activeOnly: true)
+                .last(where: { $0.plaintext.sha256 == source.plaintext.sha256 }) {
+                throw RegistryError.conflict("\(name) \(appVersion) patch \(source.number) of \(from) is already live in \(to) as patch \(same.number) (sha256 \(source.plaintext.sha256))")
+            }
+            let plaintext = try self.plaintext(of: source)
+            let origin = PatchTargetInfo.Origin(channel: from, patch: source.number, sha256: source.plaintext.sha256)
+            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message,
+                                      promotedFrom: origin, actor: actor, now: now)
+            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+        }
+    }
+
+    /// The next patch of an app version, inside the caller's write transaction: sealed under
+    /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`, or
+    /// `patch.promote` (with `from`) when it is a promotion.
+    func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
+                  promotedFrom: PatchTargetInfo.Origin?, actor: Actor, now: Date) throws -> PatchRecord {
+        let name = app.name
+        let plaintext = BundleDigests(of: bundle)
+        let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
+        if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
+            throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
+        }
+        let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
+                                      [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
+        let served = try contentKey.map { key in
+            try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
+        } ?? bundle
+        let servedDigests = BundleDigests(of: served)
+        let time = TUFTime.format(now)
+        let record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
+                                 plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
+                                 publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil, message: message,
+                                 promotedFrom: promotedFrom)
+        try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
+        CrashPoint.hit("publish.after-blob")
+        try db.run("""
+            INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
+                                served_md5, content_key_id, published_at, published_by)
+            VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
+            """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rollout)),
+                  .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
+                  .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
+                  app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+        try db.run("""
+            INSERT INTO patch_releases(app, app_version, number, channel, message, promoted_channel, promoted_patch, promoted_sha256)
+            VALUES (?,?,?,?,?,?,?,?)
+            """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(channel.rawValue),
+                  message.map { .text($0) } ?? .null, promotedFrom.map { .text($0.channel.rawValue) } ?? .null,
+                  promotedFrom.map { .int(Int64($0.patch)) } ?? .null, promotedFrom.map { .text($0.sha256) } ?? .null])
+        CrashPoint.hit("publish.after-patch")
+        try resign(app: name, from: .targets, now: now)
+        CrashPoint.hit("publish.after-metadata")
+        var details: [String: JSON] = [
+            "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
+            "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
+            "servedSha256": .string(servedDigests.sha256), "channel": .string(channel.rawValue),
+        ]
+        if let message { details["message"] = .string(message) }
+        if let promotedFrom { details["from"] = promotedFrom.json }
+        try AuditLog.append(db, app: name.rawValue, actor: actor, action: promotedFrom == nil ? "patch.publish" : "patch.promote",
+                            details: .object(details), at: now)
+        return record
+    }
+
+    /// Release notes as they are stored and signed: one line of at most 500 characters
+    /// (Unicode scalars, as JSON Schema's maxLength counts), no control characters. They are
+    /// shown in listings and logs (a newline could forge a row), and the audit chain hashes
+    /// canonical JSON, which writes control characters raw.
+    static let maxReleaseNotes = 500
+
+    static func releaseNotes(_ message: String?) throws(RegistryError) -> String? {
+        guard let message, !message.isEmpty else { return nil }
+        guard message.unicodeScalars.count <= maxReleaseNotes else {
+            throw .invalidInput("the message is \(message.unicodeScalars.count) characters; the limit is \(maxReleaseNotes)")
+        }
+        guard message.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }) else {
+            throw .invalidInput("the message must be one line without control characters")
+        }
+        return message
+    }
+}

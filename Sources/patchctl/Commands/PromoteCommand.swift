@@ -1,0 +1,57 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+/// `patchctl promote`: the script QA tested on one channel becomes the next patch of
+/// another (Registry.promote), locally or over `--server`.
+struct PromoteCommand: Command {
+    static let spec = CommandSpec("promote", summary: "Publish a patch of one channel (same plaintext, same sha256) as the next patch of another",
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
+                                            .value("--app-version", "V", "the app version").required,
+                                            .value("--from", "CHANNEL", "the channel the tested patch is in, e.g. staging").required,
+                                            .value("--to", "CHANNEL", "the channel to publish it to, e.g. production").required,
+                                            .value("--patch", "N", "the patch to promote (default: the newest active patch of --from)"),
+                                            .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
+                                            .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
+                                            .flag("--dry-run", "say what would be promoted and change nothing (local registry only)"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let version = try arguments.appVersion()
+        guard let from = try arguments.channel("--from") else { throw .usage("--from is required") }
+        guard let to = try arguments.channel("--to") else { throw .usage("--to is required") }
+        let number = try arguments.int("--patch", in: 1...Int(Int32.max))
+        let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
+        let message = arguments.value("--message")
+        let dryRun = arguments.flag("--dry-run")
+        let patch: JSON
+        let name: AppName
+        if let remote = try Remote.from(arguments) {
+            if dryRun { throw .usage("--dry-run works on the local registry only") }
+            name = try AppDefault.resolve(arguments, registry: nil)
+            var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
+            if let number { query["patch"] = String(number) }
+            if let message { query["message"] = message }
+            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: query)
+        } else {
+            let context = Context(arguments: arguments)
+            let registry = try context.openRegistry()
+            name = try AppDefault.resolve(arguments, registry: registry)
+            do {
+                let promoted = try registry.promote(app: name, appVersion: version, from: from, to: to, number: number, rollout: rollout,
+                                                    message: message, dryRun: dryRun, actor: context.actor)
+                var json = promoted.patch.json.objectValue ?? [:]
+                json["targetsVersion"] = .int(promoted.targetsVersion)
+                if dryRun { json["dryRun"] = true }
+                patch = .object(json)
+            } catch { throw error.cliError }
+        }
+        if arguments.flag("--json") { Output.json(patch); return }
+        let origin = patch["promotedFrom"]
+        let summary = "\(name) \(version) patch \(origin?["patch"]?.intValue ?? 0) of \(from) as patch \(patch["patch"]?.intValue ?? 0) of \(to) (rollout \(patch["rollout"]?.intValue ?? 0)%)"
+        Output.line(dryRun ? "dry run: would promote \(summary)" : "promoted \(summary)")
+        Output.line("sha256 \(patch["sha256"]?.stringValue ?? "") (the same plaintext; signed as promotedFrom \(from) patch \(origin?["patch"]?.intValue ?? 0))")
+        Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
+        if dryRun { Output.line("nothing was changed") }
+    }
+}

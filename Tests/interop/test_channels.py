@@ -1,0 +1,114 @@
+"""Channels and promotion (issue 11): `promote` locally and over --server (python-tuf reads
+the promoted target), release notes in list and audit, hotpatch.json's channel, a client
+following one channel. python-tuf fetching every channel's patches is in test_tuf_interop.py."""
+
+import hashlib
+import json
+import subprocess
+
+from hotpatch_testing import Result, assert_cli_error, clean_env, decrypt, fetch, repo_updater, spawn
+
+
+def run_in(ws, cwd, *args) -> Result:
+    """patchctl ARGS as typed in `cwd` (an app repository), the registry named by $HOTPATCH_DATA/KEYS."""
+    environment = {**clean_env(), "HOTPATCH_DATA": str(ws.data), "HOTPATCH_KEYS": str(ws.keys)}
+    proc = spawn(lambda: subprocess.run([str(ws.exe), *map(str, args)], capture_output=True, cwd=cwd, env=environment, timeout=120))
+    return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def test_promote_ships_the_tested_plaintext_and_python_tuf_sees_where_it_came_from(workspace, http_server, tmp_path):
+    ws = workspace
+    ws.create_app("vault", encrypt=True)
+    ws.publish("vault", "3.1", "old();\n")
+    tested, body = ws.publish("vault", "3.1", "tested();\n", channel="staging")
+    promoted = ws.json("promote", "--app", "vault", "--app-version", "3.1", "--from", "staging", "--to", "production",
+                       "--rollout", "50", "--message", "QA passed: build 7")
+    assert (promoted["patch"], promoted["channel"], promoted["rollout"]) == (3, "production", 50)
+    assert promoted["sha256"] == tested["sha256"] == hashlib.sha256(body).hexdigest()
+    assert promoted["served"]["sha256"] != tested["served"]["sha256"], "sealed again under patch 3's AAD"
+    assert promoted["promotedFrom"] == {"channel": "staging", "patch": 2, "sha256": tested["sha256"]}
+    updater = repo_updater(http_server(ws.export("vault")), tmp_path / "tuf" / "metadata", ws.root_json("vault"))
+    updater.refresh()
+    info, served = fetch(updater, "3.1/3/main.js")
+    assert info.custom["promotedFrom"] == promoted["promotedFrom"] and info.custom["message"] == "QA passed: build 7"
+    assert decrypt(ws.content_key("vault"), "vault", "3.1", 3, served) == body
+    event = ws.json("audit", "--app", "vault")["events"][-1]
+    assert event["action"] == "patch.promote" and event["details"]["from"] == promoted["promotedFrom"]
+    assert_cli_error(ws.run("promote", "--app", "vault", "--app-version", "3.1", "--from", "staging", "--to", "production"),
+                     2, "already live in production as patch 3")
+    assert ws.run("verify", "--repo", ws.export("vault"), "--root", ws.root_file("vault"), "--app", "vault",
+                  "--key", ws.keys / "vault" / "content.key", registry=False).rc == 0
+
+
+def test_list_and_audit_show_channel_and_release_notes_and_a_bad_channel_is_a_usage_error(workspace):
+    ws = workspace
+    ws.create_app("demo")
+    bundle = ws.write_file("noted();")
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--message", "fixes the login crash", bundle)
+    text = ws.ok("list", "--app", "demo")
+    assert "CHANNEL" in text and "beta" in text and "demo 2.3 patch 1: fixes the login crash" in text
+    assert "fixes the login crash" in ws.ok("audit", "--app", "demo")
+    assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", "--channel", "Beta!", bundle), 64, "invalid channel name")
+    assert_cli_error(ws.run("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta"), 64, "--to is required")
+    ws.ok("list")  # every later process finds the same closed, checkpointed files
+    before = {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")}
+    text = ws.ok("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta", "--to", "production", "--dry-run")
+    assert "dry run: would promote demo 2.3 patch 1 of beta as patch 2 of production" in text and "nothing was changed" in text
+    assert {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")} == before
+
+
+def test_project_channel_is_publishs_default_and_fetch_follows_one_channel(workspace, start, tmp_path):
+    ws = workspace
+    ws.create_app("demo")
+    repo = ws.root / "repo"
+    (repo / "patches" / "demo" / "2.3").mkdir(parents=True)
+    (repo / "patches" / "demo" / "2.3" / "main.js").write_text("staged();\n")
+    assert run_in(ws, repo, "init", "--app", "demo", "--channel", "staging").rc == 0
+    assert json.loads((repo / "hotpatch.json").read_text())["channel"] == "staging"
+    result = run_in(ws, repo, "publish", "--app-version", "2.3")
+    assert result.rc == 0 and "patch 1 to staging" in result.stdout, result.stderr
+    (repo / "hotpatch.json").write_text('{"app":"demo","channel":7}')
+    assert_cli_error(run_in(ws, repo, "publish", "--app-version", "2.3"), 2, '"channel" must be a string')
+    server = start(ws)
+    root = ws.root_file("demo")
+    common = ["--server", server.url, "--app", "demo", "--app-version", "2.3", "--root", root, "--json"]
+    production = json.loads(ws.ok("fetch", *common, "--device-id", "d1", "--cache", tmp_path / "p", registry=False))
+    assert production == {"outcome": "unchanged"}, "a production device never gets a staging patch"
+    staging = json.loads(ws.ok("fetch", *common, "--device-id", "d2", "--cache", tmp_path / "s", "--channel", "staging", registry=False))
+    assert staging["outcome"] == "updated" and staging["patch"] == 1
+
+
+def test_promote_over_the_server_needs_a_publisher_token_and_records_the_token(workspace, start):
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "qa();", channel="staging")
+    publisher, auditor = ws.root / "p", ws.root / "a"
+    publisher.write_text(ws.token("--app", "demo") + "\n")
+    auditor.write_text(ws.token("--all", "--role", "auditor") + "\n")
+    for f in (publisher, auditor):
+        f.chmod(0o600)
+    server = start(ws)
+    args = ["promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--server", server.url]
+    assert_cli_error(ws.run(*args, "--to", "production", "--token-file", auditor, registry=False), 2, "publisher")
+    promoted = json.loads(ws.ok(*args, "--to", "production", "--token-file", publisher, "--message", "go", "--json", registry=False))
+    assert promoted["patch"] == 2 and promoted["promotedFrom"]["patch"] == 1 and promoted["message"] == "go"
+    assert "token" in promoted["publishedBy"]
+    text = ws.ok(*args, "--token-file", publisher, "--patch", "1", "--to", "qa", registry=False)
+    assert "promoted demo 2.3 patch 1 of staging as patch 3 of qa" in text
+
+
+def test_status_and_rollback_keep_channels_apart(workspace):
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "prod();\n", rollout=50)
+    ws.publish("demo", "2.3", "qa();\n", channel="staging")
+    status = ws.json("status", "--app", "demo")["apps"][0]["versions"]
+    assert [(v["channel"], [(s["patch"], s["basisPoints"]) for s in v["served"]]) for v in status] == [
+        ("production", [(1, 5000), (None, 5000)]), ("staging", [(2, 10000)])]
+    rolled = ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--channel", "staging")
+    assert rolled.rc == 0, rolled
+    assert "revoked demo 2.3 patch 2" in rolled.stdout and "demo 2.3 (staging) now serves: none → 100 %" in rolled.stdout
+    states = {p["patch"]: p["state"] for p in ws.json("list", "--app", "demo")}
+    assert states == {1: "active", 2: "revoked"}, "rolling staging back leaves production alone"
+    production = ws.run("rollback", "--app", "demo", "--app-version", "2.3").stdout
+    assert "revoked demo 2.3 patch 1" in production and "demo 2.3 now serves: none → 100 %" in production
