@@ -6,6 +6,7 @@ hotpatch_testing.py.
 """
 
 import http.client
+import os
 import json
 import signal
 import ssl
@@ -120,3 +121,16 @@ def poll(fn, timeout=3.0, interval=0.1):
         if time.monotonic() > deadline:
             raise last
         time.sleep(interval)
+
+
+def token_file(ws, token, name):
+    """The token written to a file only its owner can read (what --token-file takes)."""
+    path = ws.root / name
+    path.write_text(token + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def remote(ws, server, token_path, *args):
+    """patchctl ARGS against a running patchd with the token from `token_path`."""
+    return ws.run(*args, "--server", server.url, "--token-file", token_path, registry=False)

@@ -6,12 +6,12 @@ the bounded retry of 429/503 honouring Retry-After (issue 11, "Remote parity").
 """
 import http.server
 import json
-import os
 import threading
 import time
 
 import pytest
 from hotpatch_testing import Workspace, assert_cli_error
+from patchd_support import remote, token_file
 
 
 @pytest.fixture
@@ -22,17 +22,6 @@ def ws(tmp_path):
     w.publish("demo", "2.3", "fix(1)")
     w.publish("other", "1.0", "fix(2)")
     return w
-
-
-def token_file(ws, token, name):
-    path = ws.root / name
-    path.write_text(token + "\n")
-    os.chmod(path, 0o600)
-    return path
-
-
-def remote(ws, server, token_path, *args):
-    return ws.run(*args, "--server", server.url, "--token-file", token_path, registry=False)
 
 
 def test_listings_over_server_show_what_the_token_may_read_and_never_a_secret(ws, start):

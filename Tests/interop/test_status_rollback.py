@@ -5,10 +5,10 @@ as from the local registry, a rollback over the revoke route, the auditor/publis
     python -m pytest Tests/interop/test_status_rollback.py -q
 """
 import json
-import os
 
 import pytest
 from hotpatch_testing import Workspace, assert_cli_error
+from patchd_support import remote, token_file
 
 
 @pytest.fixture
@@ -21,17 +21,6 @@ def ws(tmp_path):
     w.publish("demo", "2.3", "fix(3)", rollout="25")
     w.publish("demo", "2.4", "fix(4)", rollout="0")
     return w
-
-
-def token_file(ws, token, name):
-    path = ws.root / name
-    path.write_text(token + "\n")
-    os.chmod(path, 0o600)
-    return path
-
-
-def remote(ws, server, token_path, *args):
-    return ws.run(*args, "--server", server.url, "--token-file", token_path, registry=False)
 
 
 def test_status_over_server_is_the_local_status(ws, start):
