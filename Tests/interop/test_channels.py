@@ -112,3 +112,19 @@ def test_status_and_rollback_keep_channels_apart(workspace):
     assert states == {1: "active", 2: "revoked"}, "rolling staging back leaves production alone"
     production = ws.run("rollback", "--app", "demo", "--app-version", "2.3").stdout
     assert "revoked demo 2.3 patch 1" in production and "demo 2.3 now serves: none → 100 %" in production
+
+
+def test_promote_prints_what_the_target_channel_serves_and_rollback_dry_run_changes_nothing(workspace):
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "old();\n")
+    ws.publish("demo", "2.3", "qa();\n", channel="staging")
+    promoted = ws.run("promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--to", "production", "--rollout", "25")
+    assert promoted.rc == 0, promoted
+    assert "demo 2.3 now serves: patch 3 → 25 %, patch 1 → 75 %" in promoted.stdout
+    before = ws.registry_state()
+    dry = ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run")
+    assert dry.rc == 0, dry
+    assert "would revoke demo 2.3 patch 3" in dry.stdout and "then: patch 1 → 100 %" in dry.stdout
+    assert ws.registry_state() == before, "a dry run changed the registry"
+    assert ws.json("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run")["then"]["served"] == [{"patch": 1, "basisPoints": 10000}]

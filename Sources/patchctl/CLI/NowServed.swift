@@ -7,13 +7,20 @@ enum NowServed {
     /// What the devices of an app version get now, one per channel that has patches
     /// (production first).
     static func servings(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing] {
+        VersionServing.grouped(app: app, appVersion: version, try entries(app: app, version: version, remote: remote, registry: registry))
+    }
+
+    /// The version's patches as the split needs them, from the registry or a server's listing.
+    static func entries(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing.Entry] {
         if let remote {
             let listing = try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": "false"]).arrayValue ?? []
-            return VersionServing.grouped(app: app, appVersion: version, listing.filter { $0["appVersion"]?.stringValue == version.rawValue }
-                .compactMap(VersionServing.Entry.init(listing:)))
+            return listing.filter { $0["appVersion"]?.stringValue == version.rawValue }.compactMap(VersionServing.Entry.init(listing:))
         }
         guard let registry else { throw .failed("no registry to read what \(app) \(version) serves") }
-        do { return try registry.servings(app: app, appVersion: version) } catch { throw error.cliError }
+        do {
+            return try registry.patches(app: app, appVersion: version, activeOnly: false)
+                .map { VersionServing.Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active, channel: $0.channel) }
+        } catch { throw error.cliError }
     }
 
     /// What the devices of an app version on one channel get now (nothing listed: "none").

@@ -26,7 +26,9 @@ struct PromoteCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let patch: JSON
         let name: AppName
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var local: Registry?
+        if let remote {
             if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
@@ -36,6 +38,7 @@ struct PromoteCommand: Command {
         } else {
             let context = Context(arguments: arguments)
             let registry = try context.openRegistry()
+            local = registry
             name = try AppDefault.resolve(arguments, registry: registry)
             do {
                 let promoted = try registry.promote(app: name, appVersion: version, from: from, to: to, number: number, rollout: rollout,
@@ -52,6 +55,10 @@ struct PromoteCommand: Command {
         Output.line(dryRun ? "dry run: would promote \(summary)" : "promoted \(summary)")
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "") (the same plaintext; signed as promotedFrom \(from) patch \(origin?["patch"]?.intValue ?? 0))")
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
-        if dryRun { Output.line("nothing was changed") }
+        if dryRun {
+            Output.line("nothing was changed")
+        } else if let served = try NowServed.servings(app: name, version: version, remote: remote, registry: local).first(where: { $0.channel == to }) {
+            Output.line(NowServed.line(served))
+        }
     }
 }

@@ -9,6 +9,7 @@ struct RollbackCommand: Command {
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--channel", "NAME", "the channel whose newest live patch is rolled back (default: hotpatch.json's, else production)"),
+                                            .flag("--dry-run", "say what would be revoked and what devices would get then; change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -23,6 +24,18 @@ struct RollbackCommand: Command {
         let before = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
         guard let number = before.newestLive else {
             throw .failed("\(name) \(version) has no live patch on \(channel) to roll back (devices get: \(before.summary))")
+        }
+        let dryRun = arguments.flag("--dry-run")
+        if dryRun {
+            // What the split would be without the patch: the same rule over the same patches.
+            let entries = try NowServed.entries(app: name, version: version, remote: remote, registry: registry)
+                .map { $0.number == number ? VersionServing.Entry(number: $0.number, rollout: $0.rollout, active: false, channel: $0.channel) : $0 }
+            let after = VersionServing(app: name, appVersion: version, channel: channel, entries: entries)
+            if arguments.flag("--json") { Output.json(["dryRun": true, "wouldRevoke": .int(Int64(number)), "now": before.json, "then": after.json]); return }
+            Output.line("dry run: would revoke \(name) \(version) patch \(number); nothing was changed")
+            Output.line(NowServed.line(before))
+            Output.line("then: \(after.summary)")
+            return
         }
         let revoked: JSON
         if let registry {
