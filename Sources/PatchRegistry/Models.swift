@@ -40,6 +40,8 @@ public struct PatchRecord: Sendable, Equatable {
     public let message: String?
     /// The patch of another channel this one was promoted from (same plaintext).
     public let promotedFrom: PatchTargetInfo.Origin?
+    /// Why it was revoked (`revoke --message`), kept with the patch and in the audit event.
+    public var revokeMessage: String? = nil
 
     public var encrypted: Bool { contentKeyID != nil }
 
@@ -59,6 +61,7 @@ public struct PatchRecord: Sendable, Equatable {
         if let promotedFrom { out["promotedFrom"] = promotedFrom.json }
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
         if let revokedBy { out["revokedBy"] = .string(revokedBy) }
+        if let revokeMessage { out["revokeMessage"] = .string(revokeMessage) }
         return .object(out)
     }
 }

@@ -33,8 +33,9 @@ extension Registry {
         let sql = """
             SELECT p.app, p.app_version, p.number, p.rollout, p.state, p.length, p.sha256, p.md5, p.served_length, p.served_sha256,
                    p.served_md5, p.content_key_id, p.published_at, p.published_by, p.revoked_at, p.revoked_by,
-                   COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256
+                   COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256, v.message
             FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+            LEFT JOIN patch_revocations v ON v.app = p.app AND v.app_version = p.app_version AND v.number = p.number
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
         let rows: [PatchRecord?] = try read { () throws(SQLiteError) in
             try db.query(sql, values) { s in
@@ -52,7 +53,7 @@ extension Registry {
                     served: BundleDigests(length: Int(s.int(8)), sha256: s.text(9), md5: s.text(10)),
                     contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
                     revokedAt: s.optionalText(14), revokedBy: s.optionalText(15), message: s.optionalText(17),
-                    promotedFrom: origin)
+                    promotedFrom: origin, revokeMessage: s.optionalText(21))
             }
         }
         return try Registry.intact(rows, what: "patches").sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
@@ -118,8 +119,12 @@ extension Registry {
     /// Revokes one patch, or with `number == nil` every active patch of the app version
     /// (the 2 a.m. kill switch: devices on that version drop their patch).
     @discardableResult
-    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
+    /// `message` says why (one line, like release notes): kept with each revoked patch and in
+    /// the audit event.
+    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, message: String? = nil, dryRun: Bool = false,
+                       actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
         let time = TUFTime.format(now)
+        let message = try Registry.releaseNotes(message)
         return try write(dryRun: dryRun) { () throws -> [PatchRecord] in
             _ = try app(name)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
@@ -137,11 +142,15 @@ extension Registry {
             for patch in targets {
                 try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
                            [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
+                if let message {
+                    try db.run("INSERT INTO patch_revocations(app, app_version, number, message) VALUES (?, ?, ?, ?)",
+                               [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number)), .text(message)])
+                }
             }
             try resign(app: name, from: .targets, now: now)
-            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: [
-                "appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) }),
-            ], at: now)
+            var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) })]
+            if let message { details["message"] = .string(message) }
+            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: .object(details), at: now)
             return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
         }
     }

@@ -79,6 +79,15 @@ enum Schema {
     );
     -- Added with channels; additive: a patch without a row here is a production patch
     -- without release notes (every patch of a registry from before channels).
+    -- Why a patch was revoked (`revoke --message`); additive like patch_releases.
+    CREATE TABLE IF NOT EXISTS patch_revocations(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     CREATE TABLE IF NOT EXISTS patch_releases(
         app TEXT NOT NULL,
         app_version TEXT NOT NULL,

@@ -128,3 +128,25 @@ def test_promote_prints_what_the_target_channel_serves_and_rollback_dry_run_chan
     assert "would revoke demo 2.3 patch 3" in dry.stdout and "then: patch 1 → 100 %" in dry.stdout
     assert ws.registry_state() == before, "a dry run changed the registry"
     assert ws.json("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run")["then"]["served"] == [{"patch": 1, "basisPoints": 10000}]
+
+
+def test_revoke_message_is_kept_with_the_patch_and_in_the_audit_locally_and_over_the_server(workspace):
+    from patchd_support import Patchd, remote, token_file
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "one();\n")
+    ws.publish("demo", "2.3", "two();\n")
+    revoked = ws.json("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--message", "crashes on iOS 17")
+    assert revoked[0]["revokeMessage"] == "crashes on iOS 17"
+    assert ws.json("audit", "--app", "demo")["events"][-1]["details"]["message"] == "crashes on iOS 17"
+    assert "demo 2.3 patch 2 revoked: crashes on iOS 17" in ws.run("list", "--app", "demo").stdout
+    bad = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--message", "a\u0007bell")
+    assert bad.rc != 0 and [p["state"] for p in ws.json("list", "--app", "demo")] == ["active", "revoked"], "a refused message changes nothing"
+    server = Patchd(ws)
+    try:
+        token = token_file(ws, ws.token("--app", "demo", "--name", "ci"), "ci.token")
+        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--message", "superseded by the store build", "--json")
+        assert over.rc == 0, over
+        assert json.loads(over.stdout)[0]["revokeMessage"] == "superseded by the store build"
+    finally:
+        server.stop()

@@ -163,7 +163,7 @@ extension PatchService {
         let version = try appVersion(p["version"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
         let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.revoke(app: app, appVersion: version, number: number, actor: token.actor)
+            try registry.revoke(app: app, appVersion: version, number: number, message: request.query("message"), actor: token.actor)
         }
         return .json(.array(revoked.map(\.json)))
     }

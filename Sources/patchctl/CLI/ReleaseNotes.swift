@@ -4,11 +4,13 @@ import PatchCore
 /// table stays one row per patch.
 enum ReleaseNotes {
     static func print(_ patches: [JSON]) {
-        let noted = patches.filter { $0["message"]?.stringValue != nil }
+        let noted = patches.filter { $0["message"]?.stringValue != nil || $0["revokeMessage"]?.stringValue != nil }
         guard !noted.isEmpty else { return }
         Output.line()
         for p in noted {
-            Output.line("\(p["app"]?.stringValue ?? "") \(p["appVersion"]?.stringValue ?? "") patch \(p["patch"]?.intValue ?? 0): \(p["message"]?.stringValue ?? "")")
+            let patch = "\(p["app"]?.stringValue ?? "") \(p["appVersion"]?.stringValue ?? "") patch \(p["patch"]?.intValue ?? 0)"
+            if let message = p["message"]?.stringValue { Output.line("\(patch): \(message)") }
+            if let reason = p["revokeMessage"]?.stringValue { Output.line("\(patch) revoked: \(reason)") }
         }
     }
 }

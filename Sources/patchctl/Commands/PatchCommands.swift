@@ -76,6 +76,7 @@ struct RevokeCommand: Command {
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
+                                            .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
                                             .flag("--dry-run", "say what would be revoked and change nothing (local registry only)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
@@ -83,6 +84,7 @@ struct RevokeCommand: Command {
         let version = try arguments.appVersion()
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
         let dryRun = arguments.flag("--dry-run")
+        let message = arguments.value("--message")
         let revoked: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
@@ -91,14 +93,15 @@ struct RevokeCommand: Command {
             if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
-            revoked = try remote.json("POST", path)
+            revoked = try remote.json("POST", path, query: message.map { ["message": $0] } ?? [:])
         } else {
             let context = Context(arguments: arguments)
             let local = try context.openRegistry()
             registry = local
             name = try AppDefault.resolve(arguments, registry: local)
             do {
-                revoked = .array(try local.revoke(app: name, appVersion: version, number: number, dryRun: dryRun, actor: context.actor).map { patch in
+                revoked = .array(try local.revoke(app: name, appVersion: version, number: number, message: message, dryRun: dryRun,
+                                                  actor: context.actor).map { patch in
                     guard dryRun, var object = patch.json.objectValue else { return patch.json }
                     object["dryRun"] = true
                     return .object(object)
