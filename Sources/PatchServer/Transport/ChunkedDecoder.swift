@@ -90,10 +90,9 @@ struct ChunkedDecoder {
         }
         guard digits > 0 else { throw .malformed("a chunk size must be hexadecimal") }
         let rest = line[digits...]
-        if let first = rest.first {
-            // Extensions are allowed (and ignored) only after ";", with no control bytes.
-            let afterWhitespace = rest.drop { $0 == space || $0 == tab }
-            guard afterWhitespace.first == UInt8(ascii: ";") || first == UInt8(ascii: ";") else { throw .malformed("a chunk size must be hexadecimal") }
+        if !rest.isEmpty {
+            // Extensions are allowed (and ignored) only after ";" (BWS before it), with no control bytes.
+            guard rest.drop(while: { $0 == space || $0 == tab }).first == UInt8(ascii: ";") else { throw .malformed("a chunk size must be hexadecimal") }
             guard rest.allSatisfy({ $0 == tab || ($0 >= 0x20 && $0 != 0x7F) }) else { throw .malformed("a chunk extension has a control byte") }
         }
         return size

@@ -142,7 +142,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func admit(_ fd: Int32, peer: IPAddress) {
         let configuration = shared.configuration
-        let exempt = configuration.connectionLimitExempt.contains { $0.contains(peer.bytes) }
+        let exempt = configuration.connectionLimitExempt.trusts(peer)
         let key = exempt ? nil : peer.limitKey(ipv6Prefix: configuration.ipv6Prefix)
         if shared.open.load(ordering: .relaxed) >= configuration.maxConnections {
             return reject(fd, "the server has too many open connections; retry")
