@@ -14,6 +14,10 @@ public struct ClientConfiguration: Sendable {
     /// The one channel this client follows: it installs only patches signed for it (the
     /// channel is part of the signed target path), never another channel's.
     public var channel: ChannelName = .production
+    /// The OS version the device runs (`UIDevice.current.systemVersion`, "17.4.1"), checked
+    /// against a patch's signed OS range. Without it, patches limited to an OS range are
+    /// never installed (conditions only narrow delivery).
+    public var osVersion: String?
     /// No network request is made when the last check is younger than this (seconds).
     public var minimumInterval: TimeInterval = 3600
     /// Per request: connecting and waiting for data.

@@ -183,6 +183,10 @@ public actor PatchClient {
             guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version, info.channel == configuration.channel else { continue }
             listed[info.patch] = (info, file)
         }
+        let os = configuration.osVersion
+        // Delivery conditions exclude a patch for this device as if it were not listed: it is
+        // neither picked nor kept (an OS update out of a patch's range drops the patch).
+        listed = listed.filter { $0.value.info.admits(deviceID: device, osVersion: os) }
         let best = listed.values
             .filter { $0.info.patch > state.rolledBackThrough }
             .filter { Rollout.includes(percent: $0.info.rollout, app: app, appVersion: version, patch: $0.info.patch, deviceID: device) }

@@ -10,6 +10,8 @@ public struct AppCatalog: Sendable {
         public let number: Int
         public let channel: ChannelName
         public let rollout: Int
+        /// Signed delivery conditions: the entry is answered only to devices they admit.
+        public let conditions: DeliveryConditions?
         public let etag: String
         public let ok: HTTPResponse
         public let notModified: HTTPResponse
@@ -71,10 +73,10 @@ public struct AppCatalog: Sendable {
             if let encryption = info.encryption {
                 patchHeaders += [("X-Patch-Encryption", encryption.algorithm), ("X-Patch-Plaintext-SHA256", info.plaintext.sha256)]
             }
-            // The answer depends on the device (rollout), so shared caches must not reuse it.
-            let common = [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")]
+            // The answer depends on the device (rollout, conditions), so shared caches must not reuse it.
+            let common = [("Cache-Control", "private, no-cache"), PatchService.checkVary]
             versions[info.appVersion, default: []].append(CheckEntry(
-                number: info.patch, channel: info.channel, rollout: info.rollout, etag: etag,
+                number: info.patch, channel: info.channel, rollout: info.rollout, conditions: info.conditions, etag: etag,
                 ok: HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + patchHeaders + common, body: bytes, prepared: true),
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
@@ -97,11 +99,17 @@ public struct AppCatalog: Sendable {
     }
 
     /// The patch this device should run: the newest listed patch of its channel whose rollout
-    /// includes it. Without a device ID only full (100%) rollouts apply.
-    public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?) -> CheckEntry? {
+    /// includes it and whose delivery conditions (if any) admit it, as PatchClient picks.
+    /// Without a device ID only full (100%) rollouts apply. `conditional: false` leaves
+    /// conditional patches out (the JSPatch Loader, which cannot say what OS it runs on).
+    public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?, osVersion: String? = nil,
+                      conditional: Bool = true) -> CheckEntry? {
         guard let entries = versions[appVersion] else { return nil }
         return entries.first { entry in
             guard entry.channel == channel else { return false }
+            if let conditions = entry.conditions {
+                guard conditional, conditions.admits(deviceID: deviceID, osVersion: osVersion) else { return false }
+            }
             guard let deviceID else { return entry.rollout >= 100 }
             return Rollout.includes(percent: entry.rollout, app: app.rawValue, appVersion: appVersion, patch: entry.number, deviceID: deviceID)
         }

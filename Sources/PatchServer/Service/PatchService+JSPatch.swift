@@ -24,7 +24,7 @@ extension PatchService {
         let (app, jspatch) = try jspatchCatalog(p["app"])
         let version = try appVersion(p["version"])
         try throttleDevice(request, catalog: app)
-        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID")),
+        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID"), conditional: false),
               let response = jspatch.latest[JSPatchCatalog.key(version.rawValue, entry.number)] else {
             return PatchService.noPatch
         }

@@ -11,6 +11,7 @@ struct FetchCommand: Command {
                                             .value("--app-version", "V", "the app version of this device").required,
                                             .value("--device-id", "ID", "the device ID (picks the rollout bucket)").required,
                                             .value("--channel", "NAME", "the channel this device follows (default production)"),
+                                            .value("--os-version", "V", "the OS version this device runs, for patches limited to an OS range"),
                                             .value("--root", "FILE", "the trusted root the app embeds (1.root.json)").required,
                                             .value("--key", "FILE", "content key file, for encrypted apps"),
                                             .value("--cache", "DIR", "the client's cache directory").required,
@@ -33,6 +34,7 @@ struct FetchCommand: Command {
             } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
         }
         if let channel = try arguments.channel() { configuration.channel = channel }
+        configuration.osVersion = arguments.value("--os-version")
         if let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30)) { configuration.minimumInterval = TimeInterval(interval) }
         if let timeout = try arguments.int("--timeout", in: 1...600) { configuration.requestTimeout = TimeInterval(timeout) }
 
