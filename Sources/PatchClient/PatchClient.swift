@@ -27,7 +27,10 @@ public actor PatchClient {
                                         requestTimeout: configuration.requestTimeout, transferTimeout: configuration.syncTimeout)
         self.updater = Updater(fetcher: repository, pinnedRoot: configuration.trustedRoot,
                                cache: MetadataCache(directory: configuration.metadataDirectory), limits: limits,
-                               timestampHeaders: ["X-Device-ID": configuration.deviceID])
+                               // The version and channel let a revoke lift this device's
+                               // server-side interval (docs/PROTOCOL.md, Throttling).
+                               timestampHeaders: ["X-Device-ID": configuration.deviceID, "X-App-Version": configuration.appVersion.rawValue,
+                                                  "X-Channel": configuration.channel.rawValue])
     }
 
     // MARK: Launch

@@ -95,8 +95,8 @@ extension PatchService {
 
     /// The simple check once app and version are known (routed, or found by path in the catalog).
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
-        try throttleDevice(request, catalog: app)
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        try throttleDevice(request, catalog: app, scope: (version, channel))
         guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
                                     osVersion: request.header("X-OS-Version")) else {
             return PatchService.noPatch
