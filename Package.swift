@@ -40,7 +40,8 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore"]),
+        // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl"]),
         .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl"]),
     ],

@@ -20,6 +20,8 @@ final class Mirror: @unchecked Sendable {
         let lock = NSLock()
         var routes: [String: CannedResponse] = [:]
         var requests: [String] = []
+        /// POST requests in full (device reports), headers and body.
+        var posts: [HTTPRequest] = []
         var delay: TimeInterval = 0
     }
 
@@ -37,6 +39,7 @@ final class Mirror: @unchecked Sendable {
         let server = try HTTPServer(configuration: configuration) { request in
             state.lock.lock()
             state.requests.append(request.path)
+            if request.method == "POST" { state.posts.append(request) }
             let answer = state.routes[request.path]
             let delay = state.delay
             state.lock.unlock()
@@ -74,6 +77,7 @@ final class Mirror: @unchecked Sendable {
     }
 
     var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
+    var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
 
     /// Stops listening: the port refuses connections from now on.
     func stop() { server = nil }
@@ -165,7 +169,8 @@ final class EndlessServer: @unchecked Sendable {
         defer { close(fd) }
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !request.ends(with: Array("\r\n\r\n".utf8)) {
+        // The head may come with a body in the same segment (a POST of reports): read up to its end.
+        while !request.holdsHead {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { return }
             request += buffer[0..<n]
@@ -214,7 +219,10 @@ final class Guarded<Value>: @unchecked Sendable {
 }
 
 extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+    fileprivate var holdsHead: Bool {
+        let end: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
+        return count >= end.count && (0...(count - end.count)).contains { Array(self[$0..<($0 + end.count)]) == end }
+    }
 }
 
 /// A loopback port nothing listens on: bound then closed, so it was free a moment ago.
