@@ -126,7 +126,7 @@ extension PatchClient {
     nonisolated func rollBack(_ state: inout ClientState, now: Date) {
         guard let bad = state.installed else { return }
         state.rolledBackThrough = max(state.rolledBackThrough, bad.number)
-        if let good = state.good, let bytes = CacheFiles.read(configuration.goodScriptURL), Digest.sha256Hex(bytes) == good.sha256,
+        if let good = state.good, let bytes = CacheFiles.read(configuration.goodScriptURL), Verification.crypto.sha256Hex(bytes) == good.sha256,
             (try? CacheFiles.write(bytes, to: configuration.scriptURL)) != nil {
             state.installed = good
         } else {
@@ -140,7 +140,7 @@ extension PatchClient {
     /// patch only if main.js really holds it.
     nonisolated func reconcile(_ state: inout ClientState) -> InstalledPatch? {
         let bytes = CacheFiles.read(configuration.scriptURL)
-        let digest = bytes.map { Digest.sha256Hex($0) }
+        let digest = bytes.map { Verification.crypto.sha256Hex($0) }
         if let installing = state.installing {
             // Cut short between renaming main.js and saving the state: finish or forget.
             if digest == installing.sha256 { state.installed = installing }
