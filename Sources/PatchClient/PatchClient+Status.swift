@@ -49,8 +49,7 @@ extension PatchClient {
         case .updated, .unchanged, .removed: failure = nil
         case .throttled, .failed(.cancelled): return
         case .failed(let error):
-            let code = ReportReason.event(for: error, patch: attempting).map(\.1) ?? "other"
-            failure = ClientState.Failure(at: now.timeIntervalSince1970, code: code, message: error.description)
+            failure = ClientState.Failure(at: now.timeIntervalSince1970, code: ReportReason.code(error), message: error.description)
         }
         guard lockedState().lastError != failure else { return }
         try? updateState { $0.lastError = failure }

@@ -38,20 +38,23 @@ enum ReportReason {
     static func event(for error: PatchClientError, patch: Int?) -> (ReportEvent.Kind, String)? {
         switch error {
         case .cancelled: return nil
-        case .network: return (.syncFailed, "network")
-        case .timeout: return (.syncFailed, "timeout")
-        case .server: return (.syncFailed, "server")
-        case .storage, .invalidContentKey: return (.syncFailed, "storage")
+        case .network, .timeout, .server, .storage, .invalidContentKey: return (.syncFailed, code(error))
         case .verification, .tooLarge, .decryption, .missingContentKey, .malformedTarget:
             // `refused` names a patch; a refusal of metadata (before any patch was picked)
-            // is a failed sync, its cause in the device's own lastError.
+            // is a failed sync, its cause in the device's own `lastError`.
             guard patch != nil else { return (.syncFailed, "other") }
-            return (.refused, refusal(error))
+            return (.refused, code(error))
         }
     }
 
-    static func refusal(_ error: PatchClientError) -> String {
+    /// The code of `error`, whichever event (if any) it becomes; also `SyncFailure.code`.
+    static func code(_ error: PatchClientError) -> String {
         switch error {
+        case .cancelled: return "cancelled"
+        case .network: return "network"
+        case .timeout: return "timeout"
+        case .server: return "server"
+        case .storage, .invalidContentKey: return "storage"
         case .verification(let tuf):
             switch tuf {
             case .unsignedThreshold: return "signature"
@@ -63,7 +66,6 @@ enum ReportReason {
         case .tooLarge: return "tooLarge"
         case .decryption, .missingContentKey: return "decryption"
         case .malformedTarget: return "malformed"
-        default: return "other"
         }
     }
 }
