@@ -60,7 +60,9 @@ struct ReportTests {
         }
         #expect(Set(try Self.ids(post)).count == 2, "each event has its own ID")
         #expect(client.pendingReports.isEmpty, "a 202 takes the events off the queue")
-        #expect(!FileManager.default.fileExists(atPath: client.configuration.reportsURL.path + ".tmp"))
+        // The queue is `{cache}/{app}/reports.json`, written by rename: no temporary file is left.
+        let entries = try FileManager.default.contentsOfDirectory(atPath: client.configuration.appDirectory.path).sorted()
+        #expect(entries == ["2.3", "metadata", "reports.json"])
     }
 
     @Test("answered 503 or 429 the events stay queued (on disk, across a restart) and the resend carries the same IDs; a 400 drops them")
@@ -120,6 +122,18 @@ struct ReportTests {
         #expect(events.first?["type"] == .string("refused"))
         #expect(events.first?["patch"] == .int(2))
         #expect(events.first?["reason"] == .string("hashMismatch"))
+    }
+
+    @Test("a reports request still unanswered at the sync deadline does not turn an install into .timeout; the events stay queued")
+    func slowReportsKeepTheOutcome() async throws {
+        let (_, mirror, client) = try Self.scene { $0.syncTimeout = 2 }
+        mirror.delay(Self.reportsPath, by: 6)
+        let started = Date()
+        let outcome = await client.sync(force: true)
+        #expect(outcome.updatedNumber == 1, "got \(outcome)")
+        #expect(Date().timeIntervalSince(started) < 5, "the deadline still bounds the sync")
+        #expect(client.pendingReports.map(\.type) == [.downloaded, .installed])
+        #expect(client.lastError == nil)
     }
 
     @Test("reporting off: nothing is recorded, queued or sent")

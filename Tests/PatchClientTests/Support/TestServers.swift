@@ -23,6 +23,8 @@ final class Mirror: @unchecked Sendable {
         /// POST requests in full (device reports), headers and body.
         var posts: [HTTPRequest] = []
         var delay: TimeInterval = 0
+        /// Per path, instead of `delay`.
+        var pathDelays: [String: TimeInterval] = [:]
     }
 
     private let state = State()
@@ -41,7 +43,7 @@ final class Mirror: @unchecked Sendable {
             state.requests.append(request.path)
             if request.method == "POST" { state.posts.append(request) }
             let answer = state.routes[request.path]
-            let delay = state.delay
+            let delay = state.pathDelays[request.path] ?? state.delay
             state.lock.unlock()
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             guard let answer else { return HTTPResponse(status: 404, body: Array("not found".utf8)) }
@@ -75,6 +77,9 @@ final class Mirror: @unchecked Sendable {
         get { state.lock.lock(); defer { state.lock.unlock() }; return state.delay }
         set { state.lock.lock(); state.delay = newValue; state.lock.unlock() }
     }
+
+    /// Seconds the answers for `path` wait, whatever `delay` says.
+    func delay(_ path: String, by seconds: TimeInterval) { state.lock.lock(); state.pathDelays[path] = seconds; state.lock.unlock() }
 
     var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
     var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
