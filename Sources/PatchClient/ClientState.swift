@@ -12,6 +12,23 @@ struct ClientState: Codable, Equatable {
         var launches: Int
     }
 
+    /// The unconfirmed patch the last `beginLaunch()` returned, and its foreground time so far.
+    struct Launch: Codable, Equatable {
+        var number: Int
+        var sha256: String
+        /// Seconds in the foreground before the current stretch.
+        var foreground: Double
+        /// When the current foreground stretch began; nil while in the background.
+        var foregroundSince: Double?
+    }
+
+    /// Why the last sync failed (nil once one succeeds).
+    struct Failure: Codable, Equatable {
+        var at: Double
+        var code: String
+        var message: String
+    }
+
     /// When the last network check was made (seconds since 1970).
     var lastCheck: Double?
     /// A server's Retry-After, as an absolute time.
@@ -25,6 +42,8 @@ struct ClientState: Codable, Equatable {
     var installing: Patch?
     /// Patches rolled back after unconfirmed launches are not retried; only a newer number is.
     var rolledBackThrough: Int = 0
+    var launch: Launch?
+    var lastError: Failure?
 }
 
 /// File operations of the cache: atomic writes and reads, with storage errors typed.

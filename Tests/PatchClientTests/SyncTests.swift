@@ -26,7 +26,9 @@ struct SyncTests {
         let patch = try #require(try fixture.registry.patches(app: fixture.demo, appVersion: fixture.version, activeOnly: true).first)
         #expect(mirror.requests == ["/v1/apps/demo/metadata/2.root.json", "/v1/apps/demo/metadata/timestamp.json",
                                     "/v1/apps/demo/metadata/2.snapshot.json", "/v1/apps/demo/metadata/2.targets.json",
-                                    "/v1/apps/demo/targets/2.3/1/\(patch.served.sha256).main.js"])
+                                    "/v1/apps/demo/targets/2.3/1/\(patch.served.sha256).main.js",
+                                    // …then the device's one reports request (docs/PROTOCOL.md, "Device reports").
+                                    "/v1/apps/demo/reports"])
     }
 
     @Test("an encrypted app's patch is decrypted with the content key and installed as the plaintext")
@@ -65,7 +67,9 @@ struct SyncTests {
         let forced = await client.sync(force: true, now: now.addingTimeInterval(120))
         #expect(forced == .unchanged(client.currentPatch()))
         #expect(mirror.requests.count > afterFirst)
-        #expect(mirror.requests.last == "/v1/apps/demo/metadata/timestamp.json", "nothing changed: no snapshot, targets or bundle fetched again")
+        // The reports are sent again: the mirror answered 404, so none were taken.
+        #expect(Array(mirror.requests[afterFirst...]).filter { !$0.hasSuffix(".root.json") } == ["/v1/apps/demo/metadata/timestamp.json", "/v1/apps/demo/reports"],
+                "nothing changed: no snapshot, targets or bundle fetched again")
 
         // Once the interval has passed, an unforced sync checks again.
         let count = mirror.requests.count

@@ -6,8 +6,9 @@ public enum UpdateError: Error, Equatable, CustomStringConvertible {
     case verification(TUFError)
     /// The body passed the cap: the signed length, or the client's limit when that is lower.
     case tooLarge(what: String, limit: Int)
-    /// An answer other than the file (a 404 for a required file, a 5xx, a redirect).
-    case status(Int, file: RepositoryFile, location: String)
+    /// An answer other than the file (a 404 for a required file, a 5xx, a redirect), with the
+    /// body that came with it (capped like the file was), for the server's error message.
+    case status(Int, file: RepositoryFile, location: String, body: [UInt8] = [])
     case fetch(FetchError)
     /// The timestamp request was answered 429 (patchd's per-device interval).
     case throttled(retryAfter: String?)
@@ -18,7 +19,7 @@ public enum UpdateError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .verification(let error): return "verification failed: \(error)"
         case .tooLarge(let what, let limit): return "\(what) exceeds \(limit) bytes (endless data?)"
-        case .status(let status, _, let location): return "\(location) answered HTTP \(status)"
+        case .status(let status, _, let location, _): return "\(location) answered HTTP \(status)"
         case .fetch(let error): return error.description
         case .throttled: return "the server asked to wait (HTTP 429)"
         case .storage(let message): return "cache error: \(message)"
@@ -170,7 +171,7 @@ public struct Updater: Sendable {
     }
 
     private func expectOK(_ answer: Download, _ file: RepositoryFile) throws(UpdateError) {
-        guard answer.head.status == 200 else { throw .status(answer.head.status, file: file, location: fetcher.location(of: file)) }
+        guard answer.head.status == 200 else { throw .status(answer.head.status, file: file, location: fetcher.location(of: file), body: answer.body) }
     }
 
     private func persist(_ file: RepositoryFile, _ bytes: [UInt8]) throws(UpdateError) {

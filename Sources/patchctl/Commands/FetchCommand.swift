@@ -26,12 +26,12 @@ struct FetchCommand: Command {
         let version = try arguments.appVersion()
         let device = try arguments.required("--device-id")
         let root = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
-        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device, trustedRoot: root,
+        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device, trustedRoot: Data(root),
                                                 cacheDirectory: URL(fileURLWithPath: try arguments.required("--cache"), isDirectory: true))
         if let keyPath = arguments.value("--key") {
-            do { configuration.contentKey = try BundleCipher.parseKeyFile(try Output.readFile(keyPath, what: "content key", limit: 4096)) } catch let error as CryptoError {
-                throw .failed("\(keyPath): \(error)")
-            } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
+            do { configuration.contentKey = try ClientConfiguration.contentKey(hexFile: URL(fileURLWithPath: keyPath)) } catch {
+                throw .failed(error.description)
+            }
         }
         if let channel = try arguments.channel() { configuration.channel = channel }
         configuration.osVersion = arguments.value("--os-version")
