@@ -19,11 +19,14 @@ struct ReportQueue: Sendable {
     /// One lock for every queue in the process: clients of two versions of one app share the file.
     private static let lock = NSLock()
 
-    func append(_ event: ReportEvent) {
+    func append(_ event: ReportEvent) { append(contentsOf: [event]) }
+
+    /// Several at once: one read and one write of the file (each change rewrites it whole).
+    func append(contentsOf new: [ReportEvent]) {
         Self.lock.lock()
         defer { Self.lock.unlock() }
         var events = load()
-        events.append(event)
+        events.append(contentsOf: new)
         if events.count > Self.capacity { events.removeFirst(events.count - Self.capacity) }
         save(events)
     }

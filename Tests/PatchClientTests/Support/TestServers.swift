@@ -25,6 +25,11 @@ final class Mirror: @unchecked Sendable {
         var delay: TimeInterval = 0
         /// Per path, instead of `delay`.
         var pathDelays: [String: TimeInterval] = [:]
+        /// Set when the mirror goes away: delayed answers stop waiting, so tearing a mirror
+        /// down never blocks (its deinit runs on one of Swift concurrency's few threads,
+        /// and a handler asleep for 20 s would hold that thread, starving other tests' timers).
+        let wake = NSCondition()
+        var stopping = false
     }
 
     private let state = State()
@@ -45,7 +50,12 @@ final class Mirror: @unchecked Sendable {
             let answer = state.routes[request.path]
             let delay = state.pathDelays[request.path] ?? state.delay
             state.lock.unlock()
-            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            if delay > 0 {
+                let until = Date().addingTimeInterval(delay)
+                state.wake.lock()
+                while !state.stopping, state.wake.wait(until: until) {}
+                state.wake.unlock()
+            }
             guard let answer else { return HTTPResponse(status: 404, body: Array("not found".utf8)) }
             return HTTPResponse(status: answer.status, headers: answer.headers, body: answer.body)
         }
@@ -85,7 +95,15 @@ final class Mirror: @unchecked Sendable {
     var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
 
     /// Stops listening: the port refuses connections from now on.
-    func stop() { server = nil }
+    func stop() {
+        state.wake.lock()
+        state.stopping = true
+        state.wake.broadcast()
+        state.wake.unlock()
+        server = nil
+    }
+
+    deinit { stop() }
 }
 
 /// The real service (`PatchService` over `HTTPServer`) on a registry opened on the
