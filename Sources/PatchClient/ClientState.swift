@@ -33,6 +33,9 @@ struct ClientState: Codable, Equatable {
     var lastCheck: Double?
     /// A server's Retry-After, as an absolute time.
     var retryAfter: Double?
+    /// Whether that Retry-After was the device's own check interval (`X-Throttle-Scope:
+    /// device`): a forced sync goes through it, since a revoke lifts it on the server.
+    var retryAfterDeviceScoped: Bool?
     /// The patch in `main.js`.
     var installed: Patch?
     /// The last confirmed patch, kept in `good.js` for rollbacks.

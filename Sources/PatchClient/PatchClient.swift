@@ -140,7 +140,9 @@ public actor PatchClient {
 
     private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
         let state = lockedState()
-        if let retry = state.retryAfter, retry > now.timeIntervalSince1970 {
+        // A forced sync goes through the device's own interval (a revoke lifts it on the
+        // server, so the kill switch lands), never through backpressure (the per-IP bucket).
+        if let retry = state.retryAfter, retry > now.timeIntervalSince1970, !(force && state.retryAfterDeviceScoped == true) {
             return .throttled(until: Date(timeIntervalSince1970: retry))
         }
         if !force, let last = state.lastCheck, now.timeIntervalSince1970 - last < configuration.minimumInterval {
@@ -149,9 +151,13 @@ public actor PatchClient {
         askedServer = true
         let trusted: TrustedMetadata
         do { trusted = try await updater.refresh(now: now) } catch {
-            if case .throttled(let header) = error {
+            if case .throttled(let header, let deviceScoped) = error {
                 let until = retryAfter(header, now: now)
-                try updateState { $0.retryAfter = until.timeIntervalSince1970; $0.lastCheck = now.timeIntervalSince1970 }
+                try updateState {
+                    $0.retryAfter = until.timeIntervalSince1970
+                    $0.retryAfterDeviceScoped = deviceScoped
+                    $0.lastCheck = now.timeIntervalSince1970
+                }
                 return .throttled(until: until)
             }
             throw Self.clientError(error)

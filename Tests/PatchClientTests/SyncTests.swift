@@ -77,7 +77,7 @@ struct SyncTests {
         #expect(mirror.requests.count > count)
     }
 
-    @Test("a 429 from patchd is honoured: .throttled(until: now + Retry-After), remembered, and even force makes no request")
+    @Test("a 429 from patchd is honoured: .throttled(until: now + Retry-After), remembered; only force asks again (it is the device's own interval)")
     func serverRetryAfterIsRemembered() async throws {
         let fixture = try ClientFixture()
         try fixture.registry.setThrottleRules(app: fixture.demo, ThrottleRules(minInterval: 3600, ipRatePerMinute: 0), actor: fixture.actor)
@@ -97,13 +97,20 @@ struct SyncTests {
         expectKept(client, GoodPatch(patch: try #require(client.currentPatch()), bytes: Array(ClientFixture.script(fixture.demo, 1).utf8)))
 
         let count = server.requestCount
-        let third = await client.sync(force: true, now: now.addingTimeInterval(5))
+        let third = await client.sync(now: now.addingTimeInterval(5))
         guard case .throttled(let again) = third else {
             Issue.record("expected .throttled again, got \(third)")
             return
         }
         #expect(abs(again.timeIntervalSince(until)) < 0.001, "the same deadline (kept in state.json as seconds since 1970)")
-        #expect(server.requestCount == count, "the remembered Retry-After holds even a forced sync back")
+        #expect(server.requestCount == count, "the remembered Retry-After holds a sync back")
+        // The 429 said X-Throttle-Scope: device, so a forced sync asks (a revoke would have
+        // lifted the interval); nothing changed, so it is 429 again.
+        guard case .throttled = await client.sync(force: true, now: now.addingTimeInterval(6)) else {
+            Issue.record("expected .throttled from the server")
+            return
+        }
+        #expect(server.requestCount > count, "the forced sync reached the server")
     }
 
     @Test("40 devices against a 30% rollout on top of a 100% patch each get exactly what Rollout.includes says")

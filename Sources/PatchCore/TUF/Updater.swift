@@ -11,7 +11,9 @@ public enum UpdateError: Error, Equatable, CustomStringConvertible {
     case status(Int, file: RepositoryFile, location: String, body: [UInt8] = [])
     case fetch(FetchError)
     /// The timestamp request was answered 429 (patchd's per-device interval).
-    case throttled(retryAfter: String?)
+    /// `deviceScoped`: the server said (`X-Throttle-Scope: device`) that the wait is this
+    /// device's own check interval, which a revoke lifts, not overload backpressure.
+    case throttled(retryAfter: String?, deviceScoped: Bool = false)
     /// The metadata cache could not be written.
     case storage(String)
 
@@ -115,7 +117,9 @@ public struct Updater: Sendable {
     private func updateTimestamp(_ trusted: inout TrustedMetadata) async throws(UpdateError) {
         if let cached = cache?.read("timestamp.json", limit: limits.timestamp) { try? trusted.loadCachedTimestamp(cached) }
         let answer = try await download(.metadata("timestamp.json"), limit: limits.timestamp, headers: timestampHeaders)
-        if answer.head.status == 429 { throw .throttled(retryAfter: answer.head.headers["retry-after"]) }
+        if answer.head.status == 429 {
+            throw .throttled(retryAfter: answer.head.headers["retry-after"], deviceScoped: answer.head.headers["x-throttle-scope"] == "device")
+        }
         try expectOK(answer, .metadata("timestamp.json"))
         if try verified({ () throws(TUFError) in try trusted.updateTimestamp(answer.body) }) {
             try cache?.write("timestamp.json", answer.body)

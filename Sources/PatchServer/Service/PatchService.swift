@@ -80,7 +80,7 @@ public final class PatchService: HTTPResponder {
                 try refuseBody(request, limit: 0)
                 switch file.kind {
                 case .file(let prepared, let isCheck):
-                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { _ = try deviceID(request) }
+                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
                     response = prepared
                 case .simpleCheck(let version):
                     response = try check(request, app: file.app, version: version)
@@ -206,13 +206,22 @@ public final class PatchService: HTTPResponder {
     /// says (`X-App-Version`, `X-Channel` on timestamp.json); it picks which revoke lifts the
     /// interval (DeviceThrottle.lift).
     func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) {
-        guard let device = try deviceID(request) else { return }
         let declared = scope == nil ? try PatchService.declaredScope(request) : nil
+        guard let device = try deviceID(request) else { return }
         let scope = scope ?? declared
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
                                                      scope: scope.map { ($0.appVersion, $0.channel.rawValue) }) {
-            throw .throttled(retryAfter: wait, "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s")
+            // Scoped to the device: its interval, which a revoke lifts (a forced check may try).
+            throw HTTPError(429, "throttled", "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s",
+                            headers: [("Retry-After", String(max(1, wait))), ("X-Throttle-Scope", "device")])
         }
+    }
+
+    /// What a metadata request other than timestamp.json may carry is checked as on
+    /// timestamp.json (a client sends the same headers on every metadata fetch).
+    func checkMetadataHeaders(_ request: HTTPRequest) throws(HTTPError) {
+        _ = try deviceID(request)
+        _ = try PatchService.declaredScope(request)
     }
 
     /// The app version and channel a TUF client declares on timestamp.json (`X-App-Version`,

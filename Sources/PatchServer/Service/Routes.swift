@@ -68,7 +68,7 @@ extension PatchService {
 
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
-        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { _ = try deviceID(request) }
+        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { try checkMetadataHeaders(request) }
         guard let response = app.metadata[p["file"]] else { throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"") }
         return response
     }
