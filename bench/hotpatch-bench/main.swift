@@ -2,12 +2,15 @@ import Foundation
 import PatchClient
 import PatchCore
 import PatchRegistry
+import Synchronization
 
 // In-process measurements for `make bench` (bench/run.sh), one JSON object per run on stdout:
 //   publish --data D --keys K --count N --size BYTES [--encrypted]   publish latency
 //   crypto --mb N                                                  hashing / AES-GCM throughput
 //   client --server URL --app A --app-version V --root F [--key F] --runs N   PatchClient sync
 //   seed --data D --keys K --apps A --versions V --patches P        a large registry
+//   revoke-landing --server URL --app A --app-version V --root F --devices N --workers W
+//                  --patchctl PATH --token-file F --patch N               revoke → forced sync drops it
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("hotpatch-bench: \(message)\n".utf8))
@@ -179,6 +182,71 @@ case "seed":
         }
     }
     emit(["apps": .int(Int64(apps)), "patches": .int(Int64(apps * versions * patches)), "seconds": .int(Int64(now() - started))])
+
+case "revoke-landing":
+    // N devices (their own caches) install the app version's patch; then `patchctl revoke`
+    // runs over the server, and the moment it returns every device syncs with force (as a
+    // push would make them), W at a time. Each figure is from just before patchctl starts
+    // to the device's sync returning without the revoked patch.
+    guard let rootData = FileManager.default.contents(atPath: options.string("--root")) else { fail("cannot read --root") }
+    guard let server = URL(string: options.string("--server")) else { fail("bad --server") }
+    let devices = options.int("--devices", 1000), workers = options.int("--workers", 64)
+    let app = try AppName(options.string("--app")), version = try AppVersion(options.string("--app-version"))
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-bench-revoke-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let clients = (0..<devices).map { i -> PatchClient in
+        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: "kill-\(i)", trustedRoot: rootData,
+                                                cacheDirectory: scratch.appendingPathComponent("d\(i)"))
+        configuration.reporting = false
+        return PatchClient(configuration: configuration)
+    }
+    /// Runs `body` for every device on W threads (syncBlocking must not run on Swift concurrency's own).
+    func fleet(_ body: @escaping @Sendable (Int) -> Void) {
+        let next = Mutex(0)
+        let group = DispatchGroup()
+        for _ in 0..<max(1, workers) {
+            group.enter()
+            Thread {
+                while true {
+                    let i = next.withLock { n in defer { n += 1 }; return n }
+                    guard i < devices else { break }
+                    body(i)
+                }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+    }
+    let installed = Mutex(0)
+    fleet { i in if case .updated = clients[i].syncBlocking(force: true) { installed.withLock { $0 += 1 } } }
+    guard installed.withLock({ $0 }) == devices else { fail("only \(installed.withLock { $0 }) of \(devices) devices installed the patch") }
+    let revoke = Process()
+    revoke.executableURL = URL(fileURLWithPath: options.string("--patchctl"))
+    revoke.arguments = ["revoke", "--server", server.absoluteString, "--token-file", options.string("--token-file"), "--app", app.rawValue,
+                        "--app-version", version.rawValue, "--patch", options.string("--patch")]
+    revoke.standardOutput = FileHandle.nullDevice
+    let started = now()
+    try revoke.run()
+    revoke.waitUntilExit()
+    let revoked = now() - started
+    guard revoke.terminationStatus == 0 else { fail("patchctl revoke exited \(revoke.terminationStatus)") }
+    let revokedNumber = options.int("--patch")
+    let times = Mutex<[Double]>([])
+    let missed = Mutex(0)
+    fleet { i in
+        // Landed: the revoked patch is gone (no patch, or the one before it), whatever the outcome's shape.
+        let outcome = clients[i].syncBlocking(force: true)
+        let t = IPMonotonic.seconds() - started
+        switch outcome {
+        case .removed, .updated: if clients[i].currentPatch()?.number != revokedNumber { times.withLock { $0.append(t) }; return }
+        default: break
+        }
+        missed.withLock { $0 += 1 }
+    }
+    let landed = times.withLock { $0 }
+    emit(["devices": .int(Int64(devices)), "workers": .int(Int64(workers)), "landed": .int(Int64(landed.count)), "missed": .int(Int64(missed.withLock { $0 })),
+          "revoke_us": micros(revoked), "p50_us": micros(percentile(landed, 0.5)), "p99_us": micros(percentile(landed, 0.99)),
+          "max_us": micros(landed.max() ?? 0)])
 
 default:
     fail("unknown command \(command)")
