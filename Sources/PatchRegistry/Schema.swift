@@ -100,6 +100,75 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Device reports (issue 12); additive. A device is kept only as the SHA-256 of its ID.
+    -- report_events: (device, event id) pairs already counted, so a resend counts once.
+    CREATE TABLE IF NOT EXISTS report_events(
+        app TEXT NOT NULL,
+        device TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        received_hour TEXT NOT NULL,
+        PRIMARY KEY(app, device, event_id)
+    );
+    -- One row per distinct device per (patch, event, reason); reason '' is the event at all.
+    -- patch 0: a syncFailed that names no patch.
+    CREATE TABLE IF NOT EXISTS report_devices(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        device TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, event, reason, device)
+    );
+    -- The row count of report_devices per group, kept beside it so figures never scan devices.
+    CREATE TABLE IF NOT EXISTS report_counts(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        devices INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, event, reason)
+    );
+    -- Events per type per hour of the server's receive time (device clocks lie).
+    CREATE TABLE IF NOT EXISTS report_hourly(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        hour TEXT NOT NULL,
+        event TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, hour, event)
+    );
+    -- Guards (`patchctl apps guard`): halt or revoke a patch whose rollback rate is too high.
+    CREATE TABLE IF NOT EXISTS patch_guards(
+        app TEXT NOT NULL REFERENCES apps(name),
+        channel TEXT NOT NULL,
+        max_rollback_ppm INTEGER NOT NULL CHECK(max_rollback_ppm BETWEEN 1 AND 1000000),
+        min_devices INTEGER NOT NULL CHECK(min_devices >= 1),
+        action TEXT NOT NULL CHECK(action IN ('halt', 'revoke')),
+        set_at TEXT NOT NULL,
+        set_by TEXT NOT NULL,
+        PRIMARY KEY(app, channel)
+    );
+    -- A patch a guard acted on: it is not acted on again (a patch resumed by hand stays resumed).
+    CREATE TABLE IF NOT EXISTS guard_trips(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        action TEXT NOT NULL,
+        at TEXT NOT NULL,
+        installed INTEGER NOT NULL,
+        rolled_back INTEGER NOT NULL,
+        lower_ppm INTEGER NOT NULL,
+        threshold_ppm INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit
