@@ -176,7 +176,9 @@ struct ListCommand: Command {
         let name = try arguments.optionalAppName()
         let active = arguments.flag("--active")
         var patches: [JSON]
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var local: Registry?
+        if let remote {
             // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
             let projectApp = try ProjectFile.current.get()?.app
             var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
@@ -186,18 +188,19 @@ struct ListCommand: Command {
             patches = all
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
+            local = registry
             do {
                 if let name { _ = try registry.app(name) }
                 patches = try registry.patches(app: name, appVersion: nil, activeOnly: active).map(\.json)
             } catch { throw error.cliError }
         }
-        patches = NowServed.annotate(patches)
+        patches = try DeviceFigures.annotate(NowServed.annotate(patches), remote: remote, registry: local)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
-        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
+        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
             [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "production",
              String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
-             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? "", String(p["length"]?.intValue ?? 0),
+             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? ""] + DeviceFigures.cells(p) + [String(p["length"]?.intValue ?? 0),
              p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
         ReleaseNotes.print(patches)
