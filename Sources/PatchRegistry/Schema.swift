@@ -101,14 +101,15 @@ enum Schema {
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
     -- Device reports (issue 12); additive. A device is kept only as the SHA-256 of its ID.
-    -- report_events: (device, event id) pairs already counted, so a resend counts once.
+    -- report_events: (device, event id) pairs already counted, so a resend counts once; kept
+    -- as 128 bits of SHA-256 over both, pruned after a week.
     CREATE TABLE IF NOT EXISTS report_events(
         app TEXT NOT NULL,
-        device TEXT NOT NULL,
-        event_id TEXT NOT NULL,
+        event_key TEXT NOT NULL,
         received_hour TEXT NOT NULL,
-        PRIMARY KEY(app, device, event_id)
+        PRIMARY KEY(app, event_key)
     );
+    CREATE INDEX IF NOT EXISTS report_events_by_hour ON report_events(received_hour);
     -- One row per distinct device per (patch, event, reason); reason '' is the event at all.
     -- patch 0: a syncFailed that names no patch.
     CREATE TABLE IF NOT EXISTS report_devices(

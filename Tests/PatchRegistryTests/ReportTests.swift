@@ -91,14 +91,49 @@ struct ReportTests {
         _ = try t.registry.ingestReports(app: app, deviceID: id, events: [try event("1", .installed)])
         let reopened = try Registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.reportFigures(app: app).first?.count(.installed) == 1)
-        let rows = try reopened.db.query("SELECT device FROM report_devices UNION SELECT device FROM report_events") { $0.text(0) }
+        let rows = try reopened.db.query("SELECT device FROM report_devices") { $0.text(0) }
         #expect(rows == [Registry.deviceHash(id)])
+        let keys = try reopened.db.query("SELECT event_key FROM report_events") { $0.text(0) }
+        #expect(keys == [Registry.eventKey(device: Registry.deviceHash(id), id: "1")] && keys[0].count == 32)
         #expect(Registry.deviceHash(id) == Digest.sha256Hex(Array(id.utf8)))
         let files = try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("data").path)
         for file in files {
             let bytes = try Data(contentsOf: t.root.appendingPathComponent("data").appendingPathComponent(file))
             #expect(bytes.range(of: Data(id.utf8)) == nil, "\(file) holds the raw device ID")
         }
+    }
+
+    @Test("a group of reports from several devices and apps counts in one transaction, each with its own outcome; an unknown app's are dropped")
+    func groups() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        let other = try t.app("other")
+        try t.publish(app, "2.3", "one()")
+        try t.publish(other, "2.3", "one()")
+        let outcomes = try t.registry.ingestReports([
+            DeviceReport(app: app, deviceID: "d1", events: [try event("1", .installed)]),
+            DeviceReport(app: app, deviceID: "d1", events: [try event("1", .installed)]),
+            DeviceReport(app: other, deviceID: "d1", events: [try event("1", .installed)]),
+            DeviceReport(app: try AppName("gone"), deviceID: "d1", events: [try event("1", .installed)]),
+        ])
+        #expect(outcomes.map(\.accepted) == [1, 0, 1, 0])
+        #expect(outcomes.map(\.duplicates) == [0, 1, 0, 0])
+        #expect(outcomes.map(\.dropped) == [0, 0, 0, 1])
+    }
+
+    @Test("pruning forgets old event ids (a resend after that counts again) and never touches the counts")
+    func pruning() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        try t.publish(app, "2.3", "one()")
+        let then = Date(timeIntervalSince1970: 1_800_000_000)
+        _ = try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("old", .installed)], now: then)
+        _ = try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("new", .installed)], now: then.addingTimeInterval(8 * 86_400))
+        #expect(try t.registry.pruneReportEvents(before: then.addingTimeInterval(7 * 86_400)) == 1)
+        #expect(try t.registry.reportFigures(app: app).first?.count(.installed) == 2)
+        #expect(try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("new", .installed)]).duplicates == 1)
+        #expect(try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("old", .installed)]).accepted == 1)
+        #expect(try t.registry.reportFigures(app: app).first?.count(.installed) == 2, "still one device each")
     }
 
     @Test("the wire grammar: ids, types, reasons only where they belong, positive patches, a dated `at`")

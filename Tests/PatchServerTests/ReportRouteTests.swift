@@ -53,6 +53,26 @@ struct ReportRouteTests {
         #expect(f.report(f.events([f.installed("a")]), app: "nope").status == 404)
     }
 
+    @Test("concurrent reports are counted in groups, each request answered with its own outcome")
+    func concurrent() throws {
+        let f = try ServiceFixture()
+        f.publish("one()")
+        let answers = Locked<[Int: JSON]>([:])
+        let service = f.service
+        // Each device sends its event twice in one request: 1 accepted, 1 duplicate.
+        let body = Array(f.events([f.installed("e"), f.installed("e"), f.installed("x", patch: 5)]).utf8)
+        DispatchQueue.concurrentPerform(iterations: 32) { i in
+            let response = service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", "device-\(i)")], body: body))
+            let json = (try? JSONParser.parse(response.body)) ?? .null
+            answers.withLock { $0[i] = response.status == 202 ? json : .int(Int64(response.status)) }
+        }
+        let all = answers.withLock { $0 }
+        #expect(all.count == 32)
+        #expect(all.values.allSatisfy { $0 == ["accepted": 1, "duplicates": 1, "dropped": 1] })
+        let stats = try f.json(f.get("/v1/apps/demo/stats", headers: ["Authorization": "Bearer \(f.auditorToken)"]))
+        #expect(stats["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
+    }
+
     @Test("the body limit is 64 KiB and is refused from the head, before a byte is read; no token is needed")
     func bodyLimit() throws {
         let f = try ServiceFixture()

@@ -8,20 +8,23 @@ extension Registry {
     /// The hour of the server's clock an event is counted in: `YYYY-MM-DDTHH:00:00Z`.
     public static func hourBucket(_ date: Date) -> String { String(TUFTime.format(date).prefix(13)) + ":00:00Z" }
 
-    /// Counts one device's report in one transaction, whatever its size (1…100 events):
-    /// events naming a patch (version, channel, number) the registry does not have, or a
-    /// version and channel without patches, are dropped; an event id this device sent before
+    /// Counts one device's report in one transaction (see `ingestReports(_:)`).
+    public func ingestReports(app: AppName, deviceID: String, events: [ReportEvent], now: Date = Date()) throws(RegistryError) -> ReportOutcome {
+        try ingestReports([DeviceReport(app: app, deviceID: deviceID, events: events)], now: now)[0]
+    }
+
+    /// Counts the reports of many devices in one transaction, whatever their number: patchd
+    /// groups the reports that arrive while one group commits, so a flood costs one commit
+    /// (one fsync) per group, not per request. Per report: events naming a patch (version,
+    /// channel, number) the registry does not have, or a version and channel without
+    /// patches, or an app it does not have, are dropped; an event id this device sent before
     /// is a duplicate; the rest count once each in the hourly series and once per distinct
-    /// device in the figures.
-    public func ingestReports(app name: AppName, deviceID: String, events: [ReportEvent], now: Date = Date()) throws(RegistryError) -> ReportOutcome {
-        let device = Registry.deviceHash(deviceID)
+    /// device in the figures. One outcome per report, in order.
+    public func ingestReports(_ reports: [DeviceReport], now: Date = Date()) throws(RegistryError) -> [ReportOutcome] {
         let hour = Registry.hourBucket(now)
-        let app = name.rawValue
-        return try write { () throws -> ReportOutcome in
-            _ = try self.app(name)
-            let known = try reportablePatches(app: name)
-            let versions = Set(known.map { "\($0.appVersion)|\($0.channel)" })
-            let seen = try db.prepare("INSERT INTO report_events(app, device, event_id, received_hour) VALUES (?,?,?,?) ON CONFLICT DO NOTHING")
+        return try write { () throws -> [ReportOutcome] in
+            var known: [AppName: Set<PatchKey>?] = [:]
+            let seen = try db.prepare("INSERT INTO report_events(app, event_key, received_hour) VALUES (?,?,?) ON CONFLICT DO NOTHING")
             let hourly = try db.prepare("""
                 INSERT INTO report_hourly(app, app_version, channel, patch, hour, event, events) VALUES (?,?,?,?,?,?,1)
                 ON CONFLICT(app, app_version, channel, patch, hour, event) DO UPDATE SET events = report_hourly.events + 1
@@ -31,29 +34,66 @@ extension Registry {
                 INSERT INTO report_counts(app, app_version, channel, patch, event, reason, devices) VALUES (?,?,?,?,?,?,1)
                 ON CONFLICT(app, app_version, channel, patch, event, reason) DO UPDATE SET devices = report_counts.devices + 1
                 """)
-            var outcome = ReportOutcome()
-            for event in events {
-                let isKnown = event.patch.map { known.contains(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: $0)) }
-                    ?? versions.contains("\(event.appVersion)|\(event.channel)")
-                guard isKnown else { outcome.dropped += 1; continue }
-                try seen.run([.text(app), .text(device), .text(event.id), .text(hour)])
-                guard db.changes == 1 else { outcome.duplicates += 1; continue }
-                outcome.accepted += 1
-                let group: [SQLValue] = [.text(app), .text(event.appVersion.rawValue), .text(event.channel.rawValue), .int(Int64(event.patch ?? 0))]
-                try hourly.run(group + [.text(hour), .text(event.type.rawValue)])
-                // Reason '' counts the device once for the event whatever its reasons; a
-                // refusal also counts under its reason.
-                for reason in [""] + (event.reason.map { [$0] } ?? []) {
-                    try distinct.run(group + [.text(event.type.rawValue), .text(reason), .text(device)])
-                    guard db.changes == 1 else { continue }
-                    try count.run(group + [.text(event.type.rawValue), .text(reason)])
-                    if reason.isEmpty, event.type == .installed || event.type == .rolledBack, let patch = event.patch {
-                        outcome.touched.insert(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: patch))
+            var outcomes: [ReportOutcome] = []
+            for report in reports {
+                let app = report.app.rawValue
+                let device = Registry.deviceHash(report.deviceID)
+                if known[report.app] == nil { known[report.app] = .some(try reportablePatchesIfApp(report.app)) }
+                var outcome = ReportOutcome()
+                guard let patches = known[report.app] ?? nil else {
+                    outcome.dropped = report.events.count
+                    outcomes.append(outcome)
+                    continue
+                }
+                let versions = Set(patches.map { "\($0.appVersion)|\($0.channel)" })
+                for event in report.events {
+                    let isKnown = event.patch.map { patches.contains(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: $0)) }
+                        ?? versions.contains("\(event.appVersion)|\(event.channel)")
+                    guard isKnown else { outcome.dropped += 1; continue }
+                    try seen.run([.text(app), .text(Registry.eventKey(device: device, id: event.id)), .text(hour)])
+                    guard db.changes == 1 else { outcome.duplicates += 1; continue }
+                    outcome.accepted += 1
+                    let group: [SQLValue] = [.text(app), .text(event.appVersion.rawValue), .text(event.channel.rawValue), .int(Int64(event.patch ?? 0))]
+                    try hourly.run(group + [.text(hour), .text(event.type.rawValue)])
+                    // Reason '' counts the device once for the event whatever its reasons; a
+                    // refusal also counts under its reason.
+                    for reason in [""] + (event.reason.map { [$0] } ?? []) {
+                        try distinct.run(group + [.text(event.type.rawValue), .text(reason), .text(device)])
+                        guard db.changes == 1 else { continue }
+                        try count.run(group + [.text(event.type.rawValue), .text(reason)])
+                        if reason.isEmpty, event.type == .installed || event.type == .rolledBack, let patch = event.patch {
+                            outcome.touched.insert(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: patch))
+                        }
                     }
                 }
+                outcomes.append(outcome)
             }
-            return outcome
+            return outcomes
         }
+    }
+
+    /// What dedupe keeps of (device, event id): 128 bits of SHA-256 over both, a fixed 32
+    /// characters per event however long the id, and nothing that names the device.
+    static func eventKey(device: String, id: String) -> String {
+        String(Digest.sha256Hex(Array("\(device)\u{0}\(id)".utf8)).prefix(32))
+    }
+
+    /// Forgets the (device, event id) pairs received before `cutoff`: a device resends only
+    /// what is still queued on it, at its next sync, so a week of memory is plenty, and a
+    /// flood of made-up ids cannot grow the table without end. Counts are not touched.
+    @discardableResult
+    public func pruneReportEvents(before cutoff: Date) throws(RegistryError) -> Int {
+        try write { () throws -> Int in
+            try db.run("DELETE FROM report_events WHERE received_hour < ?", [.text(Registry.hourBucket(cutoff))])
+            return db.changes
+        }
+    }
+
+    /// The app's reportable patches, or nil when the registry has no such app (its reports
+    /// are dropped; the other reports of the group still count).
+    private func reportablePatchesIfApp(_ app: AppName) throws -> Set<PatchKey>? {
+        do { _ = try self.app(app) } catch .notFound { return nil }
+        return try reportablePatches(app: app)
     }
 
     /// Every patch of the app (active or revoked: devices still roll revoked ones back), as

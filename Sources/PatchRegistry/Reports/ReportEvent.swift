@@ -67,6 +67,19 @@ public struct ReportEvent: Sendable, Equatable {
     }
 }
 
+/// One request's events, from one device of one app.
+public struct DeviceReport: Sendable {
+    public let app: AppName
+    public let deviceID: String
+    public let events: [ReportEvent]
+
+    public init(app: AppName, deviceID: String, events: [ReportEvent]) {
+        self.app = app
+        self.deviceID = deviceID
+        self.events = events
+    }
+}
+
 /// What one report request counted (the 202 body).
 public struct ReportOutcome: Sendable, Equatable {
     public var accepted = 0

@@ -24,14 +24,50 @@ extension PatchService {
             throw .badRequest("body must have an \"events\" array of 1 to \(PatchService.reportEventLimit) events")
         }
         let events = raw.compactMap(ReportEvent.init(json:))
-        var outcome = try read { registry throws(RegistryError) in
-            var outcome = try registry.ingestReports(app: app, deviceID: device, events: events)
-            enforceGuards(registry, app: app, patches: outcome.touched)
-            outcome.touched = []
-            return outcome
+        let ticket = reportQueue.enqueue(DeviceReport(app: app, deviceID: device, events: events))
+        let result = registry.withLock { registry in
+            // Counted by an earlier group, or count groups (oldest first) until this one is.
+            while true {
+                if let done = reportQueue.take(ticket) { return done }
+                guard countQueuedReports(registry) else { return .failure(.internalError("a queued report was not counted")) }
+            }
+        }
+        var outcome: ReportOutcome
+        switch result {
+        case .success(let counted): outcome = counted
+        case .failure(let error):
+            if !error.isCallerError { logOnce("cannot count device reports: \(error)") }
+            throw error.httpError
         }
         outcome.dropped += raw.count - events.count
         return .json(outcome.json, status: 202)
+    }
+
+    /// Counts every queued report in one transaction (under the registry lock), then runs the
+    /// guards of the patches the group moved, app by app.
+    /// False when nothing was queued.
+    private func countQueuedReports(_ registry: Registry) -> Bool {
+        let group = reportQueue.drain()
+        guard !group.isEmpty else { return false }
+        let results: [Result<ReportOutcome, RegistryError>]
+        do { results = try registry.ingestReports(group.map(\.report)).map { .success($0) } } catch {
+            results = group.map { _ in .failure(error) }
+        }
+        reportQueue.finish(group.map(\.ticket), results)
+        var touched: [AppName: Set<PatchKey>] = [:]
+        for (entry, result) in zip(group, results) {
+            if case .success(let outcome) = result { touched[entry.report.app, default: []].formUnion(outcome.touched) }
+        }
+        for (app, patches) in touched.sorted(by: { $0.key < $1.key }) { enforceGuards(registry, app: app, patches: patches) }
+        return true
+    }
+
+    /// Forgets (device, event id) pairs older than a week (Registry.pruneReportEvents); run by
+    /// the upkeep loop.
+    public func pruneReports(now: Date = Date()) {
+        registry.withLock { registry in
+            do { try registry.pruneReportEvents(before: now.addingTimeInterval(-7 * 86_400)) } catch { logOnce("cannot prune report events: \(error)") }
+        }
     }
 
     /// Halts or revokes what the app's guards say must stop, and serves the result at once.

@@ -26,6 +26,7 @@ public final class Upkeep: @unchecked Sendable {
         timers = [reload, refresh]
         refresh.setEventHandler { [weak self] in
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
+            service.pruneReports()
         }
         timers.forEach { $0.resume() }
     }
