@@ -177,6 +177,21 @@ struct WilsonTests {
         }
     }
 
+    @Test("the Wilson figures docs/PROTOCOL.md gives (1 of 10, 10 of 60, the stats example's 24 of 120, the trip's 10 of 50) are the computed ones")
+    func protocolFigures() throws {
+        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        func ppm(_ k: Int, _ n: Int) -> (Int, Int) {
+            let w = WilsonInterval(successes: k, trials: n)
+            return (WilsonInterval.ppm(w.lower), WilsonInterval.ppm(w.upper))
+        }
+        let (a, b) = (ppm(1, 10), ppm(10, 60))
+        #expect(doc.contains("For 1 of 10 that\nis \(a.0)…\(a.1) ppm; for 10 of 60, \(b.0)…\(b.1)."))
+        let c = ppm(24, 120)
+        #expect(doc.contains("\"rollbackRatePpm\": {\"observed\": 200000, \"lower\": \(c.0), \"upper\": \(c.1)}"))
+        #expect(doc.contains("\"installed\": 50, \"rolledBack\": 10,\n   \"lowerBoundPpm\": \(ppm(10, 50).0),"))
+    }
+
     @Test("no trials is [0, 1]; more successes than trials (forged) is clamped to all")
     func edges() {
         #expect(WilsonInterval(successes: 0, trials: 0) == WilsonInterval(successes: 5, trials: 0))
