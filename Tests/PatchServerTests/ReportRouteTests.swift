@@ -73,6 +73,24 @@ struct ReportRouteTests {
         #expect(stats["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
     }
 
+    @Test("a guard set after the figures passed it acts in the upkeep pass, without waiting for another report")
+    func upkeepApplies() throws {
+        let f = try ServiceFixture()
+        f.publish("one()")
+        for i in 0..<60 {
+            var items = [f.installed("i")]
+            if i < 10 { items.append(f.installed("r", type: "rolledBack")) }
+            _ = f.report(f.events(items), device: "device-\(i)")
+        }
+        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
+        try registry.setGuard(app: try AppName("demo"), maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: Actor("ops"))
+        f.service.reloadChanged()
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).status == 200)
+        f.service.reportUpkeep()
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "b"]).status == 204)
+        #expect(try registry.guardTrips(app: try AppName("demo")).first?.installed == 60)
+    }
+
     @Test("the body limit is 64 KiB and is refused from the head, before a byte is read; no token is needed")
     func bodyLimit() throws {
         let f = try ServiceFixture()

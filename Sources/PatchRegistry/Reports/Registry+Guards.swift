@@ -153,6 +153,17 @@ extension Registry {
         }
     }
 
+    /// Applies the app's guards to every active patch of a guarded channel: what the upkeep
+    /// loop runs, so a guard set on a patch whose figures are already past it acts without
+    /// waiting for the next report. Bounded by the active patches of guarded channels.
+    public func enforceGuards(app: AppName, now: Date = Date()) throws(RegistryError) -> [GuardTrip] {
+        let channels = Set(try guards(app: app).map(\.channel))
+        guard !channels.isEmpty else { return [] }
+        let keys = try patches(app: app, appVersion: nil, activeOnly: true).filter { channels.contains($0.channel) }
+            .map { PatchKey(appVersion: $0.appVersion, channel: $0.channel, patch: $0.number) }
+        return try enforceGuards(app: app, patches: Set(keys), now: now)
+    }
+
     /// The figures of a trip, or nil when the guard must not act on this patch now: tripped
     /// before, revoked, already at rollout 0 (for halt), too few installs, or a lower bound
     /// at or under the threshold.

@@ -62,10 +62,15 @@ extension PatchService {
         return true
     }
 
-    /// Forgets (device, event id) pairs older than a week (Registry.pruneReportEvents); run by
-    /// the upkeep loop.
-    public func pruneReports(now: Date = Date()) {
+    /// The upkeep loop's part: every guard against every active patch of its channel (a
+    /// guard set after the figures passed it acts within a minute), then forgetting
+    /// (device, event id) pairs older than a week (Registry.pruneReportEvents).
+    public func reportUpkeep(now: Date = Date()) {
         registry.withLock { registry in
+            for app in (try? registry.apps()) ?? [] {
+                guard let guards = try? registry.guards(app: app.name), !guards.isEmpty else { continue }
+                enforceGuards(registry, app: app.name, patches: nil)
+            }
             do { try registry.pruneReportEvents(before: now.addingTimeInterval(-7 * 86_400)) } catch { logOnce("cannot prune report events: \(error)") }
         }
     }
@@ -73,9 +78,10 @@ extension PatchService {
     /// Halts or revokes what the app's guards say must stop, and serves the result at once.
     /// A guard that cannot act (its targets key is offline, the disk is full) is logged; the
     /// report that triggered it still counts.
-    private func enforceGuards(_ registry: Registry, app: AppName, patches: Set<PatchKey>) {
+    /// `patches` nil: every active patch of a guarded channel.
+    private func enforceGuards(_ registry: Registry, app: AppName, patches: Set<PatchKey>?) {
         do {
-            let trips = try registry.enforceGuards(app: app, patches: patches)
+            let trips = if let patches { try registry.enforceGuards(app: app, patches: patches) } else { try registry.enforceGuards(app: app) }
             guard !trips.isEmpty else { return }
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
