@@ -170,6 +170,18 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Staged rollouts (`publish --advance 25,50,100 --every 1h`): the steps still to take and
+    -- when the next one is due. Advanced by patchd's upkeep only on its guard's evidence.
+    CREATE TABLE IF NOT EXISTS rollout_schedules(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        steps TEXT NOT NULL,
+        every_seconds INTEGER NOT NULL CHECK(every_seconds >= 60),
+        next_at TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit

@@ -91,6 +91,25 @@ struct ReportRouteTests {
         #expect(try registry.guardTrips(app: try AppName("demo")).first?.installed == 60)
     }
 
+    @Test("a staged rollout set over its route advances in the upkeep pass once due and on evidence, and the catalog serves it")
+    func stagedRollout() throws {
+        let f = try ServiceFixture()
+        f.publish("one()", rollout: 5)
+        let publisher = ["Authorization": "Bearer \(f.publisherToken)"]
+        let schedule = Array(#"{"steps": [100], "everySeconds": 3600}"#.utf8)
+        let path = "/v1/apps/demo/versions/2.3/patches/1/schedule"
+        #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 400, "no guard yet")
+        _ = f.service.respond(to: HTTPRequest(method: "PUT", path: "/v1/apps/demo/guard", headers: publisher, body: Array(#"{"maxRollbackRatePpm": 20000, "minDevices": 50}"#.utf8)))
+        #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 200)
+        for i in 0..<400 { _ = f.report(f.events([f.installed("i")]), device: "device-\(i)") }
+        f.service.reportUpkeep()
+        let stats = try f.json(f.get("/v1/apps/demo/stats", headers: publisher))
+        #expect(stats["schedules"]?.arrayValue?.first?["steps"] == [100], "not due yet")
+        f.service.reportUpkeep(now: Date().addingTimeInterval(3601))
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "any"]).status == 200, "at 100 % every device gets it")
+        #expect(try f.json(f.get("/v1/apps/demo/stats", headers: publisher))["schedules"] == [])
+    }
+
     @Test("the body limit is 64 KiB and is refused from the head, before a byte is read; no token is needed")
     func bodyLimit() throws {
         let f = try ServiceFixture()

@@ -149,11 +149,11 @@ extension Registry {
         return series.values.sorted { $0.key < $1.key }
     }
 
-    /// What `GET /v1/apps/{app}/stats` answers: the figures, the hourly series, the guards and
-    /// what they did.
+    /// What `GET /v1/apps/{app}/stats` answers: the figures, the hourly series, the guards,
+    /// what they did, and the staged rollouts still under way.
     public func reportStats(app: AppName, hours: Int = 48, now: Date = Date()) throws(RegistryError) -> ReportStats {
         _ = try self.app(app)
         return ReportStats(app: app, patches: try reportFigures(app: app), hourly: try reportHourly(app: app, hours: hours, now: now),
-                           guards: try guards(app: app), trips: try guardTrips(app: app))
+                           guards: try guards(app: app), trips: try guardTrips(app: app), schedules: try schedules(app: app))
     }
 }

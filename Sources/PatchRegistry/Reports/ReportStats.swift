@@ -77,9 +77,10 @@ public struct ReportStats: Sendable {
     public let hourly: [HourlyFigures]
     public let guards: [PatchGuard]
     public let trips: [GuardTrip]
+    public let schedules: [RolloutSchedule]
 
     public var json: JSON {
         ["app": .string(app.rawValue), "patches": .array(patches.map(\.json)), "hourly": .array(hourly.map(\.json)),
-         "guards": .array(guards.map(\.json)), "trips": .array(trips.map(\.json))]
+         "guards": .array(guards.map(\.json)), "trips": .array(trips.map(\.json)), "schedules": .array(schedules.map(\.json))]
     }
 }

@@ -63,13 +63,19 @@ extension PatchService {
     }
 
     /// The upkeep loop's part: every guard against every active patch of its channel (a
-    /// guard set after the figures passed it acts within a minute), then forgetting
+    /// guard set after the figures passed it acts within a minute), the staged rollout steps
+    /// that are due (Registry.advanceSchedules; a schedule needs a guard), then forgetting
     /// (device, event id) pairs older than a week (Registry.pruneReportEvents).
     public func reportUpkeep(now: Date = Date()) {
         registry.withLock { registry in
             for app in (try? registry.apps()) ?? [] {
                 guard let guards = try? registry.guards(app: app.name), !guards.isEmpty else { continue }
                 enforceGuards(registry, app: app.name, patches: nil)
+                do {
+                    let steps = try registry.advanceSchedules(app: app.name, now: now)
+                    for step in steps { logOnce("staged rollout of \(app.name): \(step.text) at \(TUFTime.format(now))") }
+                    if !steps.isEmpty { report(try catalog.build(app.name, from: registry)) }
+                } catch { logOnce("staged rollout of \(app.name) cannot advance: \(error)") }
             }
             do { try registry.pruneReportEvents(before: now.addingTimeInterval(-7 * 86_400)) } catch { logOnce("cannot prune report events: \(error)") }
         }
@@ -124,6 +130,25 @@ extension PatchService {
         var out = set.1?.json.objectValue ?? [:]
         out["changed"] = .bool(set.0 != nil)
         return .json(.object(out))
+    }
+
+    /// `PUT /v1/apps/{app}/versions/{version}/patches/{patch}/schedule`: `{"steps": [25, 50,
+    /// 100], "everySeconds": 3600}` (Registry.setSchedule).
+    func setSchedule(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let version = try appVersion(p["version"])
+        let number = try PatchService.patchNumber(p["patch"])
+        let body: JSON
+        do { body = try JSONParser.parse(request.body, maxLength: PatchService.guardBodyLimit) } catch { throw .badRequest("body must be JSON: \(error)") }
+        guard let steps = body["steps"]?.arrayValue?.compactMap({ $0.intValue }).map({ Int($0) }), steps.count == body["steps"]?.arrayValue?.count,
+              steps.count <= 100, let every = body["everySeconds"]?.intValue else {
+            throw .badRequest("body must be JSON like {\"steps\": [25, 50, 100], \"everySeconds\": 3600}")
+        }
+        let schedule = try change(app: app, by: token) { registry throws(RegistryError) in
+            try registry.setSchedule(app: app, appVersion: version, number: number, steps: steps, everySeconds: Int(every), actor: token.actor)
+        }
+        return .json(schedule.json)
     }
 
     /// `DELETE /v1/apps/{app}/guard?channel=C`.

@@ -25,6 +25,8 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/stats", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         r.add("PUT", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher), body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
         r.add("DELETE", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
+        r.add("PUT", "/v1/apps/:app/versions/:version/patches/:patch/schedule", metric: .rollout, access: .role(.publisher),
+              body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add("GET", "/v1/audit", metric: .audit, access: .token) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }

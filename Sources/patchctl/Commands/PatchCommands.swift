@@ -16,10 +16,12 @@ struct PublishCommand: Command {
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing (local registry only)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON")] + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
+        let staged = try StagedRollout.plan(arguments)
+        if staged != nil, arguments.flag("--dry-run") { throw .usage("--advance cannot be combined with --dry-run") }
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
         let channel = try ChannelDefault.resolve(arguments)
         let message = arguments.value("--message")
@@ -31,7 +33,8 @@ struct PublishCommand: Command {
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
-        let patch: JSON
+        if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, remote: remote, registry: registry) }
+        var patch: JSON
         if let remote {
             var query = ["appVersion": version.rawValue, "rollout": String(rollout), "channel": channel.rawValue]
             if allowSame { query["allowSame"] = "true" }
@@ -47,12 +50,18 @@ struct PublishCommand: Command {
                 patch = .object(json)
             } catch { throw error.cliError }
         }
+        var schedule: JSON?
+        if let staged {
+            schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), remote: remote, registry: registry, actor: context.actor)
+            if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
+        }
         if arguments.flag("--json") { Output.json(patch); return }
         let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
         Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
         Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
+        if let schedule { Output.line(StagedRollout.line(schedule)) }
         if dryRun { Output.line("nothing was changed") }
     }
 
