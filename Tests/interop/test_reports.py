@@ -181,3 +181,26 @@ def test_apps_guard_locally(ws):
     bad = ws.run("apps", "guard", "demo", "--max-rollback-rate", "2")
     assert bad.rc == 64 and "--max-rollback-rate must look like 2%" in bad.stderr
     assert ws.run("apps", "guard", "demo", "--off", "--min-devices", "3").rc == 64
+
+
+def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_hurry(ws, start):
+    refused = ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5", "--advance", "25,50,100",
+                     "--every", "1h", ws.write_file("fix(2)"))
+    assert refused.rc == 2 and "--advance needs a guard on production" in refused.stderr
+    assert len(ws.json("list", "--app", "demo")) == 1, "nothing was published"
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50")
+    server = start(ws)
+    publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
+    out = remote(ws, server, publisher, "publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5",
+                 "--advance", "25,50,100", "--every", "1h", "--json", ws.write_file("fix(2)"))
+    assert out.rc == 0, out.stderr
+    schedule = json.loads(out.stdout)["schedule"]
+    assert schedule["steps"] == [25, 50, 100] and schedule["everySeconds"] == 3600 and schedule["patch"] == 2
+    # 300 clean installs are all the evidence a step needs, but its hour has not come.
+    for i in range(300):
+        assert post(server, f"forged-{i}", [ev("installed", 2), ev("confirmed", 2)])[0] == 202
+    assert [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 5]
+    (still,) = ws.json("status", "--app", "demo")["apps"][0]["reports"]["schedules"]
+    assert still["steps"] == [25, 50, 100]
+    events = [e["action"] for e in ws.json("audit", "--app", "demo")["events"]]
+    assert events[-1] == "rollout.schedule" and "patch.rollout" not in events
