@@ -98,7 +98,7 @@ struct ReportRouteTests {
         let publisher = ["Authorization": "Bearer \(f.publisherToken)"]
         let schedule = Array(#"{"steps": [100], "everySeconds": 3600}"#.utf8)
         let path = "/v1/apps/demo/versions/2.3/patches/1/schedule"
-        #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 400, "no guard yet")
+        #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 409, "no guard yet")
         _ = f.service.respond(to: HTTPRequest(method: "PUT", path: "/v1/apps/demo/guard", headers: publisher, body: Array(#"{"maxRollbackRatePpm": 20000, "minDevices": 50}"#.utf8)))
         #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 200)
         for i in 0..<400 { _ = f.report(f.events([f.installed("i")]), device: "device-\(i)") }

@@ -50,9 +50,9 @@ extension Registry {
             guard let patch = try patches(app: app, appVersion: appVersion, activeOnly: true).first(where: { $0.number == number }) else {
                 throw RegistryError.notFound("\(app) \(appVersion) has no active patch \(number)")
             }
-            guard steps[0] > patch.rollout else { throw RegistryError.invalidInput("the first step (\(steps[0]) %) must be above the rollout in force (\(patch.rollout) %)") }
+            guard steps[0] > patch.rollout else { throw RegistryError.conflict("the first step (\(steps[0]) %) must be above the rollout in force (\(patch.rollout) %)") }
             guard try guards(app: app).contains(where: { $0.channel == patch.channel }) else {
-                throw RegistryError.invalidInput("a staged rollout advances on a guard's evidence: set one first with `patchctl apps guard \(app) --channel \(patch.channel) --max-rollback-rate 2% --min-devices 50`")
+                throw RegistryError.conflict("a staged rollout advances on a guard's evidence: set one first with `patchctl apps guard \(app) --channel \(patch.channel) --max-rollback-rate 2% --min-devices 50`")
             }
             let schedule = RolloutSchedule(key: PatchKey(appVersion: appVersion, channel: patch.channel, patch: number), steps: steps,
                                            everySeconds: everySeconds, nextAt: TUFTime.format(now.addingTimeInterval(Double(everySeconds))))

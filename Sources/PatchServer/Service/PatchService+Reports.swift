@@ -145,8 +145,10 @@ extension PatchService {
               steps.count <= 100, let every = body["everySeconds"]?.intValue else {
             throw .badRequest("body must be JSON like {\"steps\": [25, 50, 100], \"everySeconds\": 3600}")
         }
+        // Steps are taken in increasing order whatever order they came in (duplicates ignored).
+        let ordered = Set(steps).sorted()
         let schedule = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.setSchedule(app: app, appVersion: version, number: number, steps: steps, everySeconds: Int(every), actor: token.actor)
+            try registry.setSchedule(app: app, appVersion: version, number: number, steps: ordered, everySeconds: Int(every), actor: token.actor)
         }
         return .json(schedule.json)
     }
