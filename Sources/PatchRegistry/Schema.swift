@@ -100,7 +100,9 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
-    -- Device reports (issue 12); additive. A device is kept only as the SHA-256 of its ID.
+    -- Device reports (issue 12); additive. A device is kept only as 128 bits of the SHA-256
+    -- of its ID. WITHOUT ROWID: the key is the row, so a million devices' rows are stored once,
+    -- not once in the table and again in its primary-key index.
     -- report_events: (device, event id) pairs already counted, so a resend counts once; kept
     -- as 128 bits of SHA-256 over both, pruned after a week.
     CREATE TABLE IF NOT EXISTS report_events(
@@ -108,7 +110,7 @@ enum Schema {
         event_key TEXT NOT NULL,
         received_hour TEXT NOT NULL,
         PRIMARY KEY(app, event_key)
-    );
+    ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS report_events_by_hour ON report_events(received_hour);
     -- One row per distinct device per (patch, event, reason); reason '' is the event at all.
     -- patch 0: a syncFailed that names no patch.
@@ -121,7 +123,7 @@ enum Schema {
         reason TEXT NOT NULL,
         device TEXT NOT NULL,
         PRIMARY KEY(app, app_version, channel, patch, event, reason, device)
-    );
+    ) WITHOUT ROWID;
     -- The row count of report_devices per group, kept beside it so figures never scan devices.
     CREATE TABLE IF NOT EXISTS report_counts(
         app TEXT NOT NULL,
@@ -132,7 +134,7 @@ enum Schema {
         reason TEXT NOT NULL,
         devices INTEGER NOT NULL,
         PRIMARY KEY(app, app_version, channel, patch, event, reason)
-    );
+    ) WITHOUT ROWID;
     -- Events per type per hour of the server's receive time (device clocks lie).
     CREATE TABLE IF NOT EXISTS report_hourly(
         app TEXT NOT NULL,
@@ -143,7 +145,7 @@ enum Schema {
         event TEXT NOT NULL,
         events INTEGER NOT NULL,
         PRIMARY KEY(app, app_version, channel, patch, hour, event)
-    );
+    ) WITHOUT ROWID;
     -- Guards (`patchctl apps guard`): halt or revoke a patch whose rollback rate is too high.
     CREATE TABLE IF NOT EXISTS patch_guards(
         app TEXT NOT NULL REFERENCES apps(name),

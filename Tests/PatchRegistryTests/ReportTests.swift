@@ -82,7 +82,7 @@ struct ReportTests {
         #expect(none.count(.syncFailed) == 1 && none.reasons[.syncFailed] == ["network": 1])
     }
 
-    @Test("devices are stored as SHA-256 of their ID, never the ID; counts survive reopening the registry")
+    @Test("devices are stored as 128 bits of the SHA-256 of their ID, never the ID; counts survive reopening the registry")
     func storedHashedAndDurable() throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
@@ -95,7 +95,7 @@ struct ReportTests {
         #expect(rows == [Registry.deviceHash(id)])
         let keys = try reopened.db.query("SELECT event_key FROM report_events") { $0.text(0) }
         #expect(keys == [Registry.eventKey(device: Registry.deviceHash(id), id: "1")] && keys[0].count == 32)
-        #expect(Registry.deviceHash(id) == Digest.sha256Hex(Array(id.utf8)))
+        #expect(Registry.deviceHash(id) == String(Digest.sha256Hex(Array(id.utf8)).prefix(32)))
         let files = try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("data").path)
         for file in files {
             let bytes = try Data(contentsOf: t.root.appendingPathComponent("data").appendingPathComponent(file))

@@ -2,8 +2,10 @@ import Foundation
 import PatchCore
 
 extension Registry {
-    /// How a device is kept in the registry: the SHA-256 of its ID, never the ID.
-    public static func deviceHash(_ deviceID: String) -> String { Digest.sha256Hex(Array(deviceID.utf8)) }
+    /// How a device is kept in the registry: the first 128 bits of the SHA-256 of its ID (32
+    /// hex characters), never the ID. 128 bits keep a billion devices apart with room to
+    /// spare, in half the space of the whole digest.
+    public static func deviceHash(_ deviceID: String) -> String { String(Digest.sha256Hex(Array(deviceID.utf8)).prefix(32)) }
 
     /// The hour of the server's clock an event is counted in: `YYYY-MM-DDTHH:00:00Z`.
     public static func hourBucket(_ date: Date) -> String { String(TUFTime.format(date).prefix(13)) + ":00:00Z" }
