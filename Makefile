@@ -60,8 +60,12 @@ test: deps
 	swift build --build-tests
 	$(MAKE) test-swift test-interop
 
+# Two runs: PatchClientTests bound syncs by deadlines (Task.sleep on Swift concurrency's
+# pool, one thread per core), and the other suites block pool threads for seconds at a time
+# (CLI tests wait for the processes they start), which made those deadlines fire late.
 test-swift:
-	swift test --skip-build
+	swift test --skip-build --skip PatchClientTests
+	swift test --skip-build --filter PatchClientTests
 
 test-interop:
 	PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop

@@ -5,7 +5,11 @@ import PackageDescription
 // on the machines this is built on, so every C dependency is a system-library target.
 let package = Package(
     name: "hotpatch",
-    platforms: [.macOS(.v14)],
+    // iOS: apps link the PatchClient product (PatchCore + PatchClient). Its verification crypto
+    // goes through PatchCore's VerificationCrypto seam, CryptoKit on Apple platforms; the rest of
+    // PatchCore still links OpenSSL's libcrypto (CCrypto), which an iOS build must provide.
+    // Nothing here is compiled for Apple platforms on the Linux machines this is built on.
+    platforms: [.macOS(.v14), .iOS(.v15)],
     products: [
         .library(name: "PatchCore", targets: ["PatchCore"]),
         .library(name: "PatchRegistry", targets: ["PatchRegistry"]),
@@ -40,7 +44,8 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore"]),
+        // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl"]),
         .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl"]),
     ],

@@ -8,12 +8,19 @@ public struct ClientConfiguration: Sendable {
     public var app: AppName
     public var appVersion: AppVersion
     public var deviceID: String
-    public var trustedRoot: [UInt8]
-    public var contentKey: [UInt8]?
+    /// The bytes of the `1.root.json` the app ships.
+    public var trustedRoot: Data
+    /// The 32-byte AES-256 key of an encrypted app: `ClientConfiguration.contentKey(hexFile:)`
+    /// reads the `content.key` file `patchctl apps create --encrypt` writes.
+    public var contentKey: Data?
     public var cacheDirectory: URL
     /// The one channel this client follows: it installs only patches signed for it (the
     /// channel is part of the signed target path), never another channel's.
     public var channel: ChannelName = .production
+    /// The OS version the device runs (`UIDevice.current.systemVersion`, "17.4.1"), checked
+    /// against a patch's signed OS range. Without it, patches limited to an OS range are
+    /// never installed (conditions only narrow delivery).
+    public var osVersion: String?
     /// No network request is made when the last check is younger than this (seconds).
     public var minimumInterval: TimeInterval = 3600
     /// Per request: connecting and waiting for data.
@@ -27,13 +34,22 @@ public struct ClientConfiguration: Sendable {
     public var maxBundleSize = 10 << 20
     /// A new patch not confirmed within this many launches is rolled back.
     public var maxUnconfirmedLaunches = 2
+    /// A launch of a new patch not confirmed within this many seconds in the foreground counts
+    /// as failed: the next `beginLaunch()` rolls it back. Foreground time runs from
+    /// `beginLaunch()` (or `willEnterForeground()`) to `didEnterBackground()` (or the next
+    /// `beginLaunch()`, when the process ended in the foreground). nil: no time limit.
+    public var confirmationTimeout: TimeInterval? = 120
+    /// Whether the client records what happens to each patch and sends it to the server
+    /// (`POST /v1/apps/{app}/reports`, docs/PROTOCOL.md "Device reports"). Off: nothing is
+    /// recorded or sent.
+    public var reporting = true
     /// How many new root versions one sync may walk (spec 5.3.3's bound on the chain).
     public var maxRootRotations = 32
     /// The longest a server's Retry-After is honoured (seconds).
     public var maxRetryAfter: TimeInterval = 86_400
 
-    public init(server: URL, app: AppName, appVersion: AppVersion, deviceID: String, trustedRoot: [UInt8],
-                contentKey: [UInt8]? = nil, cacheDirectory: URL) {
+    public init(server: URL, app: AppName, appVersion: AppVersion, deviceID: String, trustedRoot: Data,
+                contentKey: Data? = nil, cacheDirectory: URL) {
         self.server = server
         self.app = app
         self.appVersion = appVersion
@@ -41,6 +57,24 @@ public struct ClientConfiguration: Sendable {
         self.trustedRoot = trustedRoot
         self.contentKey = contentKey
         self.cacheDirectory = cacheDirectory
+    }
+
+    /// The configuration before it took `Data`: kept so existing callers still compile.
+    @available(*, deprecated, message: "pass trustedRoot and contentKey as Data")
+    public init(server: URL, app: AppName, appVersion: AppVersion, deviceID: String, trustedRoot: [UInt8],
+                contentKey: [UInt8]? = nil, cacheDirectory: URL) {
+        self.init(server: server, app: app, appVersion: appVersion, deviceID: deviceID, trustedRoot: Data(trustedRoot),
+                  contentKey: contentKey.map { Data($0) }, cacheDirectory: cacheDirectory)
+    }
+
+    /// The content key from a `content.key` file as `patchctl apps create --encrypt` writes it:
+    /// 64 hex characters and a newline.
+    public static func contentKey(hexFile url: URL) throws(PatchClientError) -> Data {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw .storage("cannot read \(url.path)") }
+        defer { try? handle.close() }
+        // A key file is 65 bytes; reading a little more is enough to refuse anything else.
+        let bytes = Array((try? handle.read(upToCount: 4096)) ?? Data())
+        do { return Data(try BundleCipher.parseKeyFile(bytes)) } catch { throw .invalidContentKey("\(url.path): \(error)") }
     }
 
     /// `{cache}/{app}`: trusted metadata, shared by every app version.
@@ -51,6 +85,8 @@ public struct ClientConfiguration: Sendable {
     var scriptURL: URL { versionDirectory.appendingPathComponent("main.js") }
     var goodScriptURL: URL { versionDirectory.appendingPathComponent("good.js") }
     var stateURL: URL { versionDirectory.appendingPathComponent("state.json") }
+    /// `{cache}/{app}/reports.json`: events not yet accepted by the server, for every app version.
+    var reportsURL: URL { appDirectory.appendingPathComponent("reports.json") }
 }
 
 /// Why a sync failed. The installed patch is untouched whenever one of these is reported.
@@ -58,8 +94,11 @@ public enum PatchClientError: Error, Equatable, CustomStringConvertible {
     /// The server could not be reached, or the connection failed.
     case network(String)
     case timeout
-    /// The server answered with an unexpected status.
-    case server(status: Int, url: String)
+    /// The calling task was cancelled: nothing was changed.
+    case cancelled
+    /// The server answered with an unexpected status; `message` is the `message` of patchd's
+    /// JSON error body (at most `PatchClientError.maxServerMessage` characters), if it sent one.
+    case server(status: Int, url: String, message: String? = nil)
     /// Metadata or a bundle did not verify (signature, version, expiry, length, hash).
     case verification(TUFError)
     /// The server sent more bytes than the signed length or the configured cap.
@@ -72,18 +111,26 @@ public enum PatchClientError: Error, Equatable, CustomStringConvertible {
     case malformedTarget(String)
     /// Reading or writing the cache directory failed.
     case storage(String)
+    /// A content key file that is not 64 hex characters.
+    case invalidContentKey(String)
+
+    /// The most of a server's message an error keeps: it is shown to people, not parsed.
+    public static let maxServerMessage = 200
 
     public var description: String {
         switch self {
         case .network(let m): return "network error: \(m)"
         case .timeout: return "timed out"
-        case .server(let status, let url): return "server answered HTTP \(status) for \(url)"
+        case .cancelled: return "cancelled"
+        case .server(let status, let url, let message?): return "server answered HTTP \(status) for \(url): \(message)"
+        case .server(let status, let url, nil): return "server answered HTTP \(status) for \(url)"
         case .verification(let e): return "verification failed: \(e)"
         case .tooLarge(let what, let limit): return "\(what) exceeds \(limit) bytes (endless data?)"
         case .decryption(let m): return "decryption failed: \(m)"
         case .missingContentKey: return "the patch is encrypted and no content key is configured"
         case .malformedTarget(let m): return "malformed target: \(m)"
         case .storage(let m): return "cache error: \(m)"
+        case .invalidContentKey(let m): return "invalid content key: \(m)"
         }
     }
 }

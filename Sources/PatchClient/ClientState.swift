@@ -12,10 +12,30 @@ struct ClientState: Codable, Equatable {
         var launches: Int
     }
 
+    /// The unconfirmed patch the last `beginLaunch()` returned, and its foreground time so far.
+    struct Launch: Codable, Equatable {
+        var number: Int
+        var sha256: String
+        /// Seconds in the foreground before the current stretch.
+        var foreground: Double
+        /// When the current foreground stretch began; nil while in the background.
+        var foregroundSince: Double?
+    }
+
+    /// Why the last sync failed (nil once one succeeds).
+    struct Failure: Codable, Equatable {
+        var at: Double
+        var code: String
+        var message: String
+    }
+
     /// When the last network check was made (seconds since 1970).
     var lastCheck: Double?
     /// A server's Retry-After, as an absolute time.
     var retryAfter: Double?
+    /// Whether that Retry-After was the device's own check interval (`X-Throttle-Scope:
+    /// device`): a forced sync goes through it, since a revoke lifts it on the server.
+    var retryAfterDeviceScoped: Bool?
     /// The patch in `main.js`.
     var installed: Patch?
     /// The last confirmed patch, kept in `good.js` for rollbacks.
@@ -25,6 +45,8 @@ struct ClientState: Codable, Equatable {
     var installing: Patch?
     /// Patches rolled back after unconfirmed launches are not retried; only a newer number is.
     var rolledBackThrough: Int = 0
+    var launch: Launch?
+    var lastError: Failure?
 }
 
 /// File operations of the cache: atomic writes and reads, with storage errors typed.

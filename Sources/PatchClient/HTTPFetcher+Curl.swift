@@ -26,10 +26,19 @@ final class HTTPFetcher: @unchecked Sendable {
     deinit { curl_easy_cleanup(handle) }
 
     func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        try await send(url, headers: headers, upload: nil, into: body)
+    }
+
+    /// A POST of `upload` (device reports), answered into `body` like a GET.
+    func post(_ url: URL, headers: [String: String] = [:], upload: [UInt8], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        try await send(url, headers: headers, upload: upload, into: body)
+    }
+
+    private func send(_ url: URL, headers: [String: String], upload: [UInt8]?, into body: DownloadBody) async throws(FetchError) -> FetchHead {
         let transfer = Transfer(body: body)
         let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                queue.async { continuation.resume(returning: self.perform(url, headers: headers, transfer: transfer)) }
+                queue.async { continuation.resume(returning: self.perform(url, headers: headers, upload: upload, transfer: transfer)) }
             }
         } onCancel: {
             transfer.cancel()
@@ -37,11 +46,13 @@ final class HTTPFetcher: @unchecked Sendable {
         return try result.get()
     }
 
-    private func perform(_ url: URL, headers: [String: String], transfer: Transfer) -> Result<FetchHead, FetchError> {
+    private func perform(_ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
         if transfer.isCancelled { return .failure(.timeout) }
         curl_easy_reset(handle)  // options only: the connection cache stays
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
+        // No `Expect: 100-continue` round trip before a body: a report is small and sent once.
+        if upload != nil { list = curl_slist_append(list, "Expect:") }
         defer { curl_slist_free_all(list) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         let seconds = max(1, Int(requestTimeout.rounded(.up)))
@@ -55,6 +66,13 @@ final class HTTPFetcher: @unchecked Sendable {
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
         _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(resourceTimeout * 1000)))
         _ = hp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        if let upload {
+            // The size first, so COPYPOSTFIELDS copies that many bytes rather than up to a NUL.
+            _ = hp_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, upload.count)
+            var bytes = upload.map { CChar(bitPattern: $0) }
+            bytes.append(0)  // never read past the size; keeps an empty body a valid pointer
+            _ = bytes.withUnsafeBufferPointer { hp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+        }
         _ = hp_curl_set_write(handle, writeBody, context)
         _ = hp_curl_set_header(handle, readHeader, context)
         _ = hp_curl_set_progress(handle, checkCancelled, context)

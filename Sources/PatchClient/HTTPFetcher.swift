@@ -29,7 +29,19 @@ final class HTTPFetcher: @unchecked Sendable {
     deinit { session.invalidateAndCancel() }
 
     func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        try await send(URLRequest(url: url), headers: headers, into: body)
+    }
+
+    /// A POST of `upload` (device reports), answered into `body` like a GET.
+    func post(_ url: URL, headers: [String: String] = [:], upload: [UInt8], into body: DownloadBody) async throws(FetchError) -> FetchHead {
         var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.httpBody = Data(upload)
+        return try await send(request, headers: headers, into: body)
+    }
+
+    private func send(_ request: URLRequest, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+        var request = request
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let download = CappedDownload(body: body)
         let task = session.dataTask(with: request)

@@ -20,9 +20,26 @@ public struct HTTPRepository: RepositoryFetcher {
     }
 
     public func location(of file: RepositoryFile) -> String {
+        "\(appBase)/\(file.relativePath)"
+    }
+
+    /// `{server}/v1/apps/{app}`.
+    private var appBase: String {
         var base = server.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return "\(base)/v1/apps/\(app.rawValue)/\(file.relativePath)"
+        return "\(base)/v1/apps/\(app.rawValue)"
+    }
+
+    /// `POST {server}/v1/apps/{app}/reports` with a JSON body; the answer's body is kept up
+    /// to `limit` bytes (a 202 is a few dozen).
+    func postReports(_ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
+        let location = "\(appBase)/reports"
+        guard let url = URL(string: location) else { throw .network("bad server URL \(location)") }
+        let answer = DownloadBody(limit: limit)
+        var all = headers
+        all["Content-Type"] = "application/json"
+        let head = try await http.post(url, headers: all, upload: body, into: answer)
+        return (head, answer.received)
     }
 
     public func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {

@@ -7,15 +7,29 @@ import PatchCore
 /// is atomic.
 ///
 /// At launch call `beginLaunch()` to get the script to evaluate; once the patched app has
-/// run fine call `confirmLaunch()`. A new patch not confirmed within
-/// `maxUnconfirmedLaunches` launches is rolled back to the last confirmed one and not
-/// retried until a newer patch number is published.
+/// run fine call `confirmLaunch(_:)` with it. A new patch not confirmed within
+/// `maxUnconfirmedLaunches` launches (or `confirmationTimeout` seconds in the foreground) is
+/// rolled back to the last confirmed one and not retried until a newer patch number is
+/// published. What happens to each patch is reported to the server (`configuration.reporting`).
 public actor PatchClient {
     public nonisolated let configuration: ClientConfiguration
     /// The TUF workflow, shared with `patchctl verify`; it owns the metadata cache.
     private nonisolated let updater: Updater
+    /// The server, for the reports request (the updater reads metadata through the same one).
+    nonisolated let repository: HTTPRepository
+    nonisolated let reports: ReportQueue
     /// Guards state.json and the script files; launch calls come from any thread.
-    private nonisolated let files = NSLock()
+    nonisolated let files = NSLock()
+    /// The sync under way: a second `sync()` waits for it and returns its outcome.
+    private var inFlight: Task<SyncOutcome, Never>?
+    var inFlightSync: Task<SyncOutcome, Never>? { inFlight }
+    /// The outcome of the running sync once decided, before its reports request: a deadline
+    /// passing during that request does not turn a done sync into a timeout.
+    private var decided: SyncOutcome?
+    /// The patch the running sync is downloading: a refusal names it.
+    private(set) var attempting: Int?
+    /// Whether the running sync got past the local interval checks and asked the server.
+    private var askedServer = false
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
@@ -25,106 +39,96 @@ public actor PatchClient {
         limits.rootRotations = configuration.maxRootRotations
         let repository = HTTPRepository(server: configuration.server, app: configuration.app,
                                         requestTimeout: configuration.requestTimeout, transferTimeout: configuration.syncTimeout)
-        self.updater = Updater(fetcher: repository, pinnedRoot: configuration.trustedRoot,
+        self.repository = repository
+        self.reports = ReportQueue(url: configuration.reportsURL)
+        self.updater = Updater(fetcher: repository, pinnedRoot: Array(configuration.trustedRoot),
                                cache: MetadataCache(directory: configuration.metadataDirectory), limits: limits,
-                               timestampHeaders: ["X-Device-ID": configuration.deviceID])
-    }
-
-    // MARK: Launch
-
-    /// The verified script to evaluate, if any. Reading it re-checks its SHA-256, so a file
-    /// changed on disk is not run.
-    public nonisolated func currentPatch() -> InstalledPatch? {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
-        return reconcile(&state)
-    }
-
-    /// Call once per app launch, before evaluating the patch: counts the launch, rolls an
-    /// unconfirmed patch back when it has had its launches, and returns what to run.
-    @discardableResult
-    public nonisolated func beginLaunch() -> InstalledPatch? {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
-        guard reconcile(&state) != nil, var installed = state.installed, !installed.confirmed else { return reconcile(&state) }
-        if installed.launches >= configuration.maxUnconfirmedLaunches {
-            rollBack(&state)
-        } else {
-            installed.launches += 1
-            state.installed = installed
-        }
-        try? CacheFiles.saveState(state, to: configuration.stateURL)
-        return reconcile(&state)
-    }
-
-    /// Call after the patched app ran fine: the patch becomes the one to fall back to.
-    public nonisolated func confirmLaunch() {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
-        guard reconcile(&state) != nil, var installed = state.installed, !installed.confirmed,
-            let script = CacheFiles.read(configuration.scriptURL) else { return }
-        installed.confirmed = true
-        do {
-            try CacheFiles.write(script, to: configuration.goodScriptURL)
-            state.installed = installed
-            state.good = installed
-            try CacheFiles.saveState(state, to: configuration.stateURL)
-        } catch {
-            // Unconfirmed stays unconfirmed; the next confirm tries again.
-        }
-    }
-
-    /// Restores the last confirmed patch (or none) and blocks the rolled-back number.
-    private nonisolated func rollBack(_ state: inout ClientState) {
-        guard let bad = state.installed else { return }
-        state.rolledBackThrough = max(state.rolledBackThrough, bad.number)
-        if let good = state.good, let bytes = CacheFiles.read(configuration.goodScriptURL), Digest.sha256Hex(bytes) == good.sha256,
-            (try? CacheFiles.write(bytes, to: configuration.scriptURL)) != nil {
-            state.installed = good
-        } else {
-            CacheFiles.remove(configuration.scriptURL)
-            state.installed = nil
-        }
-    }
-
-    /// Brings state and files into agreement after a crash, and returns the installed
-    /// patch only if main.js really holds it.
-    private nonisolated func reconcile(_ state: inout ClientState) -> InstalledPatch? {
-        let bytes = CacheFiles.read(configuration.scriptURL)
-        let digest = bytes.map { Digest.sha256Hex($0) }
-        if let installing = state.installing {
-            // Cut short between renaming main.js and saving the state: finish or forget.
-            if digest == installing.sha256 { state.installed = installing }
-            state.installing = nil
-            try? CacheFiles.saveState(state, to: configuration.stateURL)
-        }
-        guard let installed = state.installed, digest == installed.sha256 else { return nil }
-        return InstalledPatch(number: installed.number, path: configuration.scriptURL, sha256: installed.sha256, confirmed: installed.confirmed)
+                               // The version and channel let a revoke lift this device's
+                               // server-side interval (docs/PROTOCOL.md, Throttling).
+                               timestampHeaders: ["X-Device-ID": configuration.deviceID, "X-App-Version": configuration.appVersion.rawValue,
+                                                  "X-Channel": configuration.channel.rawValue])
     }
 
     // MARK: Sync
 
     /// Checks for a new patch unless the last check is younger than the minimum interval
     /// (`force` skips that, never a server's Retry-After). Never throws: failures are the
-    /// `.failed` outcome, with the installed patch untouched.
+    /// `.failed` outcome, with the installed patch untouched. One sync runs at a time: a call
+    /// made while one is under way waits for it and returns its outcome (its own `force` and
+    /// `now` are not used). Cancelling a caller cancels the shared sync: every caller then
+    /// gets `.failed(.cancelled)`.
     public func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
+        let task: Task<SyncOutcome, Never>
+        if let running = inFlight {
+            task = running
+        } else {
+            task = Task { await self.runSync(force: force, now: now) }
+            inFlight = task
+        }
+        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+    }
+
+    private enum Finish: Sendable {
+        case done(SyncOutcome)
+        case deadline
+    }
+
+    private func runSync(force: Bool, now: Date) async -> SyncOutcome {
+        defer { inFlight = nil }
+        decided = nil
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
         // client past it, however it paces its bytes); the first of the two to finish wins.
         let deadline = configuration.syncTimeout
-        return await withTaskGroup(of: SyncOutcome.self) { group in
-            group.addTask {
-                do throws(PatchClientError) { return try await self.performSync(force: force, now: now) } catch { return .failed(error) }
-            }
+        let first = await withTaskGroup(of: Finish.self) { group in
+            group.addTask { .done(await self.syncAndReport(force: force, now: now)) }
             group.addTask {
                 try? await Task.sleep(nanoseconds: UInt64(max(0, deadline) * 1e9))
-                return .failed(.timeout)
+                return .deadline
             }
-            let first = await group.next() ?? .failed(.timeout)
+            let first = await group.next() ?? .deadline
             group.cancelAll()
             return first
+        }
+        let outcome: SyncOutcome
+        switch first {
+        case .done(let done): outcome = done
+        case .deadline:
+            if let decided {
+                outcome = decided
+            } else if Task.isCancelled {
+                outcome = .failed(.cancelled)
+            } else {
+                record(failure: .timeout, patch: attempting, now: now)
+                outcome = .failed(.timeout)
+            }
+        }
+        remember(outcome, now: now)
+        return outcome
+    }
+
+    /// The sync, then (when it reached the server) the one reports request, whose result
+    /// changes nothing about the outcome.
+    private func syncAndReport(force: Bool, now: Date) async -> SyncOutcome {
+        attempting = nil
+        askedServer = false
+        let outcome: SyncOutcome
+        do throws(PatchClientError) { outcome = try await performSync(force: force, now: now) } catch {
+            // A cancelled transfer reads as a timeout to the fetcher; the deadline is decided above.
+            if Task.isCancelled { return .failed(.cancelled) }
+            record(failure: error, patch: attempting, now: now)
+            outcome = .failed(error)
+        }
+        decided = outcome
+        if askedServer, Self.serverReachable(outcome) { await sendReports() }
+        return outcome
+    }
+
+    /// Whether a reports request may get through after `outcome`: not after the server could
+    /// not be reached (it would only wait out another timeout).
+    private static func serverReachable(_ outcome: SyncOutcome) -> Bool {
+        switch outcome {
+        case .failed(.network), .failed(.timeout), .failed(.cancelled): return false
+        default: return true
         }
     }
 
@@ -136,17 +140,24 @@ public actor PatchClient {
 
     private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
         let state = lockedState()
-        if let retry = state.retryAfter, retry > now.timeIntervalSince1970 {
+        // A forced sync goes through the device's own interval (a revoke lifts it on the
+        // server, so the kill switch lands), never through backpressure (the per-IP bucket).
+        if let retry = state.retryAfter, retry > now.timeIntervalSince1970, !(force && state.retryAfterDeviceScoped == true) {
             return .throttled(until: Date(timeIntervalSince1970: retry))
         }
         if !force, let last = state.lastCheck, now.timeIntervalSince1970 - last < configuration.minimumInterval {
             return .throttled(until: Date(timeIntervalSince1970: last + configuration.minimumInterval))
         }
+        askedServer = true
         let trusted: TrustedMetadata
         do { trusted = try await updater.refresh(now: now) } catch {
-            if case .throttled(let header) = error {
+            if case .throttled(let header, let deviceScoped) = error {
                 let until = retryAfter(header, now: now)
-                try updateState { $0.retryAfter = until.timeIntervalSince1970; $0.lastCheck = now.timeIntervalSince1970 }
+                try updateState {
+                    $0.retryAfter = until.timeIntervalSince1970
+                    $0.retryAfterDeviceScoped = deviceScoped
+                    $0.lastCheck = now.timeIntervalSince1970
+                }
                 return .throttled(until: until)
             }
             throw Self.clientError(error)
@@ -160,8 +171,8 @@ public actor PatchClient {
         switch error {
         case .verification(let error): return .verification(error)
         case .tooLarge(let what, let limit): return .tooLarge(what: what, limit: limit)
-        case .status(let status, .metadata(let name), _): return .server(status: status, url: name)
-        case .status(let status, .target, let location): return .server(status: status, url: location)
+        case .status(let status, .metadata(let name), _, let body): return .server(status: status, url: name, message: serverMessage(body))
+        case .status(let status, .target, let location, let body): return .server(status: status, url: location, message: serverMessage(body))
         case .fetch(.timeout): return .timeout
         case .fetch(.network(let message)), .fetch(.unreadable(let message)): return .network(message)
         case .throttled: return .server(status: 429, url: "timestamp.json")
@@ -183,6 +194,10 @@ public actor PatchClient {
             guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version, info.channel == configuration.channel else { continue }
             listed[info.patch] = (info, file)
         }
+        let os = configuration.osVersion
+        // Delivery conditions exclude a patch for this device as if it were not listed: it is
+        // neither picked nor kept (an OS update out of a patch's range drops the patch).
+        listed = listed.filter { $0.value.info.admits(deviceID: device, osVersion: os) }
         let best = listed.values
             .filter { $0.info.patch > state.rolledBackThrough }
             .filter { Rollout.includes(percent: $0.info.rollout, app: app, appVersion: version, patch: $0.info.patch, deviceID: device) }
@@ -208,9 +223,12 @@ public actor PatchClient {
             try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
             return .unchanged(nil)
         }
+        attempting = best.info.patch
         let plaintext = try await download(info: best.info, file: best.file)
+        record(.downloaded, patch: best.info.patch, now: now)
         let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0)
         try install(plaintext, as: patch, now: now)
+        record(.installed, patch: patch.number, now: now)
         return .updated(InstalledPatch(number: patch.number, path: configuration.scriptURL, sha256: patch.sha256, confirmed: false))
     }
 
@@ -241,9 +259,10 @@ public actor PatchClient {
         var plaintext = served
         if let encryption = info.encryption {
             guard let key = configuration.contentKey else { throw .missingContentKey }
-            guard BundleCipher.keyID(key) == encryption.keyID else { throw .decryption("the configured content key is not the one this patch was encrypted with") }
+            let keyBytes = Array(key)
+            guard BundleCipher.keyID(keyBytes) == encryption.keyID else { throw .decryption("the configured content key is not the one this patch was encrypted with") }
             do {
-                plaintext = try BundleCipher.open(served, key: key, app: configuration.app.rawValue,
+                plaintext = try BundleCipher.open(served, key: keyBytes, app: configuration.app.rawValue,
                                                   appVersion: info.appVersion, patch: info.patch)
             } catch { throw .decryption(error.description) }
         }
@@ -285,13 +304,13 @@ public actor PatchClient {
         return now.addingTimeInterval(min(cap, max(1, wait)))
     }
 
-    private nonisolated func lockedState() -> ClientState {
+    nonisolated func lockedState() -> ClientState {
         files.lock()
         defer { files.unlock() }
         return CacheFiles.loadState(configuration.stateURL)
     }
 
-    private nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
+    nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
         var state = CacheFiles.loadState(configuration.stateURL)

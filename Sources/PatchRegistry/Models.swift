@@ -42,11 +42,15 @@ public struct PatchRecord: Sendable, Equatable {
     public let promotedFrom: PatchTargetInfo.Origin?
     /// Why it was revoked (`revoke --message`), kept with the patch and in the audit event.
     public var revokeMessage: String? = nil
+    /// Signed delivery conditions: only the devices they admit get it.
+    public var conditions: DeliveryConditions? = nil
 
     public var encrypted: Bool { contentKeyID != nil }
 
     /// The TUF target path: `[{channel}/]{appVersion}/{patchNumber}/main.js` (PatchTargetInfo).
-    public var targetPath: String { PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: number) }
+    public var targetPath: String {
+        PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: number, conditional: conditions != nil)
+    }
 
     public var json: JSON {
         var out: [String: JSON] = [
@@ -62,6 +66,8 @@ public struct PatchRecord: Sendable, Equatable {
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
         if let revokedBy { out["revokedBy"] = .string(revokedBy) }
         if let revokeMessage { out["revokeMessage"] = .string(revokeMessage) }
+        // The device count and OS range, never the hashes.
+        if let conditions { out["conditions"] = conditions.listing }
         return .object(out)
     }
 }

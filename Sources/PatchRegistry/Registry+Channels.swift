@@ -58,7 +58,7 @@ extension Registry {
     /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`, or
     /// `patch.promote` (with `from`) when it is a promotion.
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
-                  promotedFrom: PatchTargetInfo.Origin?, actor: Actor, now: Date) throws -> PatchRecord {
+                  promotedFrom: PatchTargetInfo.Origin?, conditions: DeliveryConditions? = nil, actor: Actor, now: Date) throws -> PatchRecord {
         let name = app.name
         let plaintext = BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -72,10 +72,11 @@ extension Registry {
         } ?? bundle
         let servedDigests = BundleDigests(of: served)
         let time = TUFTime.format(now)
-        let record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
+        var record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
                                  plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
                                  publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil, message: message,
                                  promotedFrom: promotedFrom)
+        record.conditions = conditions
         try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
         CrashPoint.hit("publish.after-blob")
         try db.run("""
@@ -92,6 +93,10 @@ extension Registry {
             """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(channel.rawValue),
                   message.map { .text($0) } ?? .null, promotedFrom.map { .text($0.channel.rawValue) } ?? .null,
                   promotedFrom.map { .int(Int64($0.patch)) } ?? .null, promotedFrom.map { .text($0.sha256) } ?? .null])
+        if let conditions {
+            try db.run("INSERT INTO patch_conditions(app, app_version, number, conditions) VALUES (?,?,?,?)",
+                       [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(String(decoding: conditions.json.canonicalBytes, as: UTF8.self))])
+        }
         CrashPoint.hit("publish.after-patch")
         try resign(app: name, from: .targets, now: now)
         CrashPoint.hit("publish.after-metadata")
@@ -102,6 +107,7 @@ extension Registry {
         ]
         if let message { details["message"] = .string(message) }
         if let promotedFrom { details["from"] = promotedFrom.json }
+        if let conditions { details["conditions"] = conditions.json }
         try AuditLog.append(db, app: name.rawValue, actor: actor, action: promotedFrom == nil ? "patch.publish" : "patch.promote",
                             details: .object(details), at: now)
         return record

@@ -5,11 +5,14 @@ import PatchCore
 public struct RolloutChange: Sendable {
     public let patch: PatchRecord
     public let changed: Bool
+    /// The percentage before the change.
+    public let from: Int
 
-    /// The Patch JSON with `"changed"`, as `patchctl rollout` and the rollout route answer.
+    /// The Patch JSON with `"changed"` and `"from"`, as `patchctl rollout` and the rollout route answer.
     public var json: JSON {
         var object = patch.json.objectValue ?? [:]
         object["changed"] = .bool(changed)
+        object["from"] = .int(Int64(from))
         return .object(object)
     }
 }
@@ -33,9 +36,11 @@ extension Registry {
         let sql = """
             SELECT p.app, p.app_version, p.number, p.rollout, p.state, p.length, p.sha256, p.md5, p.served_length, p.served_sha256,
                    p.served_md5, p.content_key_id, p.published_at, p.published_by, p.revoked_at, p.revoked_by,
-                   COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256, v.message
+                   COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256, v.message,
+                   c.conditions
             FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
             LEFT JOIN patch_revocations v ON v.app = p.app AND v.app_version = p.app_version AND v.number = p.number
+            LEFT JOIN patch_conditions c ON c.app = p.app AND c.app_version = p.app_version AND c.number = p.number
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
         let rows: [PatchRecord?] = try read { () throws(SQLiteError) in
             try db.query(sql, values) { s in
@@ -46,7 +51,13 @@ extension Registry {
                     guard let from = try? ChannelName(raw), let sha256 = s.optionalText(20) else { return nil }
                     origin = PatchTargetInfo.Origin(channel: from, patch: Int(s.int(19)), sha256: sha256)
                 }
-                return PatchRecord(
+                var conditions: DeliveryConditions?
+                if let raw = s.optionalText(22) {
+                    // Stored as it is signed; a row that no longer parses is damage, not "no conditions".
+                    guard let json = try? JSONParser.parse(Array(raw.utf8)), let parsed = DeliveryConditions(json) else { return nil }
+                    conditions = parsed
+                }
+                var record = PatchRecord(
                     app: app, appVersion: version, number: Int(s.int(2)), channel: channel,
                     rollout: Int(s.int(3)), state: state,
                     plaintext: BundleDigests(length: Int(s.int(5)), sha256: s.text(6), md5: s.text(7)),
@@ -54,6 +65,8 @@ extension Registry {
                     contentKeyID: s.optionalText(11), publishedAt: s.text(12), publishedBy: s.text(13),
                     revokedAt: s.optionalText(14), revokedBy: s.optionalText(15), message: s.optionalText(17),
                     promotedFrom: origin, revokeMessage: s.optionalText(21))
+                record.conditions = conditions
+                return record
             }
         }
         return try Registry.intact(rows, what: "patches").sorted { ($0.app, $0.appVersion, $0.number) < ($1.app, $1.appVersion, $1.number) }
@@ -90,8 +103,8 @@ extension Registry {
     /// `message` (release notes) is stored and signed with the target. `dryRun` does
     /// everything and commits nothing.
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
-                        message: String? = nil, allowSame: Bool = false, dryRun: Bool = false, actor: Actor,
-                        now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, dryRun: Bool = false,
+                        actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -105,12 +118,14 @@ extension Registry {
 
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
-            if !allowSame, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
-                .last(where: { $0.plaintext.sha256 == plaintext.sha256 }) {
+            // Only unconditional patches count as "the same release": a script sent to test
+            // phones first and then to everyone is the same bytes on purpose.
+            if !allowSame, conditions == nil, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
+                .last(where: { $0.plaintext.sha256 == plaintext.sha256 && $0.conditions == nil }) {
                 throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
             let record = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                      promotedFrom: nil, actor: actor, now: now)
+                                      promotedFrom: nil, conditions: conditions, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
         }
@@ -168,7 +183,7 @@ extension Registry {
                 throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
             }
             guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
-            guard patch.rollout != percent else { return RolloutChange(patch: patch, changed: false) }
+            guard patch.rollout != percent else { return RolloutChange(patch: patch, changed: false, from: patch.rollout) }
             try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
                        [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
             try resign(app: name, from: .targets, now: now)
@@ -179,7 +194,7 @@ extension Registry {
             guard let updated = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
             }
-            return RolloutChange(patch: updated, changed: true)
+            return RolloutChange(patch: updated, changed: true, from: patch.rollout)
         }
     }
 

@@ -22,13 +22,24 @@ public struct VersionServing: Sendable {
         public let rollout: Int
         public let active: Bool
         public let channel: ChannelName
+        /// What its delivery conditions admit ("3 listed devices, OS ≥ 15.0"); nil without conditions.
+        public let conditions: String?
 
-        public init(number: Int, rollout: Int, active: Bool, channel: ChannelName = .production) {
+        public init(number: Int, rollout: Int, active: Bool, channel: ChannelName = .production, conditions: String? = nil) {
             self.number = number
             self.rollout = rollout
             self.active = active
             self.channel = channel
+            self.conditions = conditions
         }
+
+        public init(_ patch: PatchRecord) {
+            self.init(number: patch.number, rollout: patch.rollout, active: patch.state == .active, channel: patch.channel,
+                      conditions: patch.conditions?.summary)
+        }
+
+        /// The same patch, revoked (what a rollback would leave).
+        public var revoked: Entry { Entry(number: number, rollout: rollout, active: false, channel: channel, conditions: conditions) }
 
         /// From one patch of a listing (`PatchRecord.json`, as `GET /v1/apps/{app}/patches` answers).
         public init?(listing json: JSON) {
@@ -36,7 +47,10 @@ public struct VersionServing: Sendable {
             // A listing from a server older than channels has no channel: production.
             let channel = json["channel"]?.stringValue.map { try? ChannelName($0) } ?? .production
             guard let channel else { return nil }
-            self.init(number: Int(number), rollout: Int(rollout), active: state == PatchState.active.rawValue, channel: channel)
+            // The listing carries a device count where the signed form has the hashes.
+            let conditions = json["conditions"].map(DeliveryConditions.summary(listing:))
+            self.init(number: Int(number), rollout: Int(rollout), active: state == PatchState.active.rawValue, channel: channel,
+                      conditions: conditions)
         }
     }
 
@@ -48,6 +62,9 @@ public struct VersionServing: Sendable {
     /// Every patch of the version, active or revoked, by number.
     public let delivery: [Int: Delivery]
     public let rollouts: [Int: Int]
+    /// Live patches with delivery conditions, newest first: they come before the split for the
+    /// devices they admit, and are not part of it (which devices those are is not a share).
+    public let conditional: [Entry]
 
     /// From the entries of this channel among `entries` (the others are ignored).
     public init(app: AppName, appVersion: AppVersion, channel: ChannelName = .production, entries: [Entry]) {
@@ -55,20 +72,26 @@ public struct VersionServing: Sendable {
         self.appVersion = appVersion
         self.channel = channel
         let entries = entries.filter { $0.channel == channel }
-        let listed = entries.filter(\.active).map { (patch: $0.number, percent: $0.rollout) }
+        let listed = entries.filter { $0.active && $0.conditions == nil }.map { (patch: $0.number, percent: $0.rollout) }
         shares = Rollout.split(listed)
         var delivery: [Int: Delivery] = [:]
         for entry in entries where !entry.active { delivery[entry.number] = .revoked }
         for (patch, share) in Rollout.exactShares(listed) {
             delivery[patch] = share > 0 ? .live : listed.first { $0.patch == patch }?.percent == 0 ? .halted : .superseded
         }
+        // A conditional patch is served where its conditions hold, unless a newer patch at 100 %
+        // without conditions reaches every device first.
+        let newestFull = listed.filter { $0.percent >= 100 }.map(\.patch).max() ?? 0
+        for entry in entries where entry.active && entry.conditions != nil {
+            delivery[entry.number] = entry.rollout == 0 ? .halted : entry.number < newestFull ? .superseded : .live
+        }
+        conditional = entries.filter { $0.conditions != nil && delivery[$0.number] == .live }.sorted { $0.number > $1.number }
         self.delivery = delivery
         rollouts = Dictionary(entries.map { ($0.number, $0.rollout) }) { a, _ in a }
     }
 
     public init(app: AppName, appVersion: AppVersion, channel: ChannelName = .production, patches: [PatchRecord]) {
-        self.init(app: app, appVersion: appVersion, channel: channel,
-                  entries: patches.map { Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active, channel: $0.channel) })
+        self.init(app: app, appVersion: appVersion, channel: channel, entries: patches.map(Entry.init))
     }
 
     /// One per (app, app version, channel) of `entries` keyed by app and version, in app,
@@ -98,12 +121,20 @@ public struct VersionServing: Sendable {
     /// The newest patch some devices are served: what a rollback revokes.
     public var newestLive: Int? { delivery.filter { $0.value == .live }.keys.max() }
 
-    /// "patch 3 → 25 %, patch 2 → 75 %"
-    public var summary: String { shares.map(\.text).joined(separator: ", ") }
+    /// "patch 3 → 25 %, patch 2 → 75 %"; with live conditional patches first:
+    /// "patch 4 → where 3 listed devices (rollout 100 %); otherwise patch 3 → 25 %, none → 75 %".
+    public var summary: String {
+        let split = shares.map(\.text).joined(separator: ", ")
+        guard !conditional.isEmpty else { return split }
+        let first = conditional.map { "patch \($0.number) → where \($0.conditions ?? "") (rollout \($0.rollout) %)" }.joined(separator: "; ")
+        return "\(first); otherwise \(split)"
+    }
 
     public var json: JSON {
         ["app": .string(app.rawValue), "appVersion": .string(appVersion.rawValue), "channel": .string(channel.rawValue),
          "served": .array(shares.map { ["patch": $0.patch.map { .int(Int64($0)) } ?? .null, "basisPoints": .int(Int64($0.basisPoints))] }),
+         "conditional": .array(conditional.map { ["patch": .int(Int64($0.number)), "rollout": .int(Int64($0.rollout)), "conditions": .string($0.conditions ?? "")] }),
+         "summary": .string(summary),
          "patches": .array(delivery.keys.sorted(by: >).map { number in
              ["patch": .int(Int64(number)), "rollout": .int(Int64(rollouts[number] ?? 0)), "delivery": .string(delivery[number]?.rawValue ?? "")]
          })]

@@ -184,6 +184,16 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Signed delivery conditions (DeliveryConditions: salted device hashes, OS range) as
+    -- canonical JSON; additive: a patch without a row here has none.
+    CREATE TABLE IF NOT EXISTS patch_conditions(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        conditions TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit

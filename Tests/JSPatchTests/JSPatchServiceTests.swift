@@ -89,7 +89,7 @@ final class JSPatchServiceTests {
             let response = get("/jspatch/demo/2.3/latest", device: device)
             #expect(response.status == 200)
             #expect(response.header("Content-Type") == "application/json")
-            #expect(response.header("Vary") == "X-Device-ID")
+            #expect(response.header("Vary") == "X-Device-ID, X-OS-Version")
             #expect(response.bodyString == "{\"patch\":\(expected)}\n")
             #expect(service.catalog.app(app)?.patch(for: "2.3", deviceID: device)?.number == expected, "the simple check's choice")
         }

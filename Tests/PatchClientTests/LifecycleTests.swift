@@ -51,6 +51,7 @@ struct LifecycleTests {
         #expect(client.currentPatch()?.number == 1)
         #expect(client.scriptBytes == device.script(1))
         #expect(client.state.rolledBackThrough == 2)
+        #expect(client.pendingReports.last.map { [$0.type.rawValue, "\($0.patch ?? 0)"] } == ["rolledBack", "2"], "the rollback is reported")
 
         // Patch 2 is still the newest: not installed again.
         let again = await client.sync(force: true)

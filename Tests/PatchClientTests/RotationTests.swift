@@ -114,7 +114,7 @@ struct RotationTests {
         mirror.serve(try fixture.exported(old))
         var configuration = try fixture.configuration(fixture.demo, server: mirror.url)
         configuration.app = old
-        configuration.trustedRoot = pinned
+        configuration.trustedRoot = Data(pinned)
         let client = PatchClient(configuration: configuration)
         let expires = try SignedRoot(bytes: pinned).body.expires
         #expect(await client.sync(force: true) == .failed(.verification(.expired(role: "root", expires: TUFTime.format(expires)))))

@@ -26,7 +26,9 @@ struct SyncTests {
         let patch = try #require(try fixture.registry.patches(app: fixture.demo, appVersion: fixture.version, activeOnly: true).first)
         #expect(mirror.requests == ["/v1/apps/demo/metadata/2.root.json", "/v1/apps/demo/metadata/timestamp.json",
                                     "/v1/apps/demo/metadata/2.snapshot.json", "/v1/apps/demo/metadata/2.targets.json",
-                                    "/v1/apps/demo/targets/2.3/1/\(patch.served.sha256).main.js"])
+                                    "/v1/apps/demo/targets/2.3/1/\(patch.served.sha256).main.js",
+                                    // …then the device's one reports request (docs/PROTOCOL.md, "Device reports").
+                                    "/v1/apps/demo/reports"])
     }
 
     @Test("an encrypted app's patch is decrypted with the content key and installed as the plaintext")
@@ -65,7 +67,9 @@ struct SyncTests {
         let forced = await client.sync(force: true, now: now.addingTimeInterval(120))
         #expect(forced == .unchanged(client.currentPatch()))
         #expect(mirror.requests.count > afterFirst)
-        #expect(mirror.requests.last == "/v1/apps/demo/metadata/timestamp.json", "nothing changed: no snapshot, targets or bundle fetched again")
+        // The reports are sent again: the mirror answered 404, so none were taken.
+        #expect(Array(mirror.requests[afterFirst...]).filter { !$0.hasSuffix(".root.json") } == ["/v1/apps/demo/metadata/timestamp.json", "/v1/apps/demo/reports"],
+                "nothing changed: no snapshot, targets or bundle fetched again")
 
         // Once the interval has passed, an unforced sync checks again.
         let count = mirror.requests.count
@@ -73,7 +77,7 @@ struct SyncTests {
         #expect(mirror.requests.count > count)
     }
 
-    @Test("a 429 from patchd is honoured: .throttled(until: now + Retry-After), remembered, and even force makes no request")
+    @Test("a 429 from patchd is honoured: .throttled(until: now + Retry-After), remembered; only force asks again (it is the device's own interval)")
     func serverRetryAfterIsRemembered() async throws {
         let fixture = try ClientFixture()
         try fixture.registry.setThrottleRules(app: fixture.demo, ThrottleRules(minInterval: 3600, ipRatePerMinute: 0), actor: fixture.actor)
@@ -93,13 +97,20 @@ struct SyncTests {
         expectKept(client, GoodPatch(patch: try #require(client.currentPatch()), bytes: Array(ClientFixture.script(fixture.demo, 1).utf8)))
 
         let count = server.requestCount
-        let third = await client.sync(force: true, now: now.addingTimeInterval(5))
+        let third = await client.sync(now: now.addingTimeInterval(5))
         guard case .throttled(let again) = third else {
             Issue.record("expected .throttled again, got \(third)")
             return
         }
         #expect(abs(again.timeIntervalSince(until)) < 0.001, "the same deadline (kept in state.json as seconds since 1970)")
-        #expect(server.requestCount == count, "the remembered Retry-After holds even a forced sync back")
+        #expect(server.requestCount == count, "the remembered Retry-After holds a sync back")
+        // The 429 said X-Throttle-Scope: device, so a forced sync asks (a revoke would have
+        // lifted the interval); nothing changed, so it is 429 again.
+        guard case .throttled = await client.sync(force: true, now: now.addingTimeInterval(6)) else {
+            Issue.record("expected .throttled from the server")
+            return
+        }
+        #expect(server.requestCount > count, "the forced sync reached the server")
     }
 
     @Test("40 devices against a 30% rollout on top of a 100% patch each get exactly what Rollout.includes says")

@@ -242,7 +242,7 @@ struct TamperingTests {
         let scene = try await Self.scene { $0.secret }
         scene.mirror.serve(scene.files)
         var configuration = scene.client.configuration
-        configuration.contentKey = try SecureRandom.bytes(32)
+        configuration.contentKey = Data(try SecureRandom.bytes(32))
         var outcome = await PatchClient(configuration: configuration).sync(force: true)
         #expect(outcome == .failed(.decryption("the configured content key is not the one this patch was encrypted with")))
         expectKept(scene.client, scene.good)

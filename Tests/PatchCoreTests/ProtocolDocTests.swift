@@ -81,7 +81,7 @@ enum ProtocolDoc {
         "app-versions": ["valid", "invalid"],
         "channel-names": ["valid", "invalid"],
         "target": ["channel", "appVersion", "patch", "rollout", "published", "plaintext-hex", "message", "promoted-channel", "promoted-patch",
-                   "path", "hash", "served-path", "custom"],
+                   "device-salt", "device", "os-min", "os-max", "admits", "refuses", "path", "hash", "served-path", "custom"],
         "target-refused": ["path", "custom"],
         "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
     ]
@@ -375,9 +375,24 @@ struct ProtocolDocTests {
         let origin = try vector.optionalValue("promoted-channel").map { channel in
             PatchTargetInfo.Origin(channel: try ChannelName(channel), patch: try vector.int("promoted-patch"), sha256: digests.sha256)
         }
+        let devices = try vector.optionalValue("device-salt").map { salt in
+            try DeliveryConditions.Devices.hashing(vector.values("device"), salt: Hex.decode(salt) ?? [])
+        }
+        let minOS = try vector.optionalValue("os-min").map { try OSVersion($0) }
+        let maxOS = try vector.optionalValue("os-max").map { try OSVersion($0) }
+        let os = minOS == nil && maxOS == nil ? nil : try DeliveryConditions.OSRange(min: minOS, max: maxOS)
+        let conditions = devices == nil && os == nil ? nil : try DeliveryConditions(devices: devices, os: os)
         let written = PatchTargetInfo(appVersion: try AppVersion(try vector.value("appVersion")), channel: try ChannelName(try vector.value("channel")),
                                       patch: try vector.int("patch"), rollout: try vector.int("rollout"), published: try vector.value("published"),
-                                      plaintext: digests, encryption: nil, message: try vector.optionalValue("message"), promotedFrom: origin)
+                                      plaintext: digests, encryption: nil, message: try vector.optionalValue("message"), promotedFrom: origin,
+                                      conditions: conditions)
+        // "admits: DEVICE OS" / "refuses: DEVICE OS", "-" for a device that sends no OS version.
+        for (key, expected) in [("admits", true), ("refuses", false)] {
+            for line in vector.values(key) {
+                let parts = line.split(separator: " ").map(String.init)
+                #expect(parts.count == 2 && written.admits(deviceID: parts[0], osVersion: parts[1] == "-" ? nil : parts[1]) == expected, "\(key): \(line)")
+            }
+        }
         #expect(written.path == (try vector.value("path")))
         #expect(written.servedPath(hash: try vector.value("hash")) == (try vector.value("served-path")))
         #expect(written.custom.canonicalString == (try vector.value("custom")))

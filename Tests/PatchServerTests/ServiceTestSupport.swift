@@ -42,8 +42,8 @@ final class ServiceFixture {
         service.respond(to: HTTPRequest(method: "GET", path: path, headers: headers, query: query, remoteAddress: ip))
     }
 
-    func post(_ path: String, body: String = "", token: String?, query: [String: String] = [:]) -> HTTPResponse {
-        var headers: [String: String] = [:]
+    func post(_ path: String, body: String = "", token: String?, query: [String: String] = [:], headers extra: [String: String] = [:]) -> HTTPResponse {
+        var headers = extra
         if let token { headers["Authorization"] = "Bearer \(token)" }
         return service.respond(to: HTTPRequest(method: "POST", path: path, headers: headers, query: query, body: Array(body.utf8)))
     }

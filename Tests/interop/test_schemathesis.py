@@ -27,7 +27,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
         seed = os.environ.get("SCHEMATHESIS_SEED", "20261130")
         seeding = [] if seed == "random" else ["--seed", seed]
         result = subprocess.run(
-            [str(cli), "run", str(REPO_ROOT / "docs" / "openapi.yaml"), "--url", server.url,
+            [str(cli), "--config-file", str(Path(__file__).with_name("schemathesis.toml")), "run", str(REPO_ROOT / "docs" / "openapi.yaml"), "--url", server.url,
              "--header", f"Authorization: Bearer {token}", "--checks", "all", "--workers", "2",
              "--phases", "examples,fuzzing,stateful", "--max-time", os.environ.get("SCHEMATHESIS_SECONDS", "30"), *seeding],
             capture_output=True, text=True, timeout=300, cwd=tmp_path)

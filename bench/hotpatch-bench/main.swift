@@ -133,8 +133,8 @@ case "crypto":
 
 case "client":
     guard let rootData = FileManager.default.contents(atPath: options.string("--root")) else { fail("cannot read --root") }
-    let root = Array(rootData)
-    let key = try options.values["--key"].map { try BundleCipher.parseKeyFile(Array(FileManager.default.contents(atPath: $0) ?? Data())) }
+    let root = rootData
+    let key = try options.values["--key"].map { try ClientConfiguration.contentKey(hexFile: URL(fileURLWithPath: $0)) }
     let runs = options.int("--runs", 20)
     guard let server = URL(string: options.string("--server")) else { fail("bad --server") }
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-bench-client-\(getpid())")

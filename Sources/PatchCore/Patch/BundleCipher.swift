@@ -16,8 +16,16 @@ public enum BundleCipher {
         try AESGCM.seal(plaintext, key: key, aad: associatedData(app: app, appVersion: appVersion, patch: patch), nonce: nonce)
     }
 
+    /// Through the verification seam (CryptoKit on Apple platforms): `nonce(12) || ciphertext || tag(16)`.
     public static func open(_ combined: [UInt8], key: [UInt8], app: String, appVersion: String, patch: Int) throws(CryptoError) -> [UInt8] {
-        try AESGCM.open(combined, key: key, aad: associatedData(app: app, appVersion: appVersion, patch: patch))
+        guard key.count == AESGCM.keyByteCount else { throw .invalidKey("an AES-256 key is 32 bytes, got \(key.count)") }
+        guard combined.count >= AESGCM.overhead else {
+            throw .invalidInput("an encrypted bundle is at least \(AESGCM.overhead) bytes, got \(combined.count)")
+        }
+        let body = combined.count - AESGCM.tagByteCount
+        return try Verification.crypto.openAESGCM(key: key, nonce: Array(combined[..<AESGCM.nonceByteCount]),
+                                                  ciphertext: Array(combined[AESGCM.nonceByteCount..<body]), tag: Array(combined[body...]),
+                                                  aad: associatedData(app: app, appVersion: appVersion, patch: patch))
     }
 
     /// Parses a content key file: 64 hex characters, optionally followed by a newline.

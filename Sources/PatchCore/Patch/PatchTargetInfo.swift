@@ -4,7 +4,9 @@
 /// target layout (docs/PROTOCOL.md section 4).
 ///
 /// Path: `{appVersion}/{patch}/main.js` for the production channel, and
-/// `{channel}/{appVersion}/{patch}/main.js` for any other. The channel is thus inside the
+/// `{channel}/{appVersion}/{patch}/main.js` for any other; a patch with delivery conditions
+/// is named `main.conditional.js` instead of `main.js`, so a client built before conditions
+/// (which reads only `main.js` targets) never installs it on a device the conditions exclude. The channel is thus inside the
 /// signed targets metadata, and production paths are the ones clients built before
 /// channels read, so such a client never sees another channel's patch (it reads only
 /// three-component paths). Patch numbers are one sequence per app version across channels,
@@ -12,7 +14,7 @@
 ///
 /// `custom`: patch, rollout, published, plaintext {length, sha256, md5}, optionally
 /// encryption {alg, keyid}, message (release notes) and promotedFrom {channel, patch, sha256}
-/// (the patch of another channel whose plaintext this one is).
+/// (the patch of another channel whose plaintext this one is), conditions (DeliveryConditions).
 public struct PatchTargetInfo: Sendable, Equatable {
     public struct Encryption: Sendable, Equatable {
         public let algorithm: String
@@ -57,11 +59,14 @@ public struct PatchTargetInfo: Sendable, Equatable {
     /// Release notes, signed with the target.
     public let message: String?
     public let promotedFrom: Origin?
+    /// Signed delivery conditions: only the devices they admit may get the patch.
+    public let conditions: DeliveryConditions?
 
     /// What the registry signs for one patch.
     public init(appVersion: AppVersion, channel: ChannelName, patch: Int, rollout: Int, published: String, plaintext: BundleDigests,
-                encryption: Encryption?, message: String?, promotedFrom: Origin?) {
-        self.path = PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: patch)
+                encryption: Encryption?, message: String?, promotedFrom: Origin?, conditions: DeliveryConditions? = nil) {
+        self.path = PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: patch, conditional: conditions != nil)
+        self.conditions = conditions
         self.appVersion = appVersion.rawValue
         self.channel = channel
         self.patch = patch
@@ -83,7 +88,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
             channel = named
             parts.removeFirst()
         }
-        guard parts.count == 3, parts[2] == "main.js", let version = try? AppVersion(parts[0]),
+        guard parts.count == 3, parts[2] == "main.js" || parts[2] == PatchTargetInfo.conditionalFileName, let version = try? AppVersion(parts[0]),
             let custom = file.custom, let patch = custom["patch"]?.intValue, String(patch) == parts[1], patch >= 1,
             let rollout = custom["rollout"]?.intValue, (0...100).contains(rollout),
             let published = custom["published"]?.stringValue,
@@ -108,6 +113,15 @@ public struct PatchTargetInfo: Sendable, Equatable {
         } else {
             self.promotedFrom = nil
         }
+        // The file name says whether there are conditions, and the conditions must parse:
+        // neither can be dropped or added without the other (fail closed, see above).
+        if let conditions = custom["conditions"] {
+            guard parts[2] == PatchTargetInfo.conditionalFileName, let parsed = DeliveryConditions(conditions) else { return nil }
+            self.conditions = parsed
+        } else {
+            guard parts[2] == "main.js" else { return nil }
+            self.conditions = nil
+        }
         self.path = path
         self.appVersion = version.rawValue
         self.channel = channel
@@ -117,9 +131,17 @@ public struct PatchTargetInfo: Sendable, Equatable {
         self.plaintext = BundleDigests(length: Int(length), sha256: sha256, md5: md5)
     }
 
+    /// The file name of a patch with delivery conditions.
+    public static let conditionalFileName = "main.conditional.js"
+
     /// The signed target path of a patch.
-    public static func path(appVersion: String, channel: ChannelName, patch: Int) -> String {
-        (channel == .production ? "" : "\(channel)/") + "\(appVersion)/\(patch)/main.js"
+    public static func path(appVersion: String, channel: ChannelName, patch: Int, conditional: Bool = false) -> String {
+        (channel == .production ? "" : "\(channel)/") + "\(appVersion)/\(patch)/" + (conditional ? conditionalFileName : "main.js")
+    }
+
+    /// Whether its conditions (if any) admit a device: the rule PatchClient and the simple check share.
+    public func admits(deviceID: String?, osVersion: String?) -> Bool {
+        conditions?.admits(deviceID: deviceID, osVersion: osVersion) ?? true
     }
 
     /// The signed `custom` object.
@@ -133,12 +155,13 @@ public struct PatchTargetInfo: Sendable, Equatable {
         if let encryption { custom["encryption"] = ["alg": .string(encryption.algorithm), "keyid": .string(encryption.keyID)] }
         if let message { custom["message"] = .string(message) }
         if let promotedFrom { custom["promotedFrom"] = promotedFrom.json }
+        if let conditions { custom["conditions"] = conditions.json }
         return .object(custom)
     }
 
-    /// `[{channel}/]{appVersion}/{patch}/{hash}.main.js`: where the bytes are served under one
+    /// `[{channel}/]{appVersion}/{patch}/{hash}.{file}`: where the bytes are served under one
     /// hash (TUF consistent snapshots: the hash prefixes the file name).
     public func servedPath(hash: String) -> String {
-        (channel == .production ? "" : "\(channel)/") + "\(appVersion)/\(patch)/\(hash).main.js"
+        (channel == .production ? "" : "\(channel)/") + "\(appVersion)/\(patch)/\(hash)." + (conditions == nil ? "main.js" : PatchTargetInfo.conditionalFileName)
     }
 }

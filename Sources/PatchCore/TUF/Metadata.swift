@@ -211,7 +211,7 @@ enum Hashes {
         guard listed.contains(where: { $0.algorithm.isStrong }) else {
             throw .uncheckableHashes(what: what, reason: "its hashes list no sha256, sha384 or sha512 (md5 alone is refused)")
         }
-        for entry in listed where Hex.encode(Digest.hash(entry.algorithm, bytes)) != entry.expected.lowercased() {
+        for entry in listed where Hex.encode(Verification.crypto.digest(entry.algorithm, bytes)) != entry.expected.lowercased() {
             throw .hashMismatch(what: what, algorithm: entry.name)
         }
     }

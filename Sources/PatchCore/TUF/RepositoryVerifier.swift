@@ -69,7 +69,7 @@ public enum RepositoryVerifier {
         switch error {
         case .verification(let error): return .rejected(error.description)
         case .tooLarge: return .rejected(error.description)
-        case .status(404, let file, _), .status(403, let file, _): return .rejected("\(file.name) is missing")
+        case .status(404, let file, _, _), .status(403, let file, _, _): return .rejected("\(file.name) is missing")
         case .status, .fetch, .throttled, .storage: return .couldNotRun(error.description)
         }
     }

@@ -69,9 +69,19 @@ public struct TUFKey: Sendable, Equatable {
     /// threshold counts keys, not key objects.
     public var keyMaterial: [UInt8]? { verifier?.key.spki }
 
+    /// Ed25519 and ECDSA P-256 go through the verification seam (CryptoKit on Apple
+    /// platforms); the other schemes (RSA, P-384/521) are checked by OpenSSL.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard let verifier else { return false }
-        return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
+        switch verifier.algorithm {
+        case .ed25519 where verifier.key.isEd25519:
+            // An Ed25519 SubjectPublicKeyInfo ends with the 32 raw key bytes (RFC 8410).
+            return Verification.crypto.isValidEd25519(signature: signature, for: message, publicKey: Array(verifier.key.spki.suffix(32)))
+        case .ecdsa(.sha256) where verifier.key.ecCurve == "prime256v1":
+            return Verification.crypto.isValidP256(signature: signature, for: message, publicKeyDER: verifier.key.spki)
+        default:
+            return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
+        }
     }
 
     public static func == (lhs: TUFKey, rhs: TUFKey) -> Bool { lhs.json == rhs.json }

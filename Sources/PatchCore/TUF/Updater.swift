@@ -6,11 +6,14 @@ public enum UpdateError: Error, Equatable, CustomStringConvertible {
     case verification(TUFError)
     /// The body passed the cap: the signed length, or the client's limit when that is lower.
     case tooLarge(what: String, limit: Int)
-    /// An answer other than the file (a 404 for a required file, a 5xx, a redirect).
-    case status(Int, file: RepositoryFile, location: String)
+    /// An answer other than the file (a 404 for a required file, a 5xx, a redirect), with the
+    /// body that came with it (capped like the file was), for the server's error message.
+    case status(Int, file: RepositoryFile, location: String, body: [UInt8] = [])
     case fetch(FetchError)
     /// The timestamp request was answered 429 (patchd's per-device interval).
-    case throttled(retryAfter: String?)
+    /// `deviceScoped`: the server said (`X-Throttle-Scope: device`) that the wait is this
+    /// device's own check interval, which a revoke lifts, not overload backpressure.
+    case throttled(retryAfter: String?, deviceScoped: Bool = false)
     /// The metadata cache could not be written.
     case storage(String)
 
@@ -18,7 +21,7 @@ public enum UpdateError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .verification(let error): return "verification failed: \(error)"
         case .tooLarge(let what, let limit): return "\(what) exceeds \(limit) bytes (endless data?)"
-        case .status(let status, _, let location): return "\(location) answered HTTP \(status)"
+        case .status(let status, _, let location, _): return "\(location) answered HTTP \(status)"
         case .fetch(let error): return error.description
         case .throttled: return "the server asked to wait (HTTP 429)"
         case .storage(let message): return "cache error: \(message)"
@@ -114,7 +117,9 @@ public struct Updater: Sendable {
     private func updateTimestamp(_ trusted: inout TrustedMetadata) async throws(UpdateError) {
         if let cached = cache?.read("timestamp.json", limit: limits.timestamp) { try? trusted.loadCachedTimestamp(cached) }
         let answer = try await download(.metadata("timestamp.json"), limit: limits.timestamp, headers: timestampHeaders)
-        if answer.head.status == 429 { throw .throttled(retryAfter: answer.head.headers["retry-after"]) }
+        if answer.head.status == 429 {
+            throw .throttled(retryAfter: answer.head.headers["retry-after"], deviceScoped: answer.head.headers["x-throttle-scope"] == "device")
+        }
         try expectOK(answer, .metadata("timestamp.json"))
         if try verified({ () throws(TUFError) in try trusted.updateTimestamp(answer.body) }) {
             try cache?.write("timestamp.json", answer.body)
@@ -170,7 +175,7 @@ public struct Updater: Sendable {
     }
 
     private func expectOK(_ answer: Download, _ file: RepositoryFile) throws(UpdateError) {
-        guard answer.head.status == 200 else { throw .status(answer.head.status, file: file, location: fetcher.location(of: file)) }
+        guard answer.head.status == 200 else { throw .status(answer.head.status, file: file, location: fetcher.location(of: file), body: answer.body) }
     }
 
     private func persist(_ file: RepositoryFile, _ bytes: [UInt8]) throws(UpdateError) {

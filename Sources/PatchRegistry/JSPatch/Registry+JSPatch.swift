@@ -68,8 +68,10 @@ extension Registry {
         }
         var packages: [JSPatchPackage] = []
         for (path, file) in body.targets {
-            // The JSPatch Loader has no notion of channels: its routes serve production only.
+            // The JSPatch Loader has no notion of channels or conditions: its routes serve
+            // unconditional production patches only.
             guard let target = PatchTargetInfo(path: path, file: file), target.encryption == nil, target.channel == .production,
+                  target.conditions == nil,
                   let version = try? AppVersion(target.appVersion), let sha256 = file.hashes["sha256"] else { continue }
             packages.append(try JSPatchPackage.build(script: try servedBytes(sha256: sha256), appVersion: version,
                                                      number: target.patch, rollout: target.rollout, key: key))

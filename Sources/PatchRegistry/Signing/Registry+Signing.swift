@@ -3,13 +3,15 @@ import PatchCore
 
 extension Registry {
     /// Which patches targets metadata lists for one app version and channel: the newest patch
-    /// at 100% and every newer one still rolling out (rollout > 0). Anything older than the
-    /// newest full rollout can never be chosen by a device, so it is left out.
+    /// at 100% without delivery conditions and every newer one still rolling out (rollout > 0).
+    /// Anything older than that newest full rollout can never be chosen by a device, so it is
+    /// left out; a conditional patch at 100% does not end the list (it reaches only the
+    /// devices its conditions admit).
     static func listedPatches(_ patches: [PatchRecord]) -> [PatchRecord] {
         var listed: [PatchRecord] = []
         for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active && patch.rollout > 0 {
             listed.append(patch)
-            if patch.rollout >= 100 { break }
+            if patch.rollout >= 100, patch.conditions == nil { break }
         }
         return listed
     }
@@ -20,7 +22,7 @@ extension Registry {
         let info = PatchTargetInfo(appVersion: patch.appVersion, channel: patch.channel, patch: patch.number, rollout: patch.rollout,
                                    published: patch.publishedAt, plaintext: patch.plaintext,
                                    encryption: patch.contentKeyID.map { PatchTargetInfo.Encryption(keyID: $0) }, message: patch.message,
-                                   promotedFrom: patch.promotedFrom)
+                                   promotedFrom: patch.promotedFrom, conditions: patch.conditions)
         return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: info.custom)
     }
 

@@ -10,6 +10,8 @@ public struct AppCatalog: Sendable {
         public let number: Int
         public let channel: ChannelName
         public let rollout: Int
+        /// Signed delivery conditions: the entry is answered only to devices they admit.
+        public let conditions: DeliveryConditions?
         public let etag: String
         public let ok: HTTPResponse
         public let notModified: HTTPResponse
@@ -71,10 +73,10 @@ public struct AppCatalog: Sendable {
             if let encryption = info.encryption {
                 patchHeaders += [("X-Patch-Encryption", encryption.algorithm), ("X-Patch-Plaintext-SHA256", info.plaintext.sha256)]
             }
-            // The answer depends on the device (rollout), so shared caches must not reuse it.
-            let common = [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")]
+            // The answer depends on the device (rollout, conditions), so shared caches must not reuse it.
+            let common = [("Cache-Control", "private, no-cache"), PatchService.checkVary]
             versions[info.appVersion, default: []].append(CheckEntry(
-                number: info.patch, channel: info.channel, rollout: info.rollout, etag: etag,
+                number: info.patch, channel: info.channel, rollout: info.rollout, conditions: info.conditions, etag: etag,
                 ok: HTTPResponse(status: 200, headers: [("Content-Type", contentType)] + patchHeaders + common, body: bytes, prepared: true),
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
@@ -96,12 +98,37 @@ public struct AppCatalog: Sendable {
         ], body: bytes, prepared: true)
     }
 
+    /// The app versions and channels where `new` takes code away from some device: a listed
+    /// patch gone (revoked, or paused at 0 %) or its rollout lowered. A patch gone because a
+    /// newer unconditional 100 % patch now reaches every device first was superseded, not
+    /// withdrawn: every device gets newer code, and nothing needs to land early.
+    static func withdrawn(from old: AppCatalog, to new: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
+        var result: [(appVersion: String, channel: ChannelName)] = []
+        for (version, entries) in old.versions {
+            for channel in Set(entries.map(\.channel)) {
+                let now = (new.versions[version] ?? []).filter { $0.channel == channel }
+                let took = entries.filter { $0.channel == channel }.contains { entry in
+                    if let current = now.first(where: { $0.number == entry.number }) { return current.rollout < entry.rollout }
+                    return !now.contains { $0.number > entry.number && $0.rollout >= 100 && $0.conditions == nil }
+                }
+                if took { result.append((version, channel)) }
+            }
+        }
+        return result
+    }
+
     /// The patch this device should run: the newest listed patch of its channel whose rollout
-    /// includes it. Without a device ID only full (100%) rollouts apply.
-    public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?) -> CheckEntry? {
+    /// includes it and whose delivery conditions (if any) admit it, as PatchClient picks.
+    /// Without a device ID only full (100%) rollouts apply. `conditional: false` leaves
+    /// conditional patches out (the JSPatch Loader, which cannot say what OS it runs on).
+    public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?, osVersion: String? = nil,
+                      conditional: Bool = true) -> CheckEntry? {
         guard let entries = versions[appVersion] else { return nil }
         return entries.first { entry in
             guard entry.channel == channel else { return false }
+            if let conditions = entry.conditions {
+                guard conditional, conditions.admits(deviceID: deviceID, osVersion: osVersion) else { return false }
+            }
             guard let deviceID else { return entry.rollout >= 100 }
             return Rollout.includes(percent: entry.rollout, app: app.rawValue, appVersion: appVersion, patch: entry.number, deviceID: deviceID)
         }
@@ -141,7 +168,10 @@ public final class Catalog: Sendable {
     /// The prepared response for a metadata or target URL, if it is one.
     public func file(at path: String) -> PublishedFile? { state.withLock { $0.files[path] } }
 
-    func install(_ catalog: AppCatalog) {
+    /// Installs a new catalog of an app and says from which app versions and channels it took
+    /// something away: a listed patch gone, or its rollout lowered.
+    @discardableResult
+    func install(_ catalog: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
         let prefix = "/v1/apps/\(catalog.app)/"
         var files: [String: PublishedFile] = [:]
         for (name, response) in catalog.metadata {
@@ -153,14 +183,17 @@ public final class Catalog: Sendable {
         for version in catalog.versions.keys {
             files[prefix + "versions/" + version + "/patch"] = PublishedFile(app: catalog, kind: .simpleCheck(version: version))
         }
-        state.withLock { state in
+        return state.withLock { state in
+            var withdrawn: [(appVersion: String, channel: ChannelName)] = []
             if let old = state.apps[catalog.app] {
+                withdrawn = AppCatalog.withdrawn(from: old, to: catalog)
                 for name in old.metadata.keys { state.files[prefix + "metadata/" + name] = nil }
                 for path in old.targets.keys { state.files[prefix + "targets/" + path] = nil }
                 for version in old.versions.keys { state.files[prefix + "versions/" + version + "/patch"] = nil }
             }
             state.apps[catalog.app] = catalog
             state.files.merge(files) { _, new in new }
+            return withdrawn
         }
     }
 
@@ -171,6 +204,9 @@ public final class Catalog: Sendable {
         public var failed: [(AppName, RegistryError)] = []
         /// Apps served, but without their JSPatch Loader packages, and why.
         public var withoutJSPatch: [(AppName, RegistryError)] = []
+        /// App versions and channels from which the change took a patch away (revoked, or its
+        /// rollout lowered: a revoke, halt or rollback): their devices' intervals are lifted.
+        public var withdrawn: [(app: AppName, appVersion: String, channel: ChannelName)] = []
     }
 
     /// Apps the registry has, built or not yet.
@@ -209,7 +245,9 @@ public final class Catalog: Sendable {
 
     private func build(_ app: AppName, fingerprint: String, from registry: Registry, into result: inout Refresh) {
         do {
-            install(try AppCatalog.build(registry, app: app))
+            for (version, channel) in install(try AppCatalog.build(registry, app: app)) {
+                result.withdrawn.append((app, version, channel))
+            }
             fingerprints.withLock { $0[app] = fingerprint }
             result.rebuilt.append(app)
             if let failure = self.app(app)?.jspatchFailure { result.withoutJSPatch.append((app, failure)) }

@@ -28,7 +28,7 @@ public struct JSPatchCatalog: Sendable {
                 ("ETag", "\"\(Digest.sha256Hex(package.bytes))\""),
             ], body: package.bytes, prepared: true)
             latest[key] = HTTPResponse(status: 200, headers: [
-                ("Content-Type", "application/json"), ("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID"),
+                ("Content-Type", "application/json"), ("Cache-Control", "private, no-cache"), PatchService.checkVary,
             ], body: JSON.object(["patch": .int(Int64(package.number))]).canonicalBytes + [0x0A], prepared: true)
         }
         return JSPatchCatalog(packages: packages, latest: latest)

@@ -23,8 +23,8 @@ extension PatchService {
     func jspatchLatest(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let (app, jspatch) = try jspatchCatalog(p["app"])
         let version = try appVersion(p["version"])
-        try throttleDevice(request, catalog: app)
-        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID")),
+        try throttleDevice(request, catalog: app, scope: (version.rawValue, .production))
+        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID"), conditional: false),
               let response = jspatch.latest[JSPatchCatalog.key(version.rawValue, entry.number)] else {
             return PatchService.noPatch
         }

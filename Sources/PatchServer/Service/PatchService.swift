@@ -82,7 +82,7 @@ public final class PatchService: HTTPResponder {
                 try refuseBody(request, limit: 0)
                 switch file.kind {
                 case .file(let prepared, let isCheck):
-                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { _ = try deviceID(request) }
+                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
                     response = prepared
                 case .simpleCheck(let version):
                     response = try check(request, app: file.app, version: version)
@@ -204,11 +204,36 @@ public final class PatchService: HTTPResponder {
     }
 
     /// The per-device minimum interval, applied to checks that carry X-Device-ID.
-    func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog) throws(HTTPError) {
+    /// `scope`: the app version and channel the check is for, when the route or the request
+    /// says (`X-App-Version`, `X-Channel` on timestamp.json); it picks which revoke lifts the
+    /// interval (DeviceThrottle.lift).
+    func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) {
+        let declared = scope == nil ? try PatchService.declaredScope(request) : nil
         guard let device = try deviceID(request) else { return }
-        if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval) {
-            throw .throttled(retryAfter: wait, "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s")
+        let scope = scope ?? declared
+        if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
+                                                     scope: scope.map { ($0.appVersion, $0.channel.rawValue) }) {
+            // Scoped to the device: its interval, which a revoke lifts (a forced check may try).
+            throw HTTPError(429, "throttled", "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s",
+                            headers: [("Retry-After", String(max(1, wait))), ("X-Throttle-Scope", "device")])
         }
+    }
+
+    /// What a metadata request other than timestamp.json may carry is checked as on
+    /// timestamp.json (a client sends the same headers on every metadata fetch).
+    func checkMetadataHeaders(_ request: HTTPRequest) throws(HTTPError) {
+        _ = try deviceID(request)
+        _ = try PatchService.declaredScope(request)
+    }
+
+    /// The app version and channel a TUF client declares on timestamp.json (`X-App-Version`,
+    /// `X-Channel`, default production); nil without `X-App-Version`. Malformed is 400.
+    static func declaredScope(_ request: HTTPRequest) throws(HTTPError) -> (appVersion: String, channel: ChannelName)? {
+        guard let raw = request.header("X-App-Version") else { return nil }
+        let version: AppVersion
+        do { version = try AppVersion(raw) } catch { throw .badRequest("X-App-Version: \(error.message)") }
+        let channel = try request.header("X-Channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        return (version.rawValue, channel)
     }
 
     /// The token the route's access rule admitted (see `admitCaller`).
@@ -296,6 +321,9 @@ public final class PatchService: HTTPResponder {
     /// Logs what a catalog refresh could not prepare: an app left on its previous state
     /// (or unserved), or served without its JSPatch packages.
     func report(_ refresh: Catalog.Refresh) {
+        for (app, version, channel) in refresh.withdrawn {
+            devices.lift(app: app.rawValue, appVersion: version, channel: channel.rawValue)
+        }
         for (app, error) in refresh.failed { log("not serving the new state of \(app): \(error)") }
         for (app, error) in refresh.withoutJSPatch { logOnce("serving \(app) without its JSPatch packages: \(error)") }
     }

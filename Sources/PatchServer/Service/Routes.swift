@@ -75,7 +75,7 @@ extension PatchService {
 
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
-        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { _ = try deviceID(request) }
+        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { try checkMetadataHeaders(request) }
         guard let response = app.metadata[p["file"]] else { throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"") }
         return response
     }
@@ -102,9 +102,10 @@ extension PatchService {
 
     /// The simple check once app and version are known (routed, or found by path in the catalog).
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
-        try throttleDevice(request, catalog: app)
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
-        guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID")) else {
+        try throttleDevice(request, catalog: app, scope: (version, channel))
+        guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
+                                    osVersion: request.header("X-OS-Version")) else {
             return PatchService.noPatch
         }
         if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
@@ -114,7 +115,10 @@ extension PatchService {
     }
 
     /// 204: nothing is active for this version; the app must drop any cached patch.
-    static let noPatch = HTTPResponse(status: 204, headers: [("Cache-Control", "private, no-cache"), ("Vary", "X-Device-ID")], prepared: true)
+    static let noPatch = HTTPResponse(status: 204, headers: [("Cache-Control", "private, no-cache"), checkVary], prepared: true)
+
+    /// The check's answer depends on who asks: the device (rollout, allow-lists) and its OS (ranges).
+    static let checkVary = ("Vary", "X-Device-ID, X-OS-Version")
 
     // MARK: Publishing
 
@@ -123,23 +127,43 @@ extension PatchService {
         let token = try caller(p)
         guard let rawVersion = request.query("appVersion") else { throw .badRequest("appVersion query parameter is required") }
         let version = try appVersion(rawVersion)
-        var rollout = 100
-        if let raw = request.query("rollout") {
-            guard let value = Int(raw), (0...100).contains(value) else { throw .badRequest("rollout must be an integer from 0 to 100") }
-            rollout = value
-        }
-        let allowSame = request.query("allowSame") == "true"
+        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
+        let allowSame = try PatchService.flag(request, "allowSame")
+        let dryRun = try PatchService.flag(request, "dryRun")
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         let message = request.query("message")
+        let conditions = try PatchService.conditions(request)
         let bundle = request.body
         let published = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.publish(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                 allowSame: allowSame, actor: token.actor)
+                                 conditions: conditions, allowSame: allowSame, dryRun: dryRun, actor: token.actor)
         }
-        metrics.recordPublish()
+        if !dryRun { metrics.recordPublish() }
         var json = published.patch.json.objectValue!
         json["targetsVersion"] = .int(published.targetsVersion)
-        return .json(.object(json), status: 201)
+        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+    }
+
+    /// `X-Patch-Conditions`: the signed form of a patch's delivery conditions (canonical JSON,
+    /// device IDs already hashed by the publisher, so raw IDs never reach the server).
+    static func conditions(_ request: HTTPRequest) throws(HTTPError) -> DeliveryConditions? {
+        guard let raw = request.header("X-Patch-Conditions") else { return nil }
+        guard let json = try? JSONParser.parse(Array(raw.utf8), maxLength: 16 * 1024), let conditions = DeliveryConditions(json) else {
+            throw .badRequest("X-Patch-Conditions must be delivery conditions as docs/PROTOCOL.md section 5 gives them")
+        }
+        return conditions
+    }
+
+    /// A change's answer; a dry run (`?dryRun=true`) is 200 with `"dryRun": true`: it was
+    /// worked out in full and rolled back.
+    static func changed(_ json: JSON, dryRun: Bool, status: Int = 200) -> HTTPResponse {
+        guard dryRun else { return .json(json, status: status) }
+        func mark(_ value: JSON) -> JSON {
+            guard var object = value.objectValue else { return value }
+            object["dryRun"] = true
+            return .object(object)
+        }
+        return .json(json.arrayValue.map { .array($0.map(mark)) } ?? mark(json))
     }
 
     /// Publishes the plaintext of a patch of channel `from` as the next patch of channel `to`
@@ -154,13 +178,15 @@ extension PatchService {
         let number = try request.query("patch").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
         let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
         let message = request.query("message")
+        let dryRun = try PatchService.flag(request, "dryRun")
         let promoted = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message, actor: token.actor)
+            try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message,
+                                 dryRun: dryRun, actor: token.actor)
         }
-        metrics.recordPublish()
+        if !dryRun { metrics.recordPublish() }
         var json = promoted.patch.json.objectValue ?? [:]
         json["targetsVersion"] = .int(promoted.targetsVersion)
-        return .json(.object(json), status: 201)
+        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
     }
 
     /// Revokes patch `:patch`, or every active patch of the version when the route has none.
@@ -169,10 +195,11 @@ extension PatchService {
         let token = try caller(p)
         let version = try appVersion(p["version"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
+        let dryRun = try PatchService.flag(request, "dryRun")
         let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.revoke(app: app, appVersion: version, number: number, message: request.query("message"), actor: token.actor)
+            try registry.revoke(app: app, appVersion: version, number: number, message: request.query("message"), dryRun: dryRun, actor: token.actor)
         }
-        return .json(.array(revoked.map(\.json)))
+        return PatchService.changed(.array(revoked.map(\.json)), dryRun: dryRun)
     }
 
     func rollout(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
@@ -185,10 +212,11 @@ extension PatchService {
         guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
             throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
         }
+        let dryRun = try PatchService.flag(request, "dryRun")
         let change = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), actor: token.actor)
+            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), dryRun: dryRun, actor: token.actor)
         }
-        return .json(change.json)
+        return PatchService.changed(change.json, dryRun: dryRun)
     }
 
     // MARK: Audit listing

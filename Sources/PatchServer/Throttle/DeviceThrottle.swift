@@ -26,6 +26,11 @@ public final class DeviceThrottle: Sendable {
     }
 
     private let shards: [Locked<Shard>]
+    /// When a change last took code away from devices ("app|appVersion|channel", and "app|*"
+    /// for checks that do not say their version): checks recorded at or before it do not
+    /// count against the interval (`lift`). One entry per served version and channel, so
+    /// bounded by what publishers created, never by what devices send.
+    private let lifts = Locked<[String: UInt32]>([:])
     private let perShard: Int
     /// Sweeps done (tests check that a full table is not swept on every check).
     let sweeps = AtomicCounter()
@@ -59,16 +64,42 @@ public final class DeviceThrottle: Sendable {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
+    /// A revoke, halt or rollback of `appVersion`/`channel` of `app` happened now: each
+    /// device of it whose last check was at or before now gets its next check answered, so
+    /// the kill switch reaches a device that asks (a forced sync, a push) within seconds,
+    /// not after the rest of its interval. It is one more check per device per change: the
+    /// check it lets through is recorded as usual.
+    public func lift(app: String, appVersion: String, channel: String) {
+        let now = clock()
+        lifts.withLock { lifts in
+            lifts["\(app)|\(appVersion)|\(channel)"] = now
+            // A check that does not name its version (an older client, python-tuf) may be
+            // a device of this one.
+            lifts["\(app)|*"] = now
+        }
+    }
+
     /// Records a check by `device` and says whether it was allowed. A refused check does
-    /// not extend the wait: the device may retry exactly when Retry-After says.
-    public func check(app: String, device: String, interval: Int) -> Decision {
+    /// not extend the wait: the device may retry exactly when Retry-After says. `scope`
+    /// (app version and channel, when the request says them) picks the lift that applies.
+    public func check(app: String, device: String, interval: Int, scope: (appVersion: String, channel: String)? = nil) -> Decision {
         guard interval > 0 else { return .allowed }
         let key = key(app: app, device: device)
         let now = clock()
         let perShard = self.perShard
+        let liftKey = scope.map { "\(app)|\($0.appVersion)|\($0.channel)" } ?? "\(app)|*"
+        let lifted = lifts.withLock { $0[liftKey] }
         return shards[Int(key % UInt64(DeviceThrottle.shardCount))].withLock { shard in
             if let until = shard.entries[key], until > now {
-                return .throttled(retryAfter: Int(until - now))
+                // The last check was `until - interval`; at or before the lift it was made
+                // against what the change took away. (The same second counts: a lift is
+                // second-grained, and a check in it may have seen the state before.)
+                let last = until &- UInt32(clamping: interval)
+                guard let lifted, last <= lifted else { return .throttled(retryAfter: Int(until - now)) }
+                // Recorded one second on, so this check reads as after the lift (a second
+                // check in the lift's own second is not let through again).
+                shard.entries[key] = now &+ UInt32(clamping: interval) &+ 1
+                return .allowed
             }
             if shard.entries.count >= shard.sweepAt, now >= shard.noSweepBefore {
                 var earliest = UInt32.max

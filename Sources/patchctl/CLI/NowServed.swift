@@ -18,8 +18,7 @@ enum NowServed {
         }
         guard let registry else { throw .failed("no registry to read what \(app) \(version) serves") }
         do {
-            return try registry.patches(app: app, appVersion: version, activeOnly: false)
-                .map { VersionServing.Entry(number: $0.number, rollout: $0.rollout, active: $0.state == .active, channel: $0.channel) }
+            return try registry.patches(app: app, appVersion: version, activeOnly: false).map(VersionServing.Entry.init)
         } catch { throw error.cliError }
     }
 

@@ -49,10 +49,11 @@ struct Remote {
     /// all. patchd answers both before it changes anything (a busy registry rolls back; the
     /// limits refuse from the head), so a publish is never applied twice. Transport failures
     /// are "could not run" (exit 2).
-    func send(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8]? = nil, timeout: TimeInterval = 30) throws(CLIError) -> Response {
+    func send(_ method: String, _ path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8]? = nil,
+              timeout: TimeInterval = 30) throws(CLIError) -> Response {
         var waited = 0
         for attempt in 1... {
-            let response = try sendOnce(method, path, query: query, body: body, timeout: timeout)
+            let response = try sendOnce(method, path, query: query, headers: headers, body: body, timeout: timeout)
             guard response.status == 429 || response.status == 503, attempt < Remote.maxTries else { return response }
             let delay = Remote.retryDelay(response.headers["retry-after"])
             guard let delay, waited + delay <= Remote.maxRetryWait else { return response }
@@ -72,7 +73,8 @@ struct Remote {
         return text.count > 9 ? Int.max / 2 : seconds
     }
 
-    private func sendOnce(_ method: String, _ path: String, query: [String: String], body: [UInt8]?, timeout: TimeInterval) throws(CLIError) -> Response {
+    private func sendOnce(_ method: String, _ path: String, query: [String: String], headers extra: [String: String], body: [UInt8]?,
+                          timeout: TimeInterval) throws(CLIError) -> Response {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
         if !query.isEmpty { components.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
@@ -80,6 +82,7 @@ struct Remote {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
         if let body {
             request.httpBody = Data(body)
             request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
@@ -102,8 +105,8 @@ struct Remote {
 
     /// Sends and returns the JSON body of a 2xx answer; any other answer becomes the
     /// server's own error message.
-    func json(_ method: String, _ path: String, query: [String: String] = [:], body: [UInt8]? = nil) throws(CLIError) -> JSON {
-        let response = try send(method, path, query: query, body: body)
+    func json(_ method: String, _ path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8]? = nil) throws(CLIError) -> JSON {
+        let response = try send(method, path, query: query, headers: headers, body: body)
         let parsed = try? JSONParser.parse(response.body)
         guard (200..<300).contains(response.status) else {
             let message = parsed?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"

@@ -11,6 +11,7 @@ struct FetchCommand: Command {
                                             .value("--app-version", "V", "the app version of this device").required,
                                             .value("--device-id", "ID", "the device ID (picks the rollout bucket)").required,
                                             .value("--channel", "NAME", "the channel this device follows (default production)"),
+                                            .value("--os-version", "V", "the OS version this device runs, for patches limited to an OS range"),
                                             .value("--root", "FILE", "the trusted root the app embeds (1.root.json)").required,
                                             .value("--key", "FILE", "content key file, for encrypted apps"),
                                             .value("--cache", "DIR", "the client's cache directory").required,
@@ -25,14 +26,15 @@ struct FetchCommand: Command {
         let version = try arguments.appVersion()
         let device = try arguments.required("--device-id")
         let root = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
-        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device, trustedRoot: root,
+        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device, trustedRoot: Data(root),
                                                 cacheDirectory: URL(fileURLWithPath: try arguments.required("--cache"), isDirectory: true))
         if let keyPath = arguments.value("--key") {
-            do { configuration.contentKey = try BundleCipher.parseKeyFile(try Output.readFile(keyPath, what: "content key", limit: 4096)) } catch let error as CryptoError {
-                throw .failed("\(keyPath): \(error)")
-            } catch let error as CLIError { throw error } catch { throw .failed("\(error)") }
+            do { configuration.contentKey = try ClientConfiguration.contentKey(hexFile: URL(fileURLWithPath: keyPath)) } catch {
+                throw .failed(error.description)
+            }
         }
         if let channel = try arguments.channel() { configuration.channel = channel }
+        configuration.osVersion = arguments.value("--os-version")
         if let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30)) { configuration.minimumInterval = TimeInterval(interval) }
         if let timeout = try arguments.int("--timeout", in: 1...600) { configuration.requestTimeout = TimeInterval(timeout) }
 

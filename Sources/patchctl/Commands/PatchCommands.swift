@@ -15,8 +15,8 @@ struct PublishCommand: Command {
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
-                                            .flag("--dry-run", "say what would be published and change nothing (local registry only)"),
-                                            .flag("--json", "print JSON")] + StagedRollout.options + Context.globalOptions + Remote.options)
+                                            .flag("--dry-run", "say what would be published and change nothing"),
+                                            .flag("--json", "print JSON")] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -27,8 +27,8 @@ struct PublishCommand: Command {
         let message = arguments.value("--message")
         let allowSame = arguments.flag("--allow-same")
         let dryRun = arguments.flag("--dry-run")
+        let conditions = try DeliveryOptions.conditions(arguments)
         let remote = try Remote.from(arguments)
-        if remote != nil, dryRun { throw .usage("--dry-run works on the local registry only") }
         let context = Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
@@ -38,12 +38,15 @@ struct PublishCommand: Command {
         if let remote {
             var query = ["appVersion": version.rawValue, "rollout": String(rollout), "channel": channel.rawValue]
             if allowSame { query["allowSame"] = "true" }
+            if dryRun { query["dryRun"] = "true" }
             if let message { query["message"] = message }
-            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: query, body: bundle)
+            let headers = conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
+            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: query, headers: headers, body: bundle)
         } else {
             do {
                 let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, channel: channel, rollout: rollout,
-                                                      message: message, allowSame: allowSame, dryRun: dryRun, actor: context.actor)
+                                                      message: message, conditions: conditions, allowSame: allowSame, dryRun: dryRun,
+                                                      actor: context.actor)
                 var json = published.patch.json.objectValue!
                 json["targetsVersion"] = .int(published.targetsVersion)
                 if dryRun { json["dryRun"] = true }
@@ -61,6 +64,7 @@ struct PublishCommand: Command {
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
         Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
+        if let conditions { Output.line("only for \(conditions.summary) (signed delivery conditions)") }
         if let schedule { Output.line(StagedRollout.line(schedule)) }
         if dryRun { Output.line("nothing was changed") }
     }
@@ -86,7 +90,7 @@ struct RevokeCommand: Command {
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
                                             .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
-                                            .flag("--dry-run", "say what would be revoked and change nothing (local registry only)"),
+                                            .flag("--dry-run", "say what would be revoked and change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -99,10 +103,11 @@ struct RevokeCommand: Command {
         let remote = try Remote.from(arguments)
         var registry: Registry?
         if let remote {
-            if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
-            revoked = try remote.json("POST", path, query: message.map { ["message": $0] } ?? [:])
+            var query = message.map { ["message": $0] } ?? [:]
+            if dryRun { query["dryRun"] = "true" }
+            revoked = try remote.json("POST", path, query: query)
         } else {
             let context = Context(arguments: arguments)
             let local = try context.openRegistry()
@@ -130,7 +135,7 @@ struct RolloutCommand: Command {
                                             .value("--patch", "N", "the patch number").required,
                                             // --rollout, as publish names it; --percent is the older spelling.
                                             .value("--rollout", "PCT", "new rollout percentage, 0-100").required.alias("--percent"),
-                                            .flag("--dry-run", "say what would change and change nothing (local registry only)"),
+                                            .flag("--dry-run", "say what would change and change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -143,10 +148,9 @@ struct RolloutCommand: Command {
         let remote = try Remote.from(arguments)
         var local: Registry?
         if let remote {
-            if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
-                                    body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
+                                    query: dryRun ? ["dryRun": "true"] : [:], body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
         } else {
             let context = Context(arguments: arguments)
             let registry = try context.openRegistry()
@@ -156,7 +160,6 @@ struct RolloutCommand: Command {
                 var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, dryRun: dryRun, actor: context.actor).json
                 if dryRun, var object = json.objectValue {
                     object["dryRun"] = true
-                    object["from"] = .int(Int64(try registry.patches(app: name, appVersion: version, activeOnly: true).first { $0.number == number }?.rollout ?? 0))
                     json = .object(object)
                 }
                 patch = json

@@ -13,7 +13,7 @@ struct PromoteCommand: Command {
                                             .value("--patch", "N", "the patch to promote (default: the newest active patch of --from)"),
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
-                                            .flag("--dry-run", "say what would be promoted and change nothing (local registry only)"),
+                                            .flag("--dry-run", "say what would be promoted and change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -29,9 +29,9 @@ struct PromoteCommand: Command {
         let remote = try Remote.from(arguments)
         var local: Registry?
         if let remote {
-            if dryRun { throw .usage("--dry-run works on the local registry only") }
             name = try AppDefault.resolve(arguments, registry: nil)
             var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
+            if dryRun { query["dryRun"] = "true" }
             if let number { query["patch"] = String(number) }
             if let message { query["message"] = message }
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: query)

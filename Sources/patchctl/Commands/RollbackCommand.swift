@@ -29,7 +29,7 @@ struct RollbackCommand: Command {
         if dryRun {
             // What the split would be without the patch: the same rule over the same patches.
             let entries = try NowServed.entries(app: name, version: version, remote: remote, registry: registry)
-                .map { $0.number == number ? VersionServing.Entry(number: $0.number, rollout: $0.rollout, active: false, channel: $0.channel) : $0 }
+                .map { $0.number == number ? $0.revoked : $0 }
             let after = VersionServing(app: name, appVersion: version, channel: channel, entries: entries)
             if arguments.flag("--json") { Output.json(["dryRun": true, "wouldRevoke": .int(Int64(number)), "now": before.json, "then": after.json]); return }
             Output.line("dry run: would revoke \(name) \(version) patch \(number); nothing was changed")

@@ -47,7 +47,8 @@ struct StatusCommand: Command {
             let versions = app["versions"]?.arrayValue ?? []
             if versions.isEmpty { Output.line("no patches"); continue }
             Output.line(table(["VERSION", "DEVICES GET NOW"], versions.map { v in
-                [v["appVersion"]?.stringValue ?? "", (v["served"]?.arrayValue ?? []).map { share in
+                // A server from before conditions sends no summary: the split alone.
+                [v["appVersion"]?.stringValue ?? "", v["summary"]?.stringValue ?? (v["served"]?.arrayValue ?? []).map { share in
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
                 }.joined(separator: ", ")]
             }))

@@ -147,8 +147,8 @@ final class ClientFixture {
     func configuration(_ app: AppName, server: URL, device: String = "device-0001", cache: URL? = nil,
                        minimumInterval: TimeInterval = 0) throws -> ClientConfiguration {
         var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: device,
-                                                trustedRoot: try initialRoot(app),
-                                                contentKey: app == secret ? try contentKey(app) : nil,
+                                                trustedRoot: Data(try initialRoot(app)),
+                                                contentKey: app == secret ? Data(try contentKey(app)) : nil,
                                                 cacheDirectory: cache ?? newCacheDirectory())
         configuration.minimumInterval = minimumInterval
         configuration.requestTimeout = 5

@@ -20,7 +20,16 @@ final class Mirror: @unchecked Sendable {
         let lock = NSLock()
         var routes: [String: CannedResponse] = [:]
         var requests: [String] = []
+        /// POST requests in full (device reports), headers and body.
+        var posts: [HTTPRequest] = []
         var delay: TimeInterval = 0
+        /// Per path, instead of `delay`.
+        var pathDelays: [String: TimeInterval] = [:]
+        /// Set when the mirror goes away: delayed answers stop waiting, so tearing a mirror
+        /// down never blocks (its deinit runs on one of Swift concurrency's few threads,
+        /// and a handler asleep for 20 s would hold that thread, starving other tests' timers).
+        let wake = NSCondition()
+        var stopping = false
     }
 
     private let state = State()
@@ -37,10 +46,16 @@ final class Mirror: @unchecked Sendable {
         let server = try HTTPServer(configuration: configuration) { request in
             state.lock.lock()
             state.requests.append(request.path)
+            if request.method == "POST" { state.posts.append(request) }
             let answer = state.routes[request.path]
-            let delay = state.delay
+            let delay = state.pathDelays[request.path] ?? state.delay
             state.lock.unlock()
-            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            if delay > 0 {
+                let until = Date().addingTimeInterval(delay)
+                state.wake.lock()
+                while !state.stopping, state.wake.wait(until: until) {}
+                state.wake.unlock()
+            }
             guard let answer else { return HTTPResponse(status: 404, body: Array("not found".utf8)) }
             return HTTPResponse(status: answer.status, headers: answer.headers, body: answer.body)
         }
@@ -73,10 +88,22 @@ final class Mirror: @unchecked Sendable {
         set { state.lock.lock(); state.delay = newValue; state.lock.unlock() }
     }
 
+    /// Seconds the answers for `path` wait, whatever `delay` says.
+    func delay(_ path: String, by seconds: TimeInterval) { state.lock.lock(); state.pathDelays[path] = seconds; state.lock.unlock() }
+
     var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
+    var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
 
     /// Stops listening: the port refuses connections from now on.
-    func stop() { server = nil }
+    func stop() {
+        state.wake.lock()
+        state.stopping = true
+        state.wake.broadcast()
+        state.wake.unlock()
+        server = nil
+    }
+
+    deinit { stop() }
 }
 
 /// The real service (`PatchService` over `HTTPServer`) on a registry opened on the
@@ -165,7 +192,8 @@ final class EndlessServer: @unchecked Sendable {
         defer { close(fd) }
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !request.ends(with: Array("\r\n\r\n".utf8)) {
+        // The head may come with a body in the same segment (a POST of reports): read up to its end.
+        while !request.holdsHead {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { return }
             request += buffer[0..<n]
@@ -214,7 +242,10 @@ final class Guarded<Value>: @unchecked Sendable {
 }
 
 extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+    fileprivate var holdsHead: Bool {
+        let end: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
+        return count >= end.count && (0...(count - end.count)).contains { Array(self[$0..<($0 + end.count)]) == end }
+    }
 }
 
 /// A loopback port nothing listens on: bound then closed, so it was free a moment ago.

@@ -1,0 +1,153 @@
+import Foundation
+import PatchCore
+
+/// Launch confirmation (docs/PROTOCOL.md, "Launch confirmation"): the app names the patch it
+/// confirms, so a confirm is never credited to a patch the app did not run (a patch a sync
+/// installed while the previous one was running — capacitor-updater issue 907); a launch not
+/// confirmed within `confirmationTimeout` seconds in the foreground, or `maxUnconfirmedLaunches`
+/// launches, is rolled back.
+extension PatchClient {
+    /// The verified script to evaluate, if any. Reading it re-checks its SHA-256, so a file
+    /// changed on disk is not run.
+    public nonisolated func currentPatch() -> InstalledPatch? {
+        files.lock()
+        defer { files.unlock() }
+        var state = CacheFiles.loadState(configuration.stateURL)
+        return reconcile(&state)
+    }
+
+    /// Call once per app launch, before evaluating the patch: counts the launch, rolls an
+    /// unconfirmed patch back when it has had its launches (or its previous launch ran out its
+    /// foreground time), and returns what to run. Pass what it returns to `confirmLaunch(_:)`.
+    @discardableResult
+    public nonisolated func beginLaunch(now: Date = Date()) -> InstalledPatch? {
+        files.lock()
+        defer { files.unlock() }
+        var state = CacheFiles.loadState(configuration.stateURL)
+        let previous = state.launch
+        guard reconcile(&state) != nil, var installed = state.installed, !installed.confirmed else {
+            if state.launch != nil {
+                state.launch = nil
+                try? CacheFiles.saveState(state, to: configuration.stateURL)
+            }
+            return reconcile(&state)
+        }
+        let expired = previous.map { $0.number == installed.number && $0.sha256 == installed.sha256 && timedOut($0, now: now) } ?? false
+        if expired || installed.launches >= configuration.maxUnconfirmedLaunches {
+            rollBack(&state, now: now)
+            state.launch = nil
+        } else {
+            installed.launches += 1
+            state.installed = installed
+            state.launch = ClientState.Launch(number: installed.number, sha256: installed.sha256, foreground: 0, foregroundSince: now.timeIntervalSince1970)
+            record(.launched, patch: installed.number, now: now)
+        }
+        try? CacheFiles.saveState(state, to: configuration.stateURL)
+        return reconcile(&state)
+    }
+
+    /// Call after the patched app ran fine, with the patch `beginLaunch()` returned: it
+    /// becomes the one to fall back to. Refused (false) when `patch` is not the patch this
+    /// launch runs — not the one `beginLaunch()` returned, or no longer the installed one — or
+    /// when the launch already ran out its foreground time.
+    @discardableResult
+    public nonisolated func confirmLaunch(_ patch: InstalledPatch, now: Date = Date()) -> Bool {
+        confirm(number: patch.number, sha256: patch.sha256, now: now)
+    }
+
+    /// Confirms the patch the last `beginLaunch()` returned, if it is still installed; never
+    /// the one a sync installed since (that one has not run). Prefer `confirmLaunch(_:)`,
+    /// which also says whether the confirm was taken.
+    public nonisolated func confirmLaunch() {
+        let launched = lockedState().launch
+        guard let launched else { return }
+        _ = confirm(number: launched.number, sha256: launched.sha256, now: Date())
+    }
+
+    /// The app left the foreground: the running launch's foreground time stops counting.
+    public nonisolated func didEnterBackground(now: Date = Date()) {
+        changeLaunch { launch in
+            guard let since = launch.foregroundSince else { return }
+            launch.foreground += max(0, now.timeIntervalSince1970 - since)
+            launch.foregroundSince = nil
+        }
+    }
+
+    /// The app is back in the foreground: the running launch's foreground time counts again.
+    public nonisolated func willEnterForeground(now: Date = Date()) {
+        changeLaunch { launch in
+            if launch.foregroundSince == nil { launch.foregroundSince = now.timeIntervalSince1970 }
+        }
+    }
+
+    private nonisolated func confirm(number: Int, sha256: String, now: Date) -> Bool {
+        files.lock()
+        defer { files.unlock() }
+        var state = CacheFiles.loadState(configuration.stateURL)
+        guard reconcile(&state) != nil, var installed = state.installed, installed.number == number, installed.sha256 == sha256 else { return false }
+        if installed.confirmed { return true }
+        guard let launch = state.launch, launch.number == number, launch.sha256 == sha256, !timedOut(launch, now: now),
+            let script = CacheFiles.read(configuration.scriptURL) else { return false }
+        installed.confirmed = true
+        do {
+            try CacheFiles.write(script, to: configuration.goodScriptURL)
+            state.installed = installed
+            state.good = installed
+            state.launch = nil
+            try CacheFiles.saveState(state, to: configuration.stateURL)
+        } catch {
+            // Unconfirmed stays unconfirmed; the next confirm tries again.
+            return false
+        }
+        record(.confirmed, patch: number, now: now)
+        return true
+    }
+
+    /// Whether `launch` has had its foreground time; a launch still in the foreground counts
+    /// up to `now` (a process killed in the foreground counts up to the next launch).
+    private nonisolated func timedOut(_ launch: ClientState.Launch, now: Date) -> Bool {
+        guard let limit = configuration.confirmationTimeout else { return false }
+        let running = launch.foregroundSince.map { max(0, now.timeIntervalSince1970 - $0) } ?? 0
+        return launch.foreground + running >= limit
+    }
+
+    private nonisolated func changeLaunch(_ change: (inout ClientState.Launch) -> Void) {
+        files.lock()
+        defer { files.unlock() }
+        var state = CacheFiles.loadState(configuration.stateURL)
+        guard var launch = state.launch else { return }
+        change(&launch)
+        guard launch != state.launch else { return }
+        state.launch = launch
+        try? CacheFiles.saveState(state, to: configuration.stateURL)
+    }
+
+    /// Restores the last confirmed patch (or none) and blocks the rolled-back number.
+    nonisolated func rollBack(_ state: inout ClientState, now: Date) {
+        guard let bad = state.installed else { return }
+        state.rolledBackThrough = max(state.rolledBackThrough, bad.number)
+        if let good = state.good, let bytes = CacheFiles.read(configuration.goodScriptURL), Verification.crypto.sha256Hex(bytes) == good.sha256,
+            (try? CacheFiles.write(bytes, to: configuration.scriptURL)) != nil {
+            state.installed = good
+        } else {
+            CacheFiles.remove(configuration.scriptURL)
+            state.installed = nil
+        }
+        record(.rolledBack, patch: bad.number, now: now)
+    }
+
+    /// Brings state and files into agreement after a crash, and returns the installed
+    /// patch only if main.js really holds it.
+    nonisolated func reconcile(_ state: inout ClientState) -> InstalledPatch? {
+        let bytes = CacheFiles.read(configuration.scriptURL)
+        let digest = bytes.map { Verification.crypto.sha256Hex($0) }
+        if let installing = state.installing {
+            // Cut short between renaming main.js and saving the state: finish or forget.
+            if digest == installing.sha256 { state.installed = installing }
+            state.installing = nil
+            try? CacheFiles.saveState(state, to: configuration.stateURL)
+        }
+        guard let installed = state.installed, digest == installed.sha256 else { return nil }
+        return InstalledPatch(number: installed.number, path: configuration.scriptURL, sha256: installed.sha256, confirmed: installed.confirmed)
+    }
+}

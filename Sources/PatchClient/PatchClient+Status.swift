@@ -1,0 +1,57 @@
+import Foundation
+import PatchCore
+
+/// Why the last sync failed, as the client remembers it across launches.
+public struct SyncFailure: Sendable, Equatable {
+    public let at: Date
+    /// The reason code the failure is reported with (`network`, `timeout`, `signature`…).
+    public let code: String
+    /// `PatchClientError.description`.
+    public let message: String
+}
+
+/// What an app shows about the client: the last check, the last error, and a way to start over.
+extension PatchClient {
+    /// When the client last asked the server (kept in `state.json`).
+    public nonisolated var lastCheck: Date? {
+        lockedState().lastCheck.map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// The failure of the last sync that got an answer, nil once a sync succeeds (a throttled
+    /// or cancelled sync changes nothing here).
+    public nonisolated var lastError: SyncFailure? {
+        lockedState().lastError.map { SyncFailure(at: Date(timeIntervalSince1970: $0.at), code: $0.code, message: $0.message) }
+    }
+
+    /// Deletes what this client cached for its app version — the script, the state — and the
+    /// app's trusted metadata, after any sync under way has finished: the next sync starts
+    /// from the pinned root, as on a new install. Reports not yet sent are kept.
+    public func clearCache() async throws(PatchClientError) {
+        while let running = inFlightSync { _ = await running.value }
+        try removeCachedFiles()
+    }
+
+    private nonisolated func removeCachedFiles() throws(PatchClientError) {
+        files.lock()
+        defer { files.unlock() }
+        for directory in [configuration.versionDirectory, configuration.metadataDirectory] {
+            guard FileManager.default.fileExists(atPath: directory.path) else { continue }
+            do { try FileManager.default.removeItem(at: directory) } catch {
+                throw .storage("cannot remove \(directory.path): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// Keeps the last error for `lastError`.
+    func remember(_ outcome: SyncOutcome, now: Date) {
+        let failure: ClientState.Failure?
+        switch outcome {
+        case .updated, .unchanged, .removed: failure = nil
+        case .throttled, .failed(.cancelled): return
+        case .failed(let error):
+            failure = ClientState.Failure(at: now.timeIntervalSince1970, code: ReportReason.code(error), message: error.description)
+        }
+        guard lockedState().lastError != failure else { return }
+        try? updateState { $0.lastError = failure }
+    }
+}
