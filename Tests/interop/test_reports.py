@@ -204,3 +204,17 @@ def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_
     assert still["steps"] == [25, 50, 100]
     events = [e["action"] for e in ws.json("audit", "--app", "demo")["events"]]
     assert events[-1] == "rollout.schedule" and "patch.rollout" not in events
+
+
+def test_the_swift_client_reports_to_patchd_and_the_figures_count_it_once(ws, start):
+    """PatchClient (through `patchctl fetch`) against the real server: its report of the
+    sync is accepted and counted, and a second device makes two."""
+    server = start(ws)
+    root = ws.root_file("demo")
+    for device in ("phone-a", "phone-b"):
+        out = ws.run("fetch", "--server", server.url, "--app", "demo", "--app-version", "2.3", "--device-id", device,
+                     "--root", root, "--cache", ws.root / f"cache-{device}", "--json", registry=False)
+        assert out.rc == 0 and json.loads(out.stdout)["outcome"] == "updated", out.stderr
+        assert json.loads((ws.root / f"cache-{device}" / "demo" / "reports.json").read_text())["events"] == [], "the queue was sent"
+    figures = ws.json("status", "--app", "demo")["apps"][0]["reports"]["patches"][0]
+    assert figures["devices"]["downloaded"] == 2 and figures["devices"]["installed"] == 2
