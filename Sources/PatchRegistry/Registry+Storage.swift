@@ -12,7 +12,13 @@ extension Registry {
     /// With `dryRun`, `body` runs exactly as it would (every check, every signature) and its
     /// result is returned, but the transaction is rolled back: `--dry-run` reports what the
     /// change would be from the same code that makes it, and changes nothing.
+    ///
+    /// Called inside another write (a guard halting a patch through `setRollout`), `body` is
+    /// part of that transaction: it commits or rolls back with it.
     func write<T>(dryRun: Bool = false, _ body: () throws -> T) throws(RegistryError) -> T {
+        if db.inTransaction, !dryRun {
+            do { return try body() } catch { throw .wrapping(error) }
+        }
         guard dryRun else {
             do { return try db.transaction(body) } catch { throw .wrapping(error) }
         }

@@ -100,6 +100,90 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Device reports (issue 12); additive. A device is kept only as 128 bits of the SHA-256
+    -- of its ID. WITHOUT ROWID: the key is the row, so a million devices' rows are stored once,
+    -- not once in the table and again in its primary-key index.
+    -- report_events: (device, event id) pairs already counted, so a resend counts once; kept
+    -- as 128 bits of SHA-256 over both, pruned after a week.
+    CREATE TABLE IF NOT EXISTS report_events(
+        app TEXT NOT NULL,
+        event_key TEXT NOT NULL,
+        received_hour TEXT NOT NULL,
+        PRIMARY KEY(app, event_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS report_events_by_hour ON report_events(received_hour);
+    -- One row per distinct device per (patch, event, reason); reason '' is the event at all.
+    -- patch 0: a syncFailed that names no patch.
+    CREATE TABLE IF NOT EXISTS report_devices(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        device TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, event, reason, device)
+    ) WITHOUT ROWID;
+    -- The row count of report_devices per group, kept beside it so figures never scan devices.
+    CREATE TABLE IF NOT EXISTS report_counts(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        devices INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, event, reason)
+    ) WITHOUT ROWID;
+    -- Events per type per hour of the server's receive time (device clocks lie).
+    CREATE TABLE IF NOT EXISTS report_hourly(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        hour TEXT NOT NULL,
+        event TEXT NOT NULL,
+        events INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, hour, event)
+    ) WITHOUT ROWID;
+    -- Guards (`patchctl apps guard`): halt or revoke a patch whose rollback rate is too high.
+    CREATE TABLE IF NOT EXISTS patch_guards(
+        app TEXT NOT NULL REFERENCES apps(name),
+        channel TEXT NOT NULL,
+        max_rollback_ppm INTEGER NOT NULL CHECK(max_rollback_ppm BETWEEN 1 AND 1000000),
+        min_devices INTEGER NOT NULL CHECK(min_devices >= 1),
+        action TEXT NOT NULL CHECK(action IN ('halt', 'revoke')),
+        set_at TEXT NOT NULL,
+        set_by TEXT NOT NULL,
+        PRIMARY KEY(app, channel)
+    );
+    -- A patch a guard acted on: it is not acted on again (a patch resumed by hand stays resumed).
+    CREATE TABLE IF NOT EXISTS guard_trips(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        action TEXT NOT NULL,
+        at TEXT NOT NULL,
+        installed INTEGER NOT NULL,
+        rolled_back INTEGER NOT NULL,
+        lower_ppm INTEGER NOT NULL,
+        threshold_ppm INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
+    -- Staged rollouts (`publish --advance 25,50,100 --every 1h`): the steps still to take and
+    -- when the next one is due. Advanced by patchd's upkeep only on its guard's evidence.
+    CREATE TABLE IF NOT EXISTS rollout_schedules(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        steps TEXT NOT NULL,
+        every_seconds INTEGER NOT NULL CHECK(every_seconds >= 60),
+        next_at TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     -- Signed delivery conditions (DeliveryConditions: salted device hashes, OS range) as
     -- canonical JSON; additive: a patch without a row here has none.
     CREATE TABLE IF NOT EXISTS patch_conditions(

@@ -95,7 +95,7 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     ws.json("apps", "create", "demo")
     ws.publish("demo", "2.3", "first();\n")
     before = ws.registry_state()
-    big = ws.write_file(("x" * 1023 + "\n") * 2900, name="big.js")  # ~2.8 MiB: fits as a file, not twice in the registry
+    big = ws.write_file(("x" * 1023 + "\n") * 2700, name="big.js")  # ~2.6 MiB: fits as a file beside the ~170 KB registry, not twice in the registry
     result = ws.run("publish", "--app", "demo", "--app-version", "2.3", big)
     assert_cli_error(result, 2, "disk is full")
     os.unlink(big)

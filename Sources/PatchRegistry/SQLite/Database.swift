@@ -147,6 +147,15 @@ final class Statement {
         }
     }
 
+    /// Runs the statement again with new values (reset, bind, step to the end): one prepare
+    /// for the many rows of a batch instead of one per row.
+    func run(_ values: [SQLValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        try bind(values)
+        while try step() {}
+    }
+
     /// True while a row is available.
     func step() throws(SQLiteError) -> Bool {
         let rc = sqlite3_step(handle)

@@ -5,6 +5,8 @@ import Synchronization
 public final class Metrics: Sendable {
     public enum Route: String, CaseIterable, Sendable {
         case metadata, target, check, publish, revoke, rollout, list, audit, health, metrics, unknown
+        /// Device reports (POST /v1/apps/{app}/reports) and guard changes.
+        case report, guards = "guard"
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {
@@ -14,12 +16,13 @@ public final class Metrics: Sendable {
             case .rollout: return "changing a rollout"
             case .list: return "listing"
             case .audit: return "reading the audit log"
+            case .guards: return "changing a guard"
             default: return "this request"
             }
         }
     }
 
-    static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503]
+    static let statuses = [200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503]
     static let latencyBounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
 
     private let requests: [AtomicCounter]

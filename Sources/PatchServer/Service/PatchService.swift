@@ -34,6 +34,8 @@ public final class PatchService: HTTPResponder {
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
     private let loggedOnce = Locked<Set<String>>([])
+    /// Device reports waiting for the group that counts them (PatchService+Reports.swift).
+    let reportQueue = ReportQueue()
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
     let lastHealthyRead = Locked<(at: Double, apps: Int)?>(nil)
 

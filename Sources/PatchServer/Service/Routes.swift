@@ -20,6 +20,13 @@ extension PatchService {
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout, access: .role(.publisher),
               body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
+        // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
+        r.add("POST", "/v1/apps/:app/reports", metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
+        r.add("GET", "/v1/apps/:app/stats", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.stats(q, p) }
+        r.add("PUT", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher), body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
+        r.add("DELETE", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
+        r.add("PUT", "/v1/apps/:app/versions/:version/patches/:patch/schedule", metric: .rollout, access: .role(.publisher),
+              body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add("GET", "/v1/audit", metric: .audit, access: .token) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }
@@ -288,6 +295,6 @@ extension PatchService {
         .text(metrics.render(gauges: [
             ("hotpatch_tracked_devices", "Devices in the minimum-interval table.", devices.count),
             ("hotpatch_apps", "Apps prepared for serving (built on their first request).", catalog.appCount),
-        ]), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        ]) + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// patchd's background work on one serial queue: picks up changes another process commits
 /// to the registry (every second) and re-signs online roles before they expire (every
 /// minute, the first pass right away so a registry of a thousand apps does not delay
-/// start-up).
+/// start-up), then applies the guards and prunes old report ids (`reportUpkeep`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
 /// OpenSSL's and SQLite's clean-up handlers, and a re-signing pass still inside OpenSSL on
@@ -26,6 +26,7 @@ public final class Upkeep: @unchecked Sendable {
         timers = [reload, refresh]
         refresh.setEventHandler { [weak self] in
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
+            service.reportUpkeep()
         }
         timers.forEach { $0.resume() }
     }

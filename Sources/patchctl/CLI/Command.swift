@@ -9,7 +9,7 @@ protocol Command: Sendable {
 
 enum PatchCtl {
     static let commands: [any Command.Type] = [
-        AppsCreateCommand.self, AppsListCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
+        AppsCreateCommand.self, AppsListCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsGuardCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,

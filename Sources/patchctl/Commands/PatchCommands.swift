@@ -16,10 +16,12 @@ struct PublishCommand: Command {
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
-                                            .flag("--json", "print JSON")] + DeliveryOptions.options + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON")] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
+        let staged = try StagedRollout.plan(arguments)
+        if staged != nil, arguments.flag("--dry-run") { throw .usage("--advance cannot be combined with --dry-run") }
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
         let channel = try ChannelDefault.resolve(arguments)
         let message = arguments.value("--message")
@@ -31,7 +33,8 @@ struct PublishCommand: Command {
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
-        let patch: JSON
+        if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, remote: remote, registry: registry) }
+        var patch: JSON
         if let remote {
             var query = ["appVersion": version.rawValue, "rollout": String(rollout), "channel": channel.rawValue]
             if allowSame { query["allowSame"] = "true" }
@@ -50,6 +53,11 @@ struct PublishCommand: Command {
                 patch = .object(json)
             } catch { throw error.cliError }
         }
+        var schedule: JSON?
+        if let staged {
+            schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), remote: remote, registry: registry, actor: context.actor)
+            if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
+        }
         if arguments.flag("--json") { Output.json(patch); return }
         let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
         Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
@@ -57,6 +65,7 @@ struct PublishCommand: Command {
         Output.line("md5    \(patch["md5"]?.stringValue ?? "")")
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
         if let conditions { Output.line("only for \(conditions.summary) (signed delivery conditions)") }
+        if let schedule { Output.line(StagedRollout.line(schedule)) }
         if dryRun { Output.line("nothing was changed") }
     }
 
@@ -179,7 +188,9 @@ struct ListCommand: Command {
         let name = try arguments.optionalAppName()
         let active = arguments.flag("--active")
         var patches: [JSON]
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var local: Registry?
+        if let remote {
             // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
             let projectApp = try ProjectFile.current.get()?.app
             var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
@@ -189,18 +200,19 @@ struct ListCommand: Command {
             patches = all
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
+            local = registry
             do {
                 if let name { _ = try registry.app(name) }
                 patches = try registry.patches(app: name, appVersion: nil, activeOnly: active).map(\.json)
             } catch { throw error.cliError }
         }
-        patches = NowServed.annotate(patches)
+        patches = try DeviceFigures.annotate(NowServed.annotate(patches), remote: remote, registry: local)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
-        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
+        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
             [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "production",
              String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
-             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? "", String(p["length"]?.intValue ?? 0),
+             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? ""] + DeviceFigures.cells(p) + [String(p["length"]?.intValue ?? 0),
              p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
         ReleaseNotes.print(patches)

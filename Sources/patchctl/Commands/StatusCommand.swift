@@ -14,7 +14,9 @@ struct StatusCommand: Command {
         let name = try arguments.optionalAppName()
         // Both paths give AppStatus.json, one object per app; one printer renders it.
         var apps: [JSON] = []
-        if let remote = try Remote.from(arguments) {
+        let remote = try Remote.from(arguments)
+        var local: Registry?
+        if let remote {
             // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
             let projectApp = try ProjectFile.current.get()?.app
             var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
@@ -22,8 +24,10 @@ struct StatusCommand: Command {
             for app in names { apps.append(try remote.json("GET", "/v1/apps/\(app)/status")) }
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
+            local = registry
             do { apps = try registry.status(app: name).map(\.json) } catch { throw error.cliError }
         }
+        apps = try apps.map { app throws(CLIError) in try withReports(app, remote: remote, registry: local) }
         if arguments.flag("--json") { Output.json(["apps": .array(apps)]); return }
         guard !apps.isEmpty else { Output.line("no apps"); return }
         let now = Date()
@@ -37,6 +41,9 @@ struct StatusCommand: Command {
                     return [role.rawValue, String(m["version"]?.intValue ?? 0), expires, Self.remaining(until: expires, now: now)]
                 }
             }))
+            let reports = app["reports"]
+            for rule in reports?["guards"]?.arrayValue ?? [] { Output.line(DeviceFigures.guardLine(rule)) }
+            for trip in reports?["trips"]?.arrayValue ?? [] { Output.line(DeviceFigures.tripLine(trip)) }
             let versions = app["versions"]?.arrayValue ?? []
             if versions.isEmpty { Output.line("no patches"); continue }
             Output.line(table(["VERSION", "DEVICES GET NOW"], versions.map { v in
@@ -45,7 +52,26 @@ struct StatusCommand: Command {
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
                 }.joined(separator: ", ")]
             }))
+            // Halted patches show as such beside their figures (the split above only says "none").
+            var delivery: [String: String] = [:]
+            for v in versions {
+                for p in v["patches"]?.arrayValue ?? [] {
+                    delivery[DeviceFigures.key(appVersion: v["appVersion"], channel: v["channel"], patch: p["patch"])] = p["delivery"]?.stringValue
+                }
+            }
+            if let reports, let figures = DeviceFigures.figuresTable(reports, delivery: delivery) { Output.line(figures) }
         }
+    }
+
+    /// The app's status with `reports`: what its devices reported (the stats route's
+    /// patches, guards and trips; the hourly series is the stats route's alone).
+    static func withReports(_ app: JSON, remote: Remote?, registry: Registry?) throws(CLIError) -> JSON {
+        guard var object = app.objectValue, let name = app["app"]?.stringValue.flatMap({ try? AppName($0) }) else { return app }
+        var stats = try DeviceFigures.stats(app: name, remote: remote, registry: registry).objectValue ?? [:]
+        stats["hourly"] = nil
+        stats["app"] = nil
+        object["reports"] = .object(stats)
+        return .object(object)
     }
 
     /// "in 29 days", "in 23 h", "EXPIRED".

@@ -1,0 +1,78 @@
+import PatchCore
+import PatchRegistry
+
+/// What devices reported of each patch (`ReportStats.json`, as `GET /v1/apps/{app}/stats`
+/// answers), read from the local registry or a server, for the columns of `list` and the
+/// figures and guards of `status`. One reader for both commands.
+enum DeviceFigures {
+    /// The stats of one app, the same JSON either way.
+    static func stats(app: AppName, remote: Remote?, registry: Registry?) throws(CLIError) -> JSON {
+        if let remote { return try remote.json("GET", "/v1/apps/\(app)/stats", query: ["hours": "1"]) }
+        guard let registry else { throw .failed("no registry to read the figures of \(app) from") }
+        do { return try registry.reportStats(app: app, hours: 1).json } catch { throw error.cliError }
+    }
+
+    /// Each patch of a listing with the `devices` figures of its stats (zeros when no device
+    /// reported it).
+    static func annotate(_ patches: [JSON], remote: Remote?, registry: Registry?) throws(CLIError) -> [JSON] {
+        var byApp: [String: [String: JSON]] = [:]
+        for raw in Set(patches.compactMap { $0["app"]?.stringValue }) {
+            guard let app = try? AppName(raw) else { continue }
+            var figures: [String: JSON] = [:]
+            for figure in try stats(app: app, remote: remote, registry: registry)["patches"]?.arrayValue ?? [] {
+                figures[key(figure)] = figure["devices"]
+            }
+            byApp[raw] = figures
+        }
+        return patches.map { patch in
+            guard var object = patch.objectValue, let app = patch["app"]?.stringValue else { return patch }
+            object["devices"] = byApp[app]?[key(patch)] ?? .object(Dictionary(uniqueKeysWithValues: ReportEventType.allCases.map { ($0.rawValue, JSON.int(0)) }))
+            return .object(object)
+        }
+    }
+
+    private static func key(_ json: JSON) -> String { key(appVersion: json["appVersion"], channel: json["channel"], patch: json["patch"]) }
+
+    /// One patch of an app, as a lookup key.
+    static func key(appVersion: JSON?, channel: JSON?, patch: JSON?) -> String {
+        "\(appVersion?.stringValue ?? "")|\(channel?.stringValue ?? "production")|\(patch?.intValue ?? 0)"
+    }
+
+    static let columns = ["INSTALLED", "CONFIRMED", "ROLLED BACK"]
+
+    /// The cells under `columns` for one annotated patch.
+    static func cells(_ patch: JSON) -> [String] {
+        [ReportEventType.installed, .confirmed, .rolledBack].map { String(patch["devices"]?[$0.rawValue]?.intValue ?? 0) }
+    }
+
+    /// "guard production: halt a patch once ≥ 50 devices installed it and the rollback rate's 95 % lower bound exceeds 2%"
+    static func guardLine(_ rule: JSON) -> String {
+        let action = rule["action"]?.stringValue ?? "halt"
+        return "guard \(rule["channel"]?.stringValue ?? "production"): \(action) a patch once ≥ \(rule["minDevices"]?.intValue ?? 0) devices installed it " +
+            "and the rollback rate's 95 % lower bound exceeds \(WilsonInterval.percentText(ppm: Int(rule["maxRollbackRatePpm"]?.intValue ?? 0)))"
+    }
+
+    /// "guard halted 2.3 production patch 3 at …: 10 of 60 installed devices rolled back (lower bound 9.3132% > 2%)"
+    static func tripLine(_ trip: JSON) -> String {
+        let action = trip["action"]?.stringValue == GuardAction.revoke.rawValue ? "revoked" : "halted"
+        return "guard \(action) \(trip["appVersion"]?.stringValue ?? "") \(trip["channel"]?.stringValue ?? "") patch \(trip["patch"]?.intValue ?? 0) at \(trip["at"]?.stringValue ?? ""): " +
+            "\(trip["rolledBack"]?.intValue ?? 0) of \(trip["installed"]?.intValue ?? 0) installed devices rolled back " +
+            "(lower bound \(WilsonInterval.percentText(ppm: Int(trip["lowerBoundPpm"]?.intValue ?? 0))) > \(WilsonInterval.percentText(ppm: Int(trip["thresholdPpm"]?.intValue ?? 0))))"
+    }
+
+    /// The figures table of `status`: per patch a device reported, its devices per event and
+    /// its rollback rate with the 95 % interval.
+    static func figuresTable(_ stats: JSON, delivery: [String: String] = [:]) -> String? {
+        let patches = (stats["patches"]?.arrayValue ?? []).filter { $0["patch"]?.intValue != nil }
+        guard !patches.isEmpty else { return nil }
+        return table(["VERSION", "CHANNEL", "PATCH", "DELIVERY", "DOWNLOADED"] + columns + ["REFUSED", "ROLLBACK RATE (95 %)"], patches.map { p in
+            let d = p["devices"]
+            let rate = p["rollbackRatePpm"].map { r in
+                "\(WilsonInterval.percentText(ppm: Int(r["observed"]?.intValue ?? 0))) (\(WilsonInterval.percentText(ppm: Int(r["lower"]?.intValue ?? 0)))–\(WilsonInterval.percentText(ppm: Int(r["upper"]?.intValue ?? 0))))"
+            } ?? "-"
+            return [p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "", String(p["patch"]?.intValue ?? 0),
+                    delivery[key(p)] ?? "", String(d?["downloaded"]?.intValue ?? 0)] + cells(p) + [String(d?["refused"]?.intValue ?? 0), rate]
+        })
+    }
+}
+

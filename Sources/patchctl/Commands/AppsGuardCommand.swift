@@ -1,0 +1,76 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+/// `patchctl apps guard APP`: show, set or remove the guard of one channel of an app, the rule
+/// by which patchd halts (or revokes) a patch whose devices roll it back too often.
+struct AppsGuardCommand: Command {
+    static let spec = CommandSpec("apps guard", summary: "Show, set or remove the guard that halts (or revokes) a patch whose rollback rate is too high",
+                                  positionals: ["NAME"],
+                                  options: [.value("--channel", "CHANNEL", "the channel the guard watches (default production)"),
+                                            .value("--max-rollback-rate", "PERCENT", "act when the 95 % Wilson lower bound of rolled back ÷ installed exceeds this, e.g. 2%"),
+                                            .value("--min-devices", "N", "installed devices needed before the guard decides (default 50)"),
+                                            .value("--action", "ACTION", "halt (rollout 0, resumed only by hand; the default) or revoke"),
+                                            .flag("--off", "remove the channel's guard"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let name: AppName
+        do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
+        let channel = try arguments.channel() ?? .production
+        let rate = try arguments.value("--max-rollback-rate").map { text throws(CLIError) in try parseRate(text) }
+        let minDevices = try arguments.int("--min-devices", in: 1...100_000_000)
+        let action = try arguments.value("--action").map { text throws(CLIError) in
+            guard let action = GuardAction(rawValue: text) else { throw .usage("--action must be halt or revoke, got \(text.debugSanitized)") }
+            return action
+        }
+        let off = arguments.flag("--off")
+        if off, rate != nil || minDevices != nil || action != nil { throw .usage("--off cannot be combined with --max-rollback-rate, --min-devices or --action") }
+        if !off, rate == nil, minDevices != nil || action != nil { throw .usage("--min-devices and --action need --max-rollback-rate") }
+        let remote = try Remote.from(arguments)
+        let registry = remote == nil ? try Context(arguments: arguments).openRegistry() : nil
+        let actor = Context(arguments: arguments).actor
+        var changed: Bool?
+        if off {
+            if let remote {
+                changed = try remote.json("DELETE", "/v1/apps/\(name)/guard", query: ["channel": channel.rawValue])["changed"]?.boolValue
+            } else if let registry {
+                do { changed = try registry.removeGuard(app: name, channel: channel, actor: actor) } catch { throw error.cliError }
+            }
+        } else if let rate {
+            let devices = minDevices ?? 50, act = action ?? .halt
+            if let remote {
+                let body: JSON = ["channel": .string(channel.rawValue), "maxRollbackRatePpm": .int(Int64(rate)), "minDevices": .int(Int64(devices)), "action": .string(act.rawValue)]
+                changed = try remote.json("PUT", "/v1/apps/\(name)/guard", body: body.canonicalBytes)["changed"]?.boolValue
+            } else if let registry {
+                do { changed = try registry.setGuard(app: name, channel: channel, maxRollbackPPM: rate, minDevices: devices, action: act, actor: actor) != nil } catch { throw error.cliError }
+            }
+        }
+        let stats = try DeviceFigures.stats(app: name, remote: remote, registry: registry)
+        let rule = (stats["guards"]?.arrayValue ?? []).first { $0["channel"]?.stringValue == channel.rawValue }
+        if arguments.flag("--json") {
+            var out: [String: JSON] = ["app": .string(name.rawValue), "channel": .string(channel.rawValue), "guard": rule ?? .null]
+            if let changed { out["changed"] = .bool(changed) }
+            Output.json(.object(out))
+            return
+        }
+        let prefix = "\(name)\(changed == false ? " unchanged" : "")"
+        if let rule { Output.line("\(prefix): " + DeviceFigures.guardLine(rule)) } else { Output.line("\(prefix): no guard on \(channel)") }
+    }
+
+    /// "2%", "0.5%", "12.25%" → parts per million; at most 4 decimals, above 0 and at most 100 %.
+    static func parseRate(_ text: String) throws(CLIError) -> Int {
+        let usage = CLIError.usage("--max-rollback-rate must look like 2% or 0.5% (above 0, at most 100%), got \(text.debugSanitized)")
+        guard text.hasSuffix("%") else { throw usage }
+        let parts = text.dropLast().split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let whole = Int(parts[0]), parts[0].allSatisfy(\.isNumber) else { throw usage }
+        var ppm = whole * 10_000
+        if parts.count == 2 {
+            let fraction = parts[1]
+            guard (1...4).contains(fraction.count), fraction.allSatisfy(\.isNumber), let digits = Int(fraction) else { throw usage }
+            ppm += digits * [1000, 100, 10, 1][fraction.count - 1]
+        }
+        guard (1...1_000_000).contains(ppm) else { throw usage }
+        return ppm
+    }
+}
