@@ -20,7 +20,7 @@ enum CrashPoint {
 
     private static func pause(_ name: String, in directory: String) {
         let base = URL(fileURLWithPath: directory).appendingPathComponent(name)
-        FileManager.default.createFile(atPath: base.path + ".paused", contents: nil)
+        _ = FileManager.default.createFile(atPath: base.path + ".paused", contents: nil)
         let deadline = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: base.path + ".resume"), Date() < deadline { usleep(5_000) }
     }

@@ -129,7 +129,7 @@ struct ClientStatusTests {
         let registry = try Registry(dataDirectory: data, keysDirectory: keys)
         let app = try AppName("vault"), version = try AppVersion("2.3")
         let script = Array("vault();\n".utf8)
-        try registry.publish(app: app, appVersion: version, bundle: script, actor: Actor("client-tests"))
+        _ = try registry.publish(app: app, appVersion: version, bundle: script, actor: Actor("client-tests"))
         let export = directory.appendingPathComponent("export")
         try registry.export(app: app, to: export)
         let mirror = try Mirror()
