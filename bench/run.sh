@@ -509,6 +509,27 @@ row "10. Revoke lands: from \`patchctl revoke --server\` starting to a forced sy
     "p50 $(us_ms "$kill_p50") ms / p99 $(us_ms "$kill_p99") ms ($kill_landed of 1000 landed; the revoke itself $(us_ms "$kill_revoke") ms)" "2000 ms p99 (goal)" "$(ratio "$kill_p99" 2000000)"
 note "Row 10: \`hotpatch-bench revoke-landing\`. 1,000 PatchClients (separate caches, device IDs kill-0…kill-999) install kill 2.3 patch 2 through a patchd with the default one-hour interval, so each is inside its interval; then \`patchctl revoke --server … --patch 2\` runs (publisher token) and, the moment it exits, every device calls \`sync(force: true)\` on 64 threads. A figure is from just before patchctl starts to that device's sync returning with patch 1 (the revoke lifted the server's interval for devices that checked before it; the 429 of the interval is device-scoped, so a forced sync goes through). The clients and patchd share the machine's 2 cores: the tail is the fleet's own TUF verification queueing."
 
+# -- rows 11-13: device reports ------------------------------------------------------------------------
+
+say "row 11: report ingest beside publishes (bench/reports_flood.py, 2 × 10 s)"
+PATCHCTL="$BIN/patchctl" PATCHD="$BIN/patchd" "$PY" "$REPO/bench/reports_flood.py" 10 4 >"$WORK/flood.json" || die "bench/reports_flood.py failed"
+rf() { json_field "$WORK/flood.json" "$1"; }
+row "11. Report ingest: \`POST …/reports\` of 100 events from a new device each, 4 clients (no per-IP limit), vs row 1's check path" \
+    "$(rf reports_per_s_alone) reports/s ($(rf events_per_s_alone) events/s)" "timestamp.json: $(fmt "$ts_hp_rps") req/s (row 1)" "$(ratio "$(rf reports_per_s_alone)" "$ts_hp_rps")"
+row "11b. Publish latency beside that flood (lower is better)" \
+    "p50 $(rf publish_ms_under_flood.p50) / p99 $(rf publish_ms_under_flood.p99) ms" "alone: p50 $(rf publish_ms_alone.p50) / p99 $(rf publish_ms_alone.p99) ms" \
+    "$(ratio "$(rf publish_ms_under_flood.p99)" "$(rf publish_ms_alone.p99)") (p99)"
+say "rows 12-13: the report state of 1,000,000 devices (bench/reports_scale.py)"
+PATCHCTL="$BIN/patchctl" PATCHD="$BIN/patchd" "$PY" "$REPO/bench/reports_scale.py" 1000000 >"$WORK/scale.json" || die "bench/reports_scale.py failed"
+rs() { json_field "$WORK/scale.json" "$1"; }
+scale_mb=$(awk -v b="$(rs registry_bytes)" 'BEGIN { printf "%.0f", b / 1048576 }')
+scale_rss=$(awk -v k="$(rs patchd_rss_kb)" 'BEGIN { printf "%.1f", k / 1024 }')
+row "12. Report state of $(rs devices) devices (installed + confirmed one patch): registry size, patchd RSS, stats read (lower is better)" \
+    "$scale_mb MB ($(rs bytes_per_device) B/device), RSS $scale_rss MB, stats p50 $(rs stats.p50_ms) ms" "RSS 200 MB (row 8's goal for 1M tracked devices)" "$(ratio "$scale_rss" 200)"
+row "13. Guard decision: the report that crosses 2 % (Wilson lower bound, $(rs guard.installed) installed) answered with the patch halted and served (lower is better)" \
+    "$(rs guard.crossing_report_ms) ms" "a report below the threshold: p50 $(rs guard.report_below_threshold.p50_ms) ms" "$(ratio "$(rs guard.crossing_report_ms)" "$(rs guard.report_below_threshold.p50_ms)")"
+note "Rows 11-13: \`bench/reports_flood.py\` starts its own patchd on a fresh registry (per-IP limit off: every simulated device is 127.0.0.1) and measures 10 s of publishes alone, 10 s of report floods alone, then both; \`bench/reports_scale.py\` writes the report rows of 1,000,000 devices straight into a registry's report tables (the rows patchd's ingest writes), starts patchd on it, times stats, /metrics and reports, then seeds rollbacks to just under the guard's threshold and times the report that crosses it (its answer comes after the halt is committed and the catalog rebuilt; the next simple check is $(rs guard.check_after))."
+
 # -- goals, notes, the document ------------------------------------------------------------------------
 
 GOALS=()
