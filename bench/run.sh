@@ -233,7 +233,8 @@ ctl publish --app kill --app-version 2.3 "$BIG" >/dev/null
 ctl apps root kill >"$WORK/kill.root.json"
 ctl tokens create --app kill --name bench-kill --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["token"])' >"$WORK/kill.token"
 chmod 600 "$WORK/kill.token"
-for app in demo fleet big; do ctl export --app "$app" --out "$SITE/v1/apps/$app" >/dev/null; done
+# The server layout: SITE/v1/apps/APP/{metadata,targets}, the URLs patchd serves.
+for app in demo fleet big; do ctl export --app "$app" --out "$SITE" >/dev/null; done
 chmod -R a+rX "$SITE"
 BUNDLE_SHA=$(json_field "$WORK/demo.json" served.sha256)
 BUNDLE_TARGET=targets/2.3/$(json_field "$WORK/fleet.json" patch)/$(json_field "$WORK/fleet.json" served.sha256).main.js
