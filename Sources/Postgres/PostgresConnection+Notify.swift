@@ -10,6 +10,12 @@ public struct PostgresNotification: Sendable, Equatable {
     /// The server process of the connection that sent it (compare with `backendPID` to skip
     /// one's own notifications).
     public let senderPID: Int32
+
+    public init(channel: String, payload: String, senderPID: Int32) {
+        self.channel = channel
+        self.payload = payload
+        self.senderPID = senderPID
+    }
 }
 
 /// LISTEN/NOTIFY: how one process learns, without polling, that another committed a change.

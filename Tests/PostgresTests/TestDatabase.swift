@@ -19,4 +19,10 @@ enum TestDatabase {
     static func uniqueName(_ prefix: String) -> String {
         "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
     }
+
+    /// "0.068 ms": printed figures, never assertions.
+    static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.3f ms", Double(seconds) * 1000 + Double(attoseconds) / 1e15)
+    }
 }
