@@ -3,7 +3,8 @@
 public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The connection could not be made or was lost (bad connection string, no server,
-        /// authentication refused, the server went away).
+        /// authentication refused, the server went away): only a new connection helps.
+        /// `sqlState` is set when the server said why (57P01: terminated by an administrator).
         case connection
         /// The server refused a statement; `sqlState` says why.
         case server
@@ -13,7 +14,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     public let kind: Kind
-    /// The five-character SQLSTATE of a `.server` error, e.g. "23505" for a unique violation.
+    /// The five-character SQLSTATE the server sent, e.g. "23505" for a unique violation.
     public let sqlState: String?
     public let message: String
     public let detail: String?
@@ -38,6 +39,4 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// 23505: a row with that key exists (the twin of SQLite's constraint error).
     public var isUniqueViolation: Bool { sqlState == "23505" }
-    /// 40001 / 40P01: the statement lost a serialization or deadlock race and may be retried.
-    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
 }

@@ -77,7 +77,10 @@ public struct PostgresResult: Sendable, Equatable {
         func field(_ code: Int32) -> String? { PQresultErrorField(result, code).map { String(cString: $0) } }
         if let sqlState = field(hp_pg_diag_sqlstate) {
             let message = field(hp_pg_diag_message_primary) ?? connection.lastMessage
-            return PostgresError(kind: .server, sqlState: sqlState, message: message, detail: field(hp_pg_diag_message_detail), sql: sql)
+            // A server that says why before it closes (terminated, shutting down) still leaves
+            // a connection that is no use: the caller must reconnect, not retry on it.
+            return PostgresError(kind: connection.isBroken ? .connection : .server, sqlState: sqlState, message: message,
+                                 detail: field(hp_pg_diag_message_detail), sql: sql)
         }
         // No SQLSTATE: libpq failed on its own side, most often because the connection broke.
         let message = PQresultErrorMessage(result).map { String(cString: $0).trimmingTrailingNewlines() } ?? ""

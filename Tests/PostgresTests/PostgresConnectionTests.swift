@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Postgres
 
@@ -141,6 +142,25 @@ struct PostgresConnectionTests {
         }
         #expect(error.kind == .client)
         #expect(!db.inTransaction, "the outer transaction rolled back")
+    }
+
+    @Test("a connection the server terminates mid-statement is a connection error, not a server error, and so is the next statement")
+    func terminatedConnection() throws {
+        let db = try TestDatabase.connect()
+        let url = try #require(TestDatabase.url)
+        let pid = Int64(db.backendPID)
+        let terminated = Mutex<PostgresValue?>(nil)
+        let admin = Thread {
+            Thread.sleep(forTimeInterval: 0.3)
+            let result = try? PostgresConnection(url).query("SELECT pg_terminate_backend($1::int4)", [.int(pid)])
+            terminated.withLock { $0 = result?.scalar }
+        }
+        admin.start()
+        let error = try #require(throws: PostgresError.self) { try db.query("SELECT pg_sleep(20)") }
+        #expect(terminated.withLock { $0 } == .text("t"))
+        #expect(error.kind == .connection, "\(error)")
+        let next = try #require(throws: PostgresError.self) { try db.query("SELECT 1") }
+        #expect(next.kind == .connection, "\(next)")
     }
 
     @Test("a malformed connection string and an unreachable server are connection errors")

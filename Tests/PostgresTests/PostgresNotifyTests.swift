@@ -83,6 +83,16 @@ struct PostgresNotifyTests {
         #expect(try listener.nextNotification(timeout: .milliseconds(200)) == nil, "the rolled-back one never came")
     }
 
+    @Test("a listener whose server connection is terminated while it waits gets a connection error, not a silent timeout")
+    func listenerConnectionLost() throws {
+        let listener = try TestDatabase.connect()
+        let admin = try TestDatabase.connect()
+        try listener.listen(TestDatabase.uniqueName("lost"))
+        try admin.query("SELECT pg_terminate_backend($1::int4)", [.int(Int64(listener.backendPID))])
+        let error = try #require(throws: PostgresError.self) { try listener.nextNotification(timeout: .seconds(10)) }
+        #expect(error.kind == .connection, "\(error)")
+    }
+
     @Test("a listener hears only its channels, names that need quoting work, and UNLISTEN stops delivery")
     func channelsAndUnlisten() throws {
         let listener = try TestDatabase.connect()
