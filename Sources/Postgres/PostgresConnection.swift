@@ -63,29 +63,31 @@ public final class PostgresConnection {
         var formats: [Int32] = []
         var types: [Oid] = []
         for value in parameters {
-            let bytes: [UInt8]?
+            // (bytes, format: 0 text / 1 binary, type: 0 = inferred by the server)
+            let encoded: (bytes: [UInt8], format: Int32, type: Oid)?
             switch value {
-            case .null: bytes = nil
-            case .int(let v): bytes = Array(String(v).utf8) + [0]
+            case .null: encoded = nil
+            case .int(let v): encoded = (Array(String(v).utf8) + [0], 0, 0)
             case .text(let s):
                 // libpq reads a text parameter up to its first NUL: refuse rather than cut it.
                 guard !s.utf8.contains(0) else {
                     throw PostgresError(kind: .client, message: "a text parameter contains a NUL character", sql: sql)
                 }
-                bytes = Array(s.utf8) + [0]
-            case .bytes(let b): bytes = b
+                encoded = (Array(s.utf8) + [0], 0, 0)
+            case .bytes(let b): encoded = (b, 1, Self.byteaOID)
             }
-            guard let bytes else {
+            guard let encoded else {
                 offsets.append(nil); lengths.append(0); formats.append(0); types.append(0)
                 continue
             }
-            guard bytes.count <= Int32.max else {
+            guard encoded.bytes.count <= Int32.max else {
                 throw PostgresError(kind: .client, message: "a parameter is larger than 2 GiB", sql: sql)
             }
             offsets.append(storage.count)
-            lengths.append(Int32(bytes.count))
-            if case .bytes = value { formats.append(1); types.append(Self.byteaOID) } else { formats.append(0); types.append(0) }
-            storage += bytes
+            lengths.append(Int32(encoded.bytes.count))
+            formats.append(encoded.format)
+            types.append(encoded.type)
+            storage += encoded.bytes
         }
         let result: PGResultHandle? = storage.withUnsafeBufferPointer { buffer in
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in
