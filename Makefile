@@ -9,10 +9,12 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-# What building and serving need (`make build`, `make release`, `make run`) ...
-APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev pkg-config openssl
-# ... and what only the tests need: the python-tuf venv, curl, and zip/unzip for JSPatch packages.
-APT_TEST_PACKAGES := python3-venv curl zip unzip
+# What building and serving need (`make build`, `make release`, `make run`; libpq-dev because
+# `swift build` compiles every target, the Postgres one included) ...
+APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-dev pkg-config openssl
+# ... and what only the tests need: the python-tuf venv, curl, zip/unzip for JSPatch packages,
+# and the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh).
+APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15
 APT_BENCH_PACKAGES := wrk nginx-light hyperfine
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -20,6 +22,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DATA ?= data
 KEYS ?= keys
 LISTEN ?= 127.0.0.1:8080
+# Runs a command with HOTPATCH_TEST_DATABASE naming a PostgreSQL cluster started for it and
+# removed after it (or the one already named, so `make test` starts one for all its runs).
+WITH_PG := ./scripts/pg-test-cluster.sh run
 
 .PHONY: deps apt apt-test apt-bench venv build release test test-swift test-interop run bench soak fuzz clean
 
@@ -58,17 +63,17 @@ release: apt
 
 test: deps
 	swift build --build-tests
-	$(MAKE) test-swift test-interop
+	$(WITH_PG) $(MAKE) test-swift test-interop
 
 # Two runs: PatchClientTests bound syncs by deadlines (Task.sleep on Swift concurrency's
 # pool, one thread per core), and the other suites block pool threads for seconds at a time
 # (CLI tests wait for the processes they start), which made those deadlines fire late.
 test-swift:
-	swift test --skip-build --skip PatchClientTests
-	swift test --skip-build --filter PatchClientTests
+	$(WITH_PG) swift test --skip-build --skip PatchClientTests
+	$(WITH_PG) swift test --skip-build --filter PatchClientTests
 
 test-interop:
-	PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
+	$(WITH_PG) env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"

@@ -27,7 +27,12 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
                        providers: [.apt(["libzip-dev"])]),
+        .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
+        // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
+        // backend of issue 13 stands on it (docs/POSTGRES.md).
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip"]),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
@@ -42,6 +47,8 @@ let package = Package(
                           path: "bench/hotpatch-bench"),
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
                     resources: [.copy("Fixtures")]),
+        // Against the cluster `make test` starts (scripts/pg-test-cluster.sh).
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.

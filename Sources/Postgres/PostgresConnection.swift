@@ -1,0 +1,148 @@
+internal import CPostgres
+
+typealias PGConnection = OpaquePointer
+typealias PGResultHandle = OpaquePointer
+
+/// One PostgreSQL connection (libpq), owned by this object and closed in `deinit`.
+/// Not Sendable: libpq allows one caller at a time per connection, so concurrent users go
+/// through one owner (a Mutex or a serial queue), and a listener gets its own connection.
+public final class PostgresConnection {
+    let handle: PGConnection
+
+    /// Connects with a libpq connection string: a URL (`postgresql://user@host/db`,
+    /// `postgresql://user@/db?host=/socket/dir`) or `key=value` pairs (`host=/socket/dir
+    /// dbname=db`). Blocks until connected or refused; put `connect_timeout=N` in the string to
+    /// bound that.
+    public init(_ conninfo: String) throws(PostgresError) {
+        guard let handle = PQconnectdb(conninfo) else {
+            throw PostgresError(kind: .connection, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.message(handle)
+            PQfinish(handle)
+            throw PostgresError(kind: .connection, message: message)
+        }
+        self.handle = handle
+        // Strings cross as UTF-8 whatever the server's or the environment's default is, so
+        // Swift's String round-trips unchanged.
+        if PQsetClientEncoding(handle, "UTF8") != 0 {
+            throw PostgresError(kind: .connection, message: Self.message(handle))
+        }
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The server process serving this connection (what a notification names as its sender).
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// True between BEGIN and COMMIT/ROLLBACK, also once a statement in it has failed.
+    public var inTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    /// Runs one or more statements without parameters (a schema script, BEGIN, LISTEN) and
+    /// returns the last one's result.
+    @discardableResult
+    public func execute(_ sql: String) throws(PostgresError) -> PostgresResult {
+        try PostgresResult(consuming: PQexec(handle, sql), of: self, sql: sql)
+    }
+
+    /// Runs one statement with `$1…$n` parameters. The values travel apart from the SQL, so
+    /// nothing in them is ever parsed as SQL. Text and integers go in text format with their
+    /// type left to the server (it infers it from where `$n` stands, so `$1` fits an int4,
+    /// an int8 or a text column alike; write `$1::int8` where nothing says); bytes go in
+    /// binary format as bytea, so NUL bytes and large values need no escaping.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        // One leading byte, so that even an empty bytea has a real address: libpq reads a
+        // nil value pointer as NULL.
+        var storage: [UInt8] = [0]
+        var offsets: [Int?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        var types: [Oid] = []
+        for value in parameters {
+            // (bytes, format: 0 text / 1 binary, type: 0 = inferred by the server)
+            let encoded: (bytes: [UInt8], format: Int32, type: Oid)?
+            switch value {
+            case .null: encoded = nil
+            case .int(let v): encoded = (Array(String(v).utf8) + [0], 0, 0)
+            case .text(let s):
+                // libpq reads a text parameter up to its first NUL: refuse rather than cut it.
+                guard !s.utf8.contains(0) else {
+                    throw PostgresError(kind: .client, message: "a text parameter contains a NUL character", sql: sql)
+                }
+                encoded = (Array(s.utf8) + [0], 0, 0)
+            case .bytes(let b): encoded = (b, 1, Self.byteaOID)
+            }
+            guard let encoded else {
+                offsets.append(nil); lengths.append(0); formats.append(0); types.append(0)
+                continue
+            }
+            guard encoded.bytes.count <= Int32.max else {
+                throw PostgresError(kind: .client, message: "a parameter is larger than 2 GiB", sql: sql)
+            }
+            offsets.append(storage.count)
+            lengths.append(Int32(encoded.bytes.count))
+            formats.append(encoded.format)
+            types.append(encoded.type)
+            storage += encoded.bytes
+        }
+        let result: PGResultHandle? = storage.withUnsafeBufferPointer { buffer in
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                guard let offset, let base = buffer.baseAddress else { return nil }
+                return UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
+            }
+            return PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+        }
+        return try PostgresResult(consuming: result, of: self, sql: sql)
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT (READ COMMITTED, PostgreSQL's default). Any error rolls
+    /// back and is rethrown as it was: PostgresError from here, whatever `body` threw from
+    /// there. A COMMIT the server turns into a ROLLBACK (a statement in the transaction failed
+    /// and `body` caught that error) is an error too, never a silent loss.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        guard !inTransaction else {
+            throw PostgresError(kind: .client, message: "a transaction is already open on this connection")
+        }
+        try execute("BEGIN")
+        let result: T
+        do {
+            result = try body()
+            let commit = try execute("COMMIT")
+            guard commit.command == "COMMIT" else {
+                throw PostgresError(kind: .client, message: "COMMIT rolled back: a statement in the transaction failed", sql: "COMMIT")
+            }
+        } catch {
+            if inTransaction { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+        return result
+    }
+
+    /// libpq's last message for this connection, without its trailing newline.
+    static func message(_ handle: PGConnection) -> String {
+        guard let text = PQerrorMessage(handle) else { return "unknown libpq error" }
+        let message = String(cString: text).trimmingTrailingNewlines()
+        return message.isEmpty ? "unknown libpq error" : message
+    }
+
+    var lastMessage: String { Self.message(handle) }
+    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    // Type OIDs from pg_type (fixed since PostgreSQL 7): what a column reads as.
+    static let byteaOID: Oid = 17
+    static let integerOIDs: Set<Oid> = [20, 21, 23] // int8, int2, int4
+}
+
+@available(*, unavailable) extension PostgresConnection: Sendable {}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var s = Substring(self)
+        while s.last == "\n" || s.last == "\r" { s.removeLast() }
+        return String(s)
+    }
+}
