@@ -13,8 +13,9 @@ SHELL := /bin/bash
 # `swift build` compiles every target, the Postgres one included) ...
 APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-dev pkg-config openssl
 # ... and what only the tests need: the python-tuf venv, curl, zip/unzip for JSPatch packages,
-# and the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh).
-APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15
+# the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh),
+# and haproxy, which test_haproxy.py starts on deploy/haproxy.cfg in front of two patchd.
+APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15 haproxy
 APT_BENCH_PACKAGES := wrk nginx-light hyperfine
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,6 @@ from hotpatch_testing import REPO_ROOT, repo_updater
 from patchd_support import Patchd, poll, remote, request, token_file
 
 HAPROXY = shutil.which("haproxy")
-pytestmark = pytest.mark.skipif(HAPROXY is None and os.environ.get("CI") is None, reason="haproxy is not installed (make test installs it)")
 
 
 def free_port():
