@@ -7,7 +7,7 @@ import Synchronization
 // In-process measurements for `make bench` (bench/run.sh), one JSON object per run on stdout:
 //   publish --data D --keys K --count N --size BYTES [--encrypted]   publish latency
 //   crypto --mb N                                                  hashing / AES-GCM throughput
-//   client --server URL --app A --app-version V --root F [--key F] --runs N   PatchClient sync
+//   client --server URL --app A --app-version V --root F [--key F] --runs N [--reports]   PatchClient sync
 //   seed --data D --keys K --apps A --versions V --patches P        a large registry
 //   revoke-landing --server URL --app A --app-version V --root F --devices N --workers W
 //                  --patchctl PATH --token-file F --patch N               revoke → forced sync drops it
@@ -25,7 +25,7 @@ struct Options {
     init(_ words: [String]) {
         var words = words[...]
         while let word = words.popFirst() {
-            if word == "--encrypted" { flags.insert(word); continue }
+            if word == "--encrypted" || word == "--reports" { flags.insert(word); continue }
             guard let value = words.popFirst() else { fail("\(word) needs a value") }
             values[word] = value
         }
@@ -147,6 +147,9 @@ case "client":
         var configuration = ClientConfiguration(server: server, app: try AppName(options.string("--app")), appVersion: try AppVersion(options.string("--app-version")),
                                                 deviceID: "bench-device", trustedRoot: root, contentKey: key, cacheDirectory: cache)
         configuration.minimumInterval = 0
+        // python-tuf, the reference of row 7, sends no device reports: neither does this
+        // client unless asked (`--reports`), so the row compares the TUF work alone.
+        configuration.reporting = options.flags.contains("--reports")
         return PatchClient(configuration: configuration)
     }
     func measure(cold: Bool) throws -> Double {
