@@ -69,10 +69,15 @@ public struct TUFKey: Sendable, Equatable {
     /// threshold counts keys, not key objects.
     public var keyMaterial: [UInt8]? { verifier?.key.spki }
 
-    /// Ed25519 and ECDSA P-256 go through the verification seam (CryptoKit on Apple
-    /// platforms); the other schemes (RSA, P-384/521) are checked by OpenSSL.
+    /// Ed25519 and ECDSA P-256 go through the verification seam on Apple platforms
+    /// (CryptoKit); the other schemes (RSA, P-384/521), and every scheme on Linux, are checked
+    /// by OpenSSL with the key parsed once, here. (The seam's OpenSSL twin would parse the key
+    /// again on every signature: a sync checks several, and that showed in the client bench.)
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard let verifier else { return false }
+        #if !canImport(CryptoKit)
+        return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
+        #else
         switch verifier.algorithm {
         case .ed25519 where verifier.key.isEd25519:
             // An Ed25519 SubjectPublicKeyInfo ends with the 32 raw key bytes (RFC 8410).
@@ -82,6 +87,7 @@ public struct TUFKey: Sendable, Equatable {
         default:
             return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
         }
+        #endif
     }
 
     public static func == (lhs: TUFKey, rhs: TUFKey) -> Bool { lhs.json == rhs.json }
