@@ -77,8 +77,6 @@ enum Schema {
         created_at TEXT NOT NULL,
         created_by TEXT NOT NULL
     );
-    -- Added with channels; additive: a patch without a row here is a production patch
-    -- without release notes (every patch of a registry from before channels).
     -- Why a patch was revoked (`revoke --message`); additive like patch_releases.
     CREATE TABLE IF NOT EXISTS patch_revocations(
         app TEXT NOT NULL,
@@ -88,6 +86,8 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Added with channels; additive: a patch without a row here is a production patch
+    -- without release notes (every patch of a registry from before channels).
     CREATE TABLE IF NOT EXISTS patch_releases(
         app TEXT NOT NULL,
         app_version TEXT NOT NULL,

@@ -5,9 +5,8 @@ import PatchCore
 /// carries it (docs/PROTOCOL.md, "Device reports"). The ID is random and kept across resends,
 /// so the server counts an event once however often it arrives.
 public struct ReportEvent: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
-        case downloaded, installed, launched, confirmed, rolledBack, refused, syncFailed
-    }
+    /// The event types the server counts (PatchCore: one list for both sides).
+    public typealias Kind = ReportEventType
 
     public let id: String
     public let type: Kind

@@ -148,12 +148,7 @@ public struct DeliveryConditions: Sendable, Equatable {
     }
 
     /// "3 listed devices, OS 15.0–17.4": what listings show (never the hashes).
-    public var summary: String {
-        var parts: [String] = []
-        if let devices { parts.append("\(devices.hashes.count) listed device\(devices.hashes.count == 1 ? "" : "s")") }
-        if let os { parts.append("OS \(os.text)") }
-        return parts.joined(separator: ", ")
-    }
+    public var summary: String { Self.summary(listing: listing) }
 
     /// What listings carry instead of the hashes: `{"devices": N, "os": {...}}`.
     public var listing: JSON {

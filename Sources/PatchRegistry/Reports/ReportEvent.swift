@@ -1,16 +1,6 @@
 import Foundation
 import PatchCore
 
-/// What a device reports of a patch (docs/PROTOCOL.md, "Device reports").
-public enum ReportEventType: String, Sendable, CaseIterable {
-    case downloaded, installed, launched, confirmed, rolledBack, refused, syncFailed
-
-    /// Refusals and sync failures say why, in a short code; the other events never do.
-    public var takesReason: Bool { self == .refused || self == .syncFailed }
-    /// Every event names its patch except a sync failure, which may have none.
-    public var needsPatch: Bool { self != .syncFailed }
-}
-
 /// One event of a report, already checked against the wire grammar (not yet against the
 /// registry: whether its patch exists is decided inside the transaction that counts it).
 public struct ReportEvent: Sendable, Equatable {

@@ -87,15 +87,16 @@ public final class DeviceThrottle: Sendable {
         let key = key(app: app, device: device)
         let now = clock()
         let perShard = self.perShard
-        let liftKey = scope.map { "\(app)|\($0.appVersion)|\($0.channel)" } ?? "\(app)|*"
-        let lifted = lifts.withLock { $0[liftKey] }
         return shards[Int(key % UInt64(DeviceThrottle.shardCount))].withLock { shard in
             if let until = shard.entries[key], until > now {
                 // The last check was `until - interval`; at or before the lift it was made
                 // against what the change took away. (The same second counts: a lift is
-                // second-grained, and a check in it may have seen the state before.)
+                // second-grained, and a check in it may have seen the state before.) Looked
+                // up only here, for a device inside its interval: an allowed check, the
+                // common case, never touches the lifts.
                 let last = until &- UInt32(clamping: interval)
-                guard let lifted, last <= lifted else { return .throttled(retryAfter: Int(until - now)) }
+                let liftKey = scope.map { "\(app)|\($0.appVersion)|\($0.channel)" } ?? "\(app)|*"
+                guard let lifted = lifts.withLock({ $0[liftKey] }), last <= lifted else { return .throttled(retryAfter: Int(until - now)) }
                 // Recorded one second on, so this check reads as after the lift (a second
                 // check in the lift's own second is not let through again).
                 shard.entries[key] = now &+ UInt32(clamping: interval) &+ 1
