@@ -150,13 +150,18 @@ struct PostgresConnectionTests {
         let url = try #require(TestDatabase.url)
         let pid = Int64(db.backendPID)
         let terminated = Mutex<PostgresValue?>(nil)
+        let adminDone = DispatchSemaphore(value: 0)
         let admin = Thread {
             Thread.sleep(forTimeInterval: 0.3)
             let result = try? PostgresConnection(url).query("SELECT pg_terminate_backend($1::int4)", [.int(pid)])
             terminated.withLock { $0 = result?.scalar }
+            adminDone.signal()
         }
         admin.start()
         let error = try #require(throws: PostgresError.self) { try db.query("SELECT pg_sleep(20)") }
+        // The sleeping statement fails as soon as the backend dies, which can be before the
+        // admin connection has read its own answer: wait for that thread before looking.
+        #expect(adminDone.wait(timeout: .now() + 10) == .success)
         #expect(terminated.withLock { $0 } == .text("t"))
         #expect(error.kind == .connection, "\(error)")
         let next = try #require(throws: PostgresError.self) { try db.query("SELECT 1") }
