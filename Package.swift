@@ -33,7 +33,7 @@ let package = Package(
         // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip", "Postgres"]),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),

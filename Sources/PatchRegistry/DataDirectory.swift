@@ -3,7 +3,7 @@ import Synchronization
 
 /// The registry's data directory: `registry.sqlite` and SQLite's `-wal`/`-shm` beside it hold
 /// every token hash, the audit log and every bundle, so they are created 0600 in a 0700
-/// directory (`Database` makes the file private before SQLite opens it). A directory or file
+/// directory (`SQLiteStore` makes the file private before SQLite opens it). A directory or file
 /// that others can read (made by an older hotpatch, or by hand) is not changed behind the
 /// operator's back; it is reported once per process on stderr, with the command that fixes it.
 enum DataDirectory {

@@ -69,7 +69,7 @@ extension Registry {
 
     public func throttleRules(app: AppName) throws(RegistryError) -> ThrottleRules {
         _ = try self.app(app)
-        return try read { () throws(SQLiteError) in
+        return try read { () throws(StorageError) in
             try db.query("SELECT min_interval, ip_rate FROM throttle WHERE app = ?", [.text(app.rawValue)]) {
                 ThrottleRules(minInterval: Int($0.int(0)), ipRatePerMinute: Int($0.int(1)))
             }.first ?? .defaults
@@ -140,7 +140,7 @@ extension Registry {
     /// app, which are the ones whose `token.create` event that app's audit log holds.
     public func tokens(scope app: AppName?) throws(RegistryError) -> [TokenListing] {
         if let app { _ = try self.app(app) }
-        return try read { () throws(SQLiteError) in
+        return try read { () throws(StorageError) in
             try db.query("SELECT id, app, role, name, created_at, created_by, revoked_at FROM tokens" + (app == nil ? "" : " WHERE app = ?")
                          + " ORDER BY created_at, id", app.map { [.text($0.rawValue)] } ?? []) { s in
                 TokenListing(record: TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
@@ -155,7 +155,7 @@ extension Registry {
     public func token(presented secret: String) throws(RegistryError) -> TokenRecord? {
         guard secret.hasPrefix("hp_"), secret.utf8.count == 67 else { return nil }
         let hash = Digest.sha256Hex(Array(secret.utf8))
-        return try read { () throws(SQLiteError) in
+        return try read { () throws(StorageError) in
             try db.query("SELECT id, app, role, name FROM tokens WHERE hash = ? AND revoked_at IS NULL", [.text(hash)]) { s in
                 TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
                             role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3))
@@ -164,9 +164,9 @@ extension Registry {
     }
 
     /// A cheap value that changes whenever another connection commits, so a long-running
-    /// server notices changes made by `patchctl` on the same registry file.
+    /// server notices changes made by `patchctl` or another patchd on the same registry.
     public func dataVersion() throws(RegistryError) -> Int {
-        try read { () throws(SQLiteError) in Int(try db.query("PRAGMA data_version") { $0.int(0) }.first ?? 0) }
+        try read { () throws(StorageError) in Int(try db.dataVersion()) }
     }
 }
 
@@ -174,11 +174,14 @@ extension Registry {
     /// Per app, a string that changes whenever anything a server serves for it changes:
     /// the newest version of each role's metadata, the throttling rules and the JSPatch key.
     public func servingFingerprints(app: AppName? = nil) throws(RegistryError) -> [AppName: String] {
-        try read { () throws(SQLiteError) in
+        // The same list on both: SQLite 3.40 has no ORDER BY inside an aggregate, and its
+        // group_concat follows the GROUP BY's order already.
+        let aggregate = db.dialect == .sqlite ? "group_concat(role || ':' || v, ',')" : "string_agg(role || ':' || v, ',' ORDER BY role)"
+        return try read { () throws(StorageError) in
             var out: [AppName: String] = [:]
             let rows = try db.query("""
                 SELECT a.name,
-                       (SELECT group_concat(role || ':' || v, ',') FROM (SELECT role, MAX(version) AS v FROM metadata WHERE app = a.name GROUP BY role)),
+                       (SELECT \(aggregate) FROM (SELECT role, MAX(version) AS v FROM metadata WHERE app = a.name GROUP BY role) AS latest),
                        COALESCE((SELECT min_interval || '/' || ip_rate FROM throttle WHERE app = a.name), ''),
                        COALESCE((SELECT public_key_sha256 FROM jspatch_keys WHERE app = a.name), '')
                 FROM apps a

@@ -77,7 +77,7 @@ extension Registry {
                                  publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil, message: message,
                                  promotedFrom: promotedFrom)
         record.conditions = conditions
-        try db.run("INSERT OR IGNORE INTO blobs(sha256, bytes) VALUES (?, ?)", [.text(servedDigests.sha256), .blob(served)])
+        try db.run("INSERT INTO blobs(sha256, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(servedDigests.sha256), .blob(served)])
         CrashPoint.hit("publish.after-blob")
         try db.run("""
             INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,

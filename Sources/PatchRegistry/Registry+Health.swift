@@ -4,7 +4,7 @@ extension Registry {
     /// What `/healthz` answers on, so a load balancer stops sending traffic to an instance
     /// whose registry is gone or corrupt instead of seeing "ok" beside a wall of 404s.
     public func checkReadable() throws(RegistryError) -> Int {
-        do throws(SQLiteError) {
+        do throws(StorageError) {
             return Int(try db.query("SELECT count(*) FROM apps") { $0.int(0) }.first ?? 0)
         } catch {
             throw .storage(error)

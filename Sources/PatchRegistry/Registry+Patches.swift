@@ -42,7 +42,7 @@ extension Registry {
             LEFT JOIN patch_revocations v ON v.app = p.app AND v.app_version = p.app_version AND v.number = p.number
             LEFT JOIN patch_conditions c ON c.app = p.app AND c.app_version = p.app_version AND c.number = p.number
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
-        let rows: [PatchRecord?] = try read { () throws(SQLiteError) in
+        let rows: [PatchRecord?] = try read { () throws(StorageError) in
             try db.query(sql, values) { s in
                 guard let app = try? AppName(s.text(0)), let version = try? AppVersion(s.text(1)),
                     let state = PatchState(rawValue: s.text(4)), let channel = try? ChannelName(s.text(16)) else { return nil }
@@ -74,7 +74,7 @@ extension Registry {
 
     /// The bytes devices download for a patch (ciphertext for encrypted apps).
     public func servedBytes(sha256: String) throws(RegistryError) -> [UInt8] {
-        let bytes = try read { () throws(SQLiteError) in try db.query("SELECT bytes FROM blobs WHERE sha256 = ?", [.text(sha256)]) { $0.blob(0) }.first }
+        let bytes = try read { () throws(StorageError) in try db.query("SELECT bytes FROM blobs WHERE sha256 = ?", [.text(sha256)]) { $0.blob(0) }.first }
         guard let bytes else { throw .notFound("no bundle with sha256 \(sha256)") }
         return bytes
     }
@@ -203,11 +203,11 @@ extension Registry {
     /// The audit events (of one app, or all), in seq order: those after seq `after`, at
     /// most `limit` of them (nil: all).
     public func auditEvents(app: AppName?, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
-        try read { () throws(SQLiteError) in try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit) }
+        try read { () throws(StorageError) in try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit) }
     }
 
     /// Re-walks the whole chain (all apps: the chain is global).
     public func verifyAudit() throws(RegistryError) -> AuditVerification {
-        AuditLog.verify(try read { () throws(SQLiteError) in try AuditLog.events(db, app: nil) })
+        AuditLog.verify(try read { () throws(StorageError) in try AuditLog.events(db, app: nil) })
     }
 }

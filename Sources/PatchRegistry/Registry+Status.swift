@@ -178,9 +178,12 @@ extension Registry {
         let records = if let name { [try app(name)] } else { try apps() }
         var result: [AppStatus] = []
         for record in records {
-            let rows = try read { () throws(SQLiteError) in
-                // SQLite takes the bare columns from the row holding MAX(version).
-                try db.query("SELECT role, MAX(version), expires FROM metadata WHERE app = ? GROUP BY role", [.text(record.name.rawValue)]) {
+            let rows = try read { () throws(StorageError) in
+                // The newest version of each role (portable: no bare column beside MAX).
+                try db.query("""
+                    SELECT m.role, m.version, m.expires FROM metadata m
+                    WHERE m.app = ? AND m.version = (SELECT MAX(version) FROM metadata WHERE app = m.app AND role = m.role)
+                    """, [.text(record.name.rawValue)]) {
                     ($0.text(0), $0.int(1), $0.text(2))
                 }
             }

@@ -1,7 +1,7 @@
 import Foundation
 import PatchCore
 
-/// The two ways the registry reaches its database. The SQLite layer throws `SQLiteError`
+/// The two ways the registry reaches its database. The SQLite layer throws `StorageError`
 /// and knows nothing of the registry; these are the one place its errors become
 /// `RegistryError`.
 extension Registry {
@@ -39,7 +39,7 @@ extension Registry {
 
     /// One read that decides nothing another write depends on (a listing, a lookup).
     /// Reads that decide what is signed belong inside `write`.
-    func read<T>(_ body: () throws(SQLiteError) -> T) throws(RegistryError) -> T {
+    func read<T>(_ body: () throws(StorageError) -> T) throws(RegistryError) -> T {
         do { return try body() } catch { throw .storage(error) }
     }
 

@@ -2,14 +2,16 @@ import Foundation
 import PatchCore
 
 /// The registry: apps, their keys, patches per app version, signed TUF metadata and the
-/// audit log, in one SQLite file (`{data}/registry.sqlite`). Every change is one
+/// audit log, in one database: a SQLite file (`{data}/registry.sqlite`) or PostgreSQL
+/// (`--database postgres://…`), behind one storage seam (`SQLStore`). Every change is one
 /// transaction that also signs the new metadata and appends its audit event, so after a
 /// crash the registry holds the old state or the new one.
 public final class Registry {
     public static let maxBundleSize = 10 << 20
 
-    let db: Database
-    /// Names this registry's file in markers it leaves in the key directory (`KeyStore.install`).
+    let db: any SQLStore
+    public let database: RegistryDatabase
+    /// Names this registry in markers it leaves in the key directory (`KeyStore.install`).
     let registryID: String
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
@@ -19,34 +21,68 @@ public final class Registry {
         /// Every acknowledged change survives a crash or power loss (the default).
         case full
         /// No fsync per commit, for seeding large benchmark registries only: a power loss
-        /// may lose recent changes (never corrupts the file).
+        /// may lose recent changes (never corrupts the file). SQLite only; PostgreSQL's
+        /// durability is the server's.
         case bulkLoad
     }
 
-    /// `create: false` opens only an existing registry: a mistyped data directory then fails
-    /// with "no registry at PATH" instead of becoming a new, empty registry that every check
-    /// passes (`audit --verify` with 0 events).
-    public init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
-        let file = dataDirectory.appendingPathComponent("registry.sqlite")
-        if !create, !FileManager.default.fileExists(atPath: file.path) {
-            throw .notFound("no registry at \(dataDirectory.path) (create one with `patchctl apps create NAME`, or point --data / $HOTPATCH_DATA at it)")
-        }
-        do {
-            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
-        do {
-            db = try Database(path: file.path, synchronous: durability == .full ? "FULL" : "OFF")
-            try db.execute(Schema.statements)
-            let stored = try db.query("SELECT version FROM schema_info") { $0.int(0) }.first
-            if stored == nil {
-                try db.run("INSERT INTO schema_info(version) VALUES (?)", [.int(Int64(Schema.version))])
-            } else if let stored, stored > Int64(Schema.version) {
-                throw RegistryError.io("the registry was written by a newer hotpatch (schema \(stored)); upgrade patchctl")
+    /// A SQLite registry under `dataDirectory`.
+    public convenience init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
+        try self.init(database: .sqlite(dataDirectory: dataDirectory), keysDirectory: keysDirectory, durability: durability, create: create)
+    }
+
+    /// `create: false` opens only an existing registry: a mistyped data directory or database
+    /// then fails with "no registry at …" instead of becoming a new, empty registry that every
+    /// check passes (`audit --verify` with 0 events).
+    public init(database: RegistryDatabase, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
+        self.database = database
+        switch database {
+        case .sqlite(let dataDirectory):
+            let file = dataDirectory.appendingPathComponent("registry.sqlite")
+            if !create, !FileManager.default.fileExists(atPath: file.path) {
+                throw .notFound("no registry at \(dataDirectory.path) (create one with `patchctl apps create NAME`, or point --data / $HOTPATCH_DATA at it)")
             }
-        } catch { throw .wrapping(error) }
-        registryID = DataDirectory.identity(of: file)
+            do {
+                try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
+            do {
+                let store = try SQLiteStore(path: file.path, synchronous: durability == .full ? "FULL" : "OFF")
+                try store.execute(Schema.statements(for: .sqlite))
+                try Registry.checkSchemaVersion(store)
+                db = store
+            } catch { throw .wrapping(error) }
+            registryID = DataDirectory.identity(of: file)
+            DataDirectory.warnIfExposed(dataDirectory)
+        case .postgres(let conninfo):
+            let store: PostgresStore
+            do { store = try PostgresStore(conninfo: conninfo) } catch {
+                throw .storage(StorageError(kind: error.kind, code: error.code, message: "cannot connect to \(database): \(error.message)", sql: nil))
+            }
+            do {
+                if !create, try store.query("SELECT to_regclass('schema_info') IS NULL", row: { $0.text(0) }).first == "t" {
+                    throw RegistryError.notFound("no registry at \(database) (create one with `patchctl apps create NAME --database …`)")
+                }
+                // Under the writer lock: two instances starting on a new database at once
+                // must not both create the tables.
+                try store.schemaTransaction {
+                    try store.execute(Schema.statements(for: .postgres))
+                    try Registry.checkSchemaVersion(store)
+                }
+                registryID = try store.query("SELECT id FROM registry_identity", row: { $0.text(0) }).first ?? "unknown"
+            } catch { throw .wrapping(error) }
+            db = store
+        }
         keys = KeyStore(directory: keysDirectory)
-        DataDirectory.warnIfExposed(dataDirectory)
+    }
+
+    /// Records the schema version in a new registry; refuses one a newer hotpatch wrote.
+    private static func checkSchemaVersion(_ db: any SQLStore) throws {
+        let stored = try db.query("SELECT version FROM schema_info") { $0.int(0) }.first
+        if stored == nil {
+            try db.run("INSERT INTO schema_info(version) VALUES (?)", [.int(Int64(Schema.version))])
+        } else if let stored, stored > Int64(Schema.version) {
+            throw RegistryError.io("the registry was written by a newer hotpatch (schema \(stored)); upgrade patchctl")
+        }
     }
 
     // MARK: Apps
@@ -62,7 +98,7 @@ public final class Registry {
 
     private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
         let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
-        let rows: [AppRecord?] = try read { () throws(SQLiteError) in
+        let rows: [AppRecord?] = try read { () throws(StorageError) in
             try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
                 (try? AppName(s.text(0))).map {
                     AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
@@ -129,14 +165,14 @@ public final class Registry {
 
     // MARK: Metadata
 
-    func storeMetadata(app: AppName, role: Role, version: Int64, bytes: [UInt8], expires: Date) throws(SQLiteError) {
+    func storeMetadata(app: AppName, role: Role, version: Int64, bytes: [UInt8], expires: Date) throws(StorageError) {
         try db.run("INSERT INTO metadata(app, role, version, bytes, expires) VALUES (?,?,?,?,?)",
                    [.text(app.rawValue), .text(role.rawValue), .int(version), .blob(bytes), .text(TUFTime.format(expires))])
     }
 
     /// The bytes of one stored metadata version, or nil.
     public func metadata(app: AppName, role: Role, version: Int64) throws(RegistryError) -> [UInt8]? {
-        try read { () throws(SQLiteError) in
+        try read { () throws(StorageError) in
             try db.query("SELECT bytes FROM metadata WHERE app = ? AND role = ? AND version = ?",
                          [.text(app.rawValue), .text(role.rawValue), .int(version)]) { $0.blob(0) }.first
         }
@@ -144,7 +180,7 @@ public final class Registry {
 
     /// The newest version of a role's metadata and its bytes.
     public func latestMetadata(app: AppName, role: Role) throws(RegistryError) -> (version: Int64, bytes: [UInt8]) {
-        let row = try read { () throws(SQLiteError) in
+        let row = try read { () throws(StorageError) in
             try db.query("SELECT version, bytes FROM metadata WHERE app = ? AND role = ? ORDER BY version DESC LIMIT 1",
                          [.text(app.rawValue), .text(role.rawValue)]) { ($0.int(0), $0.blob(1)) }.first
         }

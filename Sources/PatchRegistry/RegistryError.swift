@@ -7,7 +7,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     case notFound(String)
     case conflict(String)
     case keys(String)
-    case storage(SQLiteError)
+    case storage(StorageError)
     case crypto(CryptoError)
     case io(String)
     case internalError(String)
@@ -38,7 +38,7 @@ extension RegistryError {
     static func wrapping(_ error: any Error) -> RegistryError {
         switch error {
         case let error as RegistryError: return error
-        case let error as SQLiteError: return .storage(error)
+        case let error as StorageError: return .storage(error)
         case let error as CryptoError: return .crypto(error)
         default: return .internalError(String(describing: error))
         }

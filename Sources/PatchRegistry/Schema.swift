@@ -1,9 +1,29 @@
 /// The registry schema. Patches and audit events are never deleted: a patch number is
 /// never reused, and the audit chain only grows.
+///
+/// The tables are written once, in SQLite's spelling; `postgres` is the same text with the
+/// types PostgreSQL names differently (INTEGER → BIGINT: SQLite's integers are 64-bit;
+/// BLOB → BYTEA) and without SQLite's storage hint `WITHOUT ROWID`. The append-only audit
+/// triggers are the one part written twice, since the two trigger languages differ.
 enum Schema {
     static let version = 1
 
-    static let statements = """
+    static func statements(for dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite: return tables + sqliteOnly
+        case .postgres: return postgresTables + postgresOnly
+        }
+    }
+
+    static var postgresTables: String {
+        var text = tables
+        for (sqlite, postgres) in [(" INTEGER", " BIGINT"), (" BLOB", " BYTEA"), (") WITHOUT ROWID;", ");")] {
+            text = text.replacingOccurrences(of: sqlite, with: postgres)
+        }
+        return text
+    }
+
+    static let tables = """
     CREATE TABLE IF NOT EXISTS schema_info(version INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS apps(
         name TEXT PRIMARY KEY,
@@ -194,9 +214,31 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+
+    """
+
+    static let sqliteOnly = """
     CREATE TRIGGER IF NOT EXISTS audit_append_only_update BEFORE UPDATE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     CREATE TRIGGER IF NOT EXISTS audit_append_only_delete BEFORE DELETE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    """
+
+    /// `registry_changes`: one row whose version every write transaction bumps before it
+    /// commits (PostgresStore), what `dataVersion` reads where SQLite has PRAGMA data_version.
+    /// `registry_identity`: names this registry in the markers it leaves in a key directory.
+    static let postgresOnly = """
+    CREATE TABLE IF NOT EXISTS registry_changes(version BIGINT NOT NULL);
+    INSERT INTO registry_changes(version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM registry_changes);
+    CREATE TABLE IF NOT EXISTS registry_identity(id TEXT NOT NULL);
+    INSERT INTO registry_identity(id) SELECT md5(random()::text || clock_timestamp()::text) WHERE NOT EXISTS (SELECT 1 FROM registry_identity);
+    CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+    DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'audit_append_only' AND tgrelid = 'audit'::regclass) THEN
+            CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+            CREATE TRIGGER audit_append_only_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
+        END IF;
+    END $$;
     """
 }

@@ -32,6 +32,10 @@ public final class PostgresConnection {
 
     deinit { PQfinish(handle) }
 
+    /// False once the connection is gone (the server went away or terminated it): only a new
+    /// connection helps then.
+    public var isConnected: Bool { !isBroken }
+
     /// The server process serving this connection (what a notification names as its sender).
     public var backendPID: Int32 { PQbackendPID(handle) }
 

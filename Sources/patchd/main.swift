@@ -6,6 +6,7 @@ import PatchServer
 /// patchd: serves every app in a registry over HTTP(S).
 /// Options, each also read from an environment variable:
 ///   --data DIR (HOTPATCH_DATA, ./data)  --keys DIR (HOTPATCH_KEYS, ./keys)
+///   --database postgres://… (HOTPATCH_DATABASE): the registry on PostgreSQL instead of --data
 ///   --listen HOST:PORT (HOTPATCH_LISTEN, 127.0.0.1:8080; [::1]:8080 for IPv6; port 0 picks a free one)
 ///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
 ///   --threads N (HOTPATCH_THREADS)
@@ -13,13 +14,15 @@ import PatchServer
 ///   front-door limits: --max-conns-per-ip, --header-timeout, --request-timeout, --idle-timeout,
 ///   --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS_PER_IP, …; see `usage`)
 let usage = """
-    Usage: patchd [--version] [--data DIR] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
+    Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns-per-ip N] [--header-timeout S]
                   [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
-    HOTPATCH_DATA, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
+    HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
     HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
     HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX.
+    --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
+    serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
     (addresses or networks, like 10.0.0.0/8 or fd00::/8); without it the header is ignored.
     They are also exempt from --max-conns-per-ip.
@@ -42,7 +45,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 
 var options: [String: String] = [:]
 let environment = ProcessInfo.processInfo.environment
-let optionVariables = [("--data", "HOTPATCH_DATA"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
+let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DATABASE"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
                        ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
                        ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES"), ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"),
                        ("--header-timeout", "HOTPATCH_HEADER_TIMEOUT"), ("--request-timeout", "HOTPATCH_REQUEST_TIMEOUT"),
@@ -110,8 +113,9 @@ pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 
 let registry: Registry
 do {
-    registry = try Registry(dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true),
-                            keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true))
+    let database = try RegistryDatabase.resolve(database: options["--database"],
+                                                dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true))
+    registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true))
 } catch { fail("cannot open the registry: \(error)") }
 
 var serviceConfiguration = ServiceConfiguration()

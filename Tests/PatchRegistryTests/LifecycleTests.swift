@@ -100,8 +100,8 @@ struct AuditTests {
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
         try t.publish(app, "2.3", "two()")
-        #expect(throws: SQLiteError.self) { try t.registry.db.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 2") }
-        #expect(throws: SQLiteError.self) { try t.registry.db.execute("DELETE FROM audit WHERE seq = 3") }
+        #expect(throws: StorageError.self) { try t.registry.db.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 2") }
+        #expect(throws: StorageError.self) { try t.registry.db.execute("DELETE FROM audit WHERE seq = 3") }
         try t.registry.db.execute("DROP TRIGGER audit_append_only_update; UPDATE audit SET actor = 'mallory' WHERE seq = 2")
         #expect(try t.registry.verifyAudit() == .broken(seq: 2, reason: "content does not match its hash: the event was altered"))
     }

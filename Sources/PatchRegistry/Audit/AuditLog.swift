@@ -42,7 +42,7 @@ enum AuditLog {
 
     /// Appends inside the caller's transaction, so an event exists exactly when its change does.
     @discardableResult
-    static func append(_ db: Database, app: String, actor: Actor, action: String, details: JSON, at: Date) throws(SQLiteError) -> AuditEvent {
+    static func append(_ db: any SQLStore, app: String, actor: Actor, action: String, details: JSON, at: Date) throws(StorageError) -> AuditEvent {
         let last = try db.query("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1") { s in (s.int(0), s.text(1)) }.first
         let seq = (last?.0 ?? 0) + 1
         let prev = last?.1 ?? genesis
@@ -56,13 +56,13 @@ enum AuditLog {
     }
 
     /// Events in seq order: those after `after` (a seq; 0 for the start), at most `limit`.
-    static func events(_ db: Database, app: String?, after: Int64 = 0, limit: Int? = nil) throws(SQLiteError) -> [AuditEvent] {
+    static func events(_ db: any SQLStore, app: String?, after: Int64 = 0, limit: Int? = nil) throws(StorageError) -> [AuditEvent] {
         var sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit WHERE seq > ?"
         var bindings: [SQLValue] = [.int(after)]
         if let app { sql += " AND app = ?"; bindings.append(.text(app)) }
         sql += " ORDER BY seq"
         if let limit { sql += " LIMIT ?"; bindings.append(.int(Int64(limit))) }
-        return try db.query(sql, bindings) { s throws(SQLiteError) in
+        return try db.query(sql, bindings) { s throws(StorageError) in
             // A details column that no longer parses is itself evidence of tampering;
             // keep the raw text so verification reports it instead of failing to list.
             let raw = s.text(5)

@@ -7,7 +7,7 @@ extension Registry {
     /// The app's JSPatch key as recorded, or nil when the app serves no JSPatch packages.
     public func jspatchKey(app name: AppName) throws(RegistryError) -> JSPatchKeyInfo? {
         _ = try app(name)
-        return try read { () throws(SQLiteError) in
+        return try read { () throws(StorageError) in
             try db.query("""
                 SELECT bits, public_key_pem, public_key_sha256, created_at, created_by FROM jspatch_keys WHERE app = ?
                 """, [.text(name.rawValue)]) { s in
@@ -45,7 +45,7 @@ extension Registry {
 
     /// Inserts the key's record inside the caller's transaction (`createApp`, `enableJSPatch`).
     @discardableResult
-    func recordJSPatchKey(_ material: JSPatchKeyMaterial, app: AppName, actor: Actor, at now: Date) throws(SQLiteError) -> JSPatchKeyInfo {
+    func recordJSPatchKey(_ material: JSPatchKeyMaterial, app: AppName, actor: Actor, at now: Date) throws(StorageError) -> JSPatchKeyInfo {
         let time = TUFTime.format(now)
         try db.run("""
             INSERT INTO jspatch_keys(app, bits, public_key_pem, public_key_sha256, created_at, created_by) VALUES (?,?,?,?,?,?)

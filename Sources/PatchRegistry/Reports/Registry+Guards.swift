@@ -87,7 +87,7 @@ extension Registry {
     }
 
     public func guards(app: AppName) throws(RegistryError) -> [PatchGuard] {
-        let rows = try read { () throws(SQLiteError) in
+        let rows = try read { () throws(StorageError) in
             try db.query("SELECT channel, max_rollback_ppm, min_devices, action, set_at, set_by FROM patch_guards WHERE app = ? ORDER BY channel",
                          [.text(app.rawValue)]) { s -> PatchGuard? in
                 guard let channel = try? ChannelName(s.text(0)), let action = GuardAction(rawValue: s.text(3)) else { return nil }
@@ -99,7 +99,7 @@ extension Registry {
     }
 
     public func guardTrips(app: AppName) throws(RegistryError) -> [GuardTrip] {
-        let rows = try read { () throws(SQLiteError) in
+        let rows = try read { () throws(StorageError) in
             try db.query("""
                 SELECT app_version, channel, number, action, at, installed, rolled_back, lower_ppm, threshold_ppm FROM guard_trips
                 WHERE app = ? ORDER BY at, app_version, number
@@ -169,7 +169,7 @@ extension Registry {
     /// at or under the threshold.
     private func tripFigures(app: AppName, key: PatchKey, rule: PatchGuard, now: Date = Date()) throws(RegistryError) -> GuardTrip? {
         let values: [SQLValue] = [.text(app.rawValue), .text(key.appVersion.rawValue), .int(Int64(key.patch))]
-        let state = try read { () throws(SQLiteError) in
+        let state = try read { () throws(StorageError) in
             try db.query("""
                 SELECT p.state, p.rollout, (SELECT COUNT(*) FROM guard_trips t WHERE t.app = p.app AND t.app_version = p.app_version AND t.number = p.number)
                 FROM patches p WHERE p.app = ? AND p.app_version = ? AND p.number = ?
@@ -177,7 +177,7 @@ extension Registry {
         }
         guard let (stored, rollout, tripped) = state, stored == PatchState.active.rawValue, tripped == 0 else { return nil }
         if rule.action == .halt, rollout == 0 { return nil }
-        let counts = try read { () throws(SQLiteError) in
+        let counts = try read { () throws(StorageError) in
             try db.query("""
                 SELECT event, devices FROM report_counts WHERE app = ? AND app_version = ? AND channel = ? AND patch = ? AND reason = ''
                 AND event IN ('installed', 'rolledBack')

@@ -100,7 +100,7 @@ extension Registry {
 
     /// Every patch of the app (active or revoked: devices still roll revoked ones back), as
     /// reports name them. One light query per batch, inside its transaction.
-    func reportablePatches(app: AppName) throws(SQLiteError) -> Set<PatchKey> {
+    func reportablePatches(app: AppName) throws(StorageError) -> Set<PatchKey> {
         let rows = try db.query("""
             SELECT p.app_version, COALESCE(r.channel, 'production'), p.number FROM patches p
             LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number WHERE p.app = ?
@@ -120,7 +120,7 @@ extension Registry {
         if activeOnly { sql += " JOIN patches p ON p.app = c.app AND p.app_version = c.app_version AND p.number = c.patch AND p.state = 'active'" }
         var values: [SQLValue] = []
         if let app { sql += " WHERE c.app = ?"; values.append(.text(app.rawValue)) }
-        let rows = try read { () throws(SQLiteError) in
+        let rows = try read { () throws(StorageError) in
             try db.query(sql, values) { s in (s.text(0), s.text(1), s.text(2), Int(s.int(3)), s.text(4), s.text(5), Int(s.int(6))) }
         }
         var figures: [PatchFigures.Key: PatchFigures] = [:]
@@ -137,7 +137,7 @@ extension Registry {
     /// Events per type per hour for the last `hours` hours (server time) of `app`.
     public func reportHourly(app: AppName, hours: Int, now: Date = Date()) throws(RegistryError) -> [HourlyFigures] {
         let since = Registry.hourBucket(now.addingTimeInterval(-Double(max(hours - 1, 0)) * 3600))
-        let rows = try read { () throws(SQLiteError) in
+        let rows = try read { () throws(StorageError) in
             try db.query("SELECT hour, app_version, channel, patch, event, events FROM report_hourly WHERE app = ? AND hour >= ?",
                          [.text(app.rawValue), .text(since)]) { s in (s.text(0), s.text(1), s.text(2), Int(s.int(3)), s.text(4), Int(s.int(5))) }
         }

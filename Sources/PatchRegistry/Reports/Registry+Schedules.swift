@@ -67,7 +67,7 @@ extension Registry {
     }
 
     public func schedules(app: AppName) throws(RegistryError) -> [RolloutSchedule] {
-        let rows = try read { () throws(SQLiteError) in
+        let rows = try read { () throws(StorageError) in
             try db.query("""
                 SELECT s.app_version, COALESCE(r.channel, 'production'), s.number, s.steps, s.every_seconds, s.next_at FROM rollout_schedules s
                 LEFT JOIN patch_releases r ON r.app = s.app AND r.app_version = s.app_version AND r.number = s.number

@@ -76,7 +76,7 @@ extension Registry {
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }
             } catch { throw .wrapping(error) }
-            try read { () throws(SQLiteError) in try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) }
+            try read { () throws(StorageError) in try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) }
             pinned = (version, bytes)
         }
     }

@@ -5,6 +5,10 @@ import PatchRegistry
 /// What every local command shares: where the registry and keys live, and who is acting.
 struct Context {
     let dataDirectory: URL
+    /// `--database` / `$HOTPATCH_DATABASE`: a PostgreSQL registry instead of `--data`.
+    let databaseURL: String?
+    /// Both --data and --database on the command line: refused when the registry is opened.
+    let bothRegistries: Bool
     let keysDirectory: URL
     let actor: Actor
     let environment: [String: String]
@@ -13,6 +17,7 @@ struct Context {
 
     static let globalOptions: [Option] = [
         .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA); only apps create makes a new one"),
+        .value("--database", "URL", "a PostgreSQL registry (postgres://…, or $HOTPATCH_DATABASE) instead of --data"),
         .value("--keys", "DIR", "key directory (default ./keys, or $HOTPATCH_KEYS)"),
     ]
 
@@ -20,6 +25,9 @@ struct Context {
         self.environment = environment
         command = arguments.spec.words.joined(separator: " ")
         dataDirectory = URL(fileURLWithPath: arguments.value("--data") ?? environment["HOTPATCH_DATA"] ?? "data", isDirectory: true)
+        // An explicit --data wins over an exported $HOTPATCH_DATABASE.
+        databaseURL = arguments.value("--database") ?? (arguments.value("--data") == nil ? environment["HOTPATCH_DATABASE"] : nil)
+        bothRegistries = arguments.value("--database") != nil && arguments.value("--data") != nil
         keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
         actor = Actor.current(environment: environment)
     }
@@ -36,9 +44,18 @@ struct Context {
     /// operator who works on the server's own registry with `HOTPATCH_SERVER` exported.
     func openRegistry(create: Bool = false) throws(CLIError) -> Registry {
         if let server = configuredServer {
-            Output.error("note: `patchctl \(command)` acts on the local registry at \(dataDirectory.path), not on \(server.debugSanitized) (it has no remote form)")
+            Output.error("note: `patchctl \(command)` acts on the registry at \((try? database.description) ?? dataDirectory.path), not on \(server.debugSanitized) (it has no remote form)")
         }
-        do { return try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
+        let database = try self.database
+        do { return try Registry(database: database, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
+    }
+
+    /// The registry this command acts on: `--database` when given, else `--data`.
+    var database: RegistryDatabase {
+        get throws(CLIError) {
+            if bothRegistries { throw .usage("--data and --database name two registries: give one") }
+            do { return try RegistryDatabase.resolve(database: databaseURL, dataDirectory: dataDirectory) } catch { throw error.cliError }
+        }
     }
 
     /// The server a remote command would use when no `--server` is given.

@@ -2,23 +2,25 @@ import Foundation
 internal import CSQLite3
 
 typealias SQLiteConnection = OpaquePointer
-typealias SQLiteStatement = OpaquePointer
+typealias SQLiteStatementHandle = OpaquePointer
 
-/// One SQLite connection, owned by this object and closed in `deinit`.
-/// Not Sendable: concurrent users go through one owner (a Mutex or a serial queue).
-final class Database {
+/// One SQLite connection (the registry file under `--data`), owned by this object and closed
+/// in `deinit`. Its own calls fail with `SQLiteError`; `mapped` turns that into the seam's
+/// `StorageError` at every method the registry calls.
+final class SQLiteStore: SQLStore {
     private let handle: SQLiteConnection
     let path: String
+    let dialect = SQLDialect.sqlite
 
-    init(path: String, synchronous: String = "FULL") throws(SQLiteError) {
-        Database.createPrivately(path)
+    init(path: String, synchronous: String = "FULL") throws(StorageError) {
+        SQLiteStore.createPrivately(path)
         var handle: SQLiteConnection?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
-            throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil)
+            throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil).storageError
         }
         self.handle = handle
         self.path = path
@@ -47,46 +49,45 @@ final class Database {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 
-    /// Runs one or more statements that return no rows.
-    func execute(_ sql: String) throws(SQLiteError) {
+    func execute(_ sql: String) throws(StorageError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
             let message = errorMessage.map { String(cString: $0) } ?? "unknown error"
             sqlite3_free(errorMessage)
-            throw SQLiteError(code: rc, message: message, sql: sql)
+            throw SQLiteError(code: rc, message: message, sql: sql).storageError
         }
     }
 
-    func prepare(_ sql: String) throws(SQLiteError) -> Statement {
-        try Statement(database: self, handle: handle, sql: sql)
+    func prepare(_ sql: String) throws(StorageError) -> any SQLStatement {
+        try statement(sql)
     }
 
-    /// Prepares, binds and steps a statement that returns no rows.
-    func run(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) {
-        let statement = try prepare(sql)
-        try statement.bind(values)
-        while try statement.step() {}
+    private func statement(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        do { return try SQLiteStatement(database: self, handle: handle, sql: sql) } catch { throw error.storageError }
     }
 
-    /// All rows of a query, each mapped by `row`.
-    func query<T>(_ sql: String, _ values: [SQLValue] = [], row: (Statement) throws(SQLiteError) -> T) throws(SQLiteError) -> [T] {
-        let statement = try prepare(sql)
-        try statement.bind(values)
-        var out: [T] = []
-        while try statement.step() { out.append(try row(statement)) }
-        return out
+    func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        try statement(sql).run(values)
     }
 
-    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before `body`
-    /// reads anything, so what it reads (the next patch number, the root that says which keys
-    /// sign) cannot change under it before it commits. Any error rolls back and is rethrown
-    /// as it was: SQLiteError from here, whatever `body` threw from there.
+    func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
+        let statement = try statement(sql)
+        do {
+            try statement.bind(values)
+            var out: [T] = []
+            while try statement.step() { out.append(try row(statement.row())) }
+            return out
+        } catch let error as SQLiteError { throw error.storageError } catch let error as StorageError { throw error } catch {
+            throw StorageError(kind: .other, code: "SQLite", message: "\(error)", sql: sql)
+        }
+    }
+
+    /// BEGIN IMMEDIATE: the write lock is taken before `body` reads anything.
     func transaction<T>(_ body: () throws -> T) throws -> T { try inTransaction("BEGIN IMMEDIATE", body) }
 
-    /// Runs `body` inside BEGIN DEFERRED … COMMIT: in WAL mode every read in it sees the one
-    /// state the first read saw, whatever other connections commit meanwhile (they are not
-    /// blocked).
+    /// BEGIN DEFERRED: in WAL mode every read in it sees the one state the first read saw,
+    /// whatever other connections commit meanwhile (they are not blocked).
     func readTransaction<T>(_ body: () throws -> T) throws -> T { try inTransaction("BEGIN DEFERRED", body) }
 
     private func inTransaction<T>(_ begin: String, _ body: () throws -> T) throws -> T {
@@ -102,27 +103,25 @@ final class Database {
         return result
     }
 
-    /// True between BEGIN and COMMIT/ROLLBACK.
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     var changes: Int { Int(sqlite3_changes(handle)) }
-}
 
-enum SQLValue {
-    case int(Int64)
-    case text(String)
-    case blob([UInt8])
-    case null
+    /// PRAGMA data_version moves when another connection commits; this connection's own
+    /// commits are known to its caller already.
+    func dataVersion() throws(StorageError) -> Int64 {
+        try query("PRAGMA data_version") { $0.int(0) }.first ?? 0
+    }
 }
 
 /// A prepared statement, finalized in `deinit`.
-final class Statement {
-    private let handle: SQLiteStatement
-    private unowned let database: Database
+final class SQLiteStatement: SQLStatement {
+    private let handle: SQLiteStatementHandle
+    private unowned let database: SQLiteStore
     let sql: String
 
-    fileprivate init(database: Database, handle connection: SQLiteConnection, sql: String) throws(SQLiteError) {
-        var statement: SQLiteStatement?
+    fileprivate init(database: SQLiteStore, handle connection: SQLiteConnection, sql: String) throws(SQLiteError) {
+        var statement: SQLiteStatementHandle?
         let rc = sqlite3_prepare_v2(connection, sql, -1, &statement, nil)
         guard rc == SQLITE_OK, let statement else { throw database.error(rc, sql: sql) }
         self.handle = statement
@@ -132,7 +131,7 @@ final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
-    func bind(_ values: [SQLValue]) throws(SQLiteError) {
+    fileprivate func bind(_ values: [SQLValue]) throws(SQLiteError) {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let rc: Int32
@@ -149,39 +148,42 @@ final class Statement {
 
     /// Runs the statement again with new values (reset, bind, step to the end): one prepare
     /// for the many rows of a batch instead of one per row.
-    func run(_ values: [SQLValue]) throws(SQLiteError) {
+    func run(_ values: [SQLValue]) throws(StorageError) {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
-        try bind(values)
-        while try step() {}
+        do {
+            try bind(values)
+            while try step() {}
+        } catch { throw error.storageError }
     }
 
     /// True while a row is available.
-    func step() throws(SQLiteError) -> Bool {
+    fileprivate func step() throws(SQLiteError) -> Bool {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
         throw database.error(rc, sql: sql)
     }
 
-    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
-
-    func text(_ column: Int32) -> String {
-        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    fileprivate func row() -> SQLRow {
+        SQLRow(values: (0..<sqlite3_column_count(handle)).map(value))
     }
 
-    func optionalText(_ column: Int32) -> String? {
-        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : text(column)
-    }
-
-    func blob(_ column: Int32) -> [UInt8] {
-        let count = Int(sqlite3_column_bytes(handle, column))
-        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    private func value(_ column: Int32) -> SQLValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return .int(sqlite3_column_int64(handle, column))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
+        default:
+            guard let pointer = sqlite3_column_text(handle, column) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+        }
     }
 }
 
-@available(*, unavailable) extension Database: Sendable {}
-@available(*, unavailable) extension Statement: Sendable {}
+@available(*, unavailable) extension SQLiteStore: Sendable {}
+@available(*, unavailable) extension SQLiteStatement: Sendable {}

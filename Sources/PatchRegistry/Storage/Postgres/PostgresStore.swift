@@ -1,0 +1,237 @@
+import Foundation
+import Postgres
+
+/// The registry on PostgreSQL (`--database postgres://…`): several patchd and patchctl on
+/// several hosts share it. The registry's SQL is SQLite's with `?` placeholders; `postgresSQL`
+/// numbers them. Every write transaction takes the registry's advisory lock first, which makes
+/// it the only writer as BEGIN IMMEDIATE does on SQLite: publishes to one app from several
+/// instances get consecutive numbers and one linear audit chain. Before it commits it bumps
+/// `registry_changes` and NOTIFYs the registry's channel (delivered on COMMIT only), which is
+/// how every other instance learns of the change within milliseconds (`PostgresChangeListener`).
+///
+/// A lost connection (the server restarted, a failover) is replaced on the next call made
+/// outside a transaction; a call that was under way fails with `.unavailable` and is never
+/// retried here, since its COMMIT may have landed.
+final class PostgresStore: SQLStore {
+    let dialect = SQLDialect.postgres
+    let conninfo: String
+    private var connection: PostgresConnection
+    private(set) var changes = 0
+    /// Names the registry: database and schema (a `search_path` in the connection string puts
+    /// several registries in one database, as the tests do).
+    let identity: String
+    /// The NOTIFY channel and the advisory lock keys of this registry.
+    let channel: String
+    private let lockKey: Int32
+
+    /// The advisory-lock class of the writer lock and of the upkeep lease ('hp' + 1, 2), so
+    /// they never meet another application's advisory locks on a shared database.
+    static let writerLockClass: Int32 = 0x6870_0001
+    static let upkeepLockClass: Int32 = 0x6870_0002
+
+    init(conninfo: String) throws(StorageError) {
+        self.conninfo = conninfo
+        let connection = try Self.connect(conninfo)
+        self.connection = connection
+        let where_ = try Self.mapped(nil) { () throws(PostgresError) in
+            try connection.query("SELECT current_database() || '.' || current_schema()")
+        }
+        guard let name = where_.scalar?.text else {
+            throw StorageError(kind: .unavailable, code: "PostgreSQL", message: "the connection has no current schema (is search_path empty?)", sql: nil)
+        }
+        identity = name
+        lockKey = Self.key(name)
+        channel = "hotpatch_" + String(UInt32(bitPattern: lockKey), radix: 16)
+    }
+
+    static func connect(_ conninfo: String) throws(StorageError) -> PostgresConnection {
+        do {
+            let connection = try PostgresConnection(conninfo)
+            // A statement stuck behind another writer waits at most this long, then fails as
+            // busy (SQLite's busy timeout is the same 10 s).
+            _ = try connection.execute("SET lock_timeout = '10s'")
+            // libpq prints notices on stderr ("relation … already exists, skipping" from every
+            // CREATE TABLE IF NOT EXISTS); the registry has nothing to learn from them.
+            _ = try connection.execute("SET client_min_messages = warning")
+            return connection
+        } catch { throw error.storageError }
+    }
+
+    /// FNV-1a of the registry's name: a stable 32-bit key (`hashtext` is PostgreSQL-internal).
+    static func key(_ name: String) -> Int32 {
+        var hash: UInt32 = 0x811c_9dc5
+        for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+        return Int32(bitPattern: hash)
+    }
+
+    /// Runs `body` on the connection, replacing a lost one first when no transaction is open.
+    private func use<T>(_ sql: String?, _ body: (PostgresConnection) throws(PostgresError) -> T) throws(StorageError) -> T {
+        if !connection.isConnected, !inTransactionFlag { connection = try Self.connect(conninfo) }
+        let connection = self.connection
+        return try Self.mapped(sql) { () throws(PostgresError) in try body(connection) }
+    }
+
+    private static func mapped<T>(_ sql: String?, _ body: () throws(PostgresError) -> T) throws(StorageError) -> T {
+        do { return try body() } catch { throw error.storageError }
+    }
+
+    func execute(_ sql: String) throws(StorageError) {
+        try use(sql) { c throws(PostgresError) in _ = try c.execute(sql) }
+    }
+
+    func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        let text = Self.postgresSQL(sql)
+        let result = try use(text) { c throws(PostgresError) in try c.query(text, values.map(\.postgres)) }
+        changes = result.affectedRows
+    }
+
+    func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
+        let text = Self.postgresSQL(sql)
+        let result = try use(text) { c throws(PostgresError) in try c.query(text, values.map(\.postgres)) }
+        var out: [T] = []
+        out.reserveCapacity(result.rows.count)
+        for values in result.rows { out.append(try row(SQLRow(values: values.map(SQLValue.init)))) }
+        return out
+    }
+
+    func prepare(_ sql: String) throws(StorageError) -> any SQLStatement { PostgresStatement(store: self, sql: sql) }
+
+    private var inTransactionFlag = false
+    var inTransaction: Bool { inTransactionFlag }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try inTransaction(write: true, announce: true, body)
+    }
+
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try inTransaction(write: false, announce: false, body)
+    }
+
+    /// Creates or upgrades the tables under the writer lock (two instances starting on a new
+    /// database at once must not both create them); before `registry_changes` exists, so
+    /// nothing is announced.
+    func schemaTransaction(_ body: () throws -> Void) throws {
+        try inTransaction(write: true, announce: false, body)
+    }
+
+    private func inTransaction<T>(write: Bool, announce: Bool, _ body: () throws -> T) throws -> T {
+        guard !inTransactionFlag else {
+            throw StorageError(kind: .other, code: "PostgreSQL", message: "a transaction is already open", sql: nil)
+        }
+        try execute(write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        inTransactionFlag = true
+        defer { inTransactionFlag = false }
+        let result: T
+        do {
+            if write { try run("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", [.int(Int64(Self.writerLockClass)), .int(Int64(lockKey))]) }
+            result = try body()
+            if announce {
+                let version = try query("UPDATE registry_changes SET version = version + 1 RETURNING version") { $0.int(0) }.first ?? 0
+                try run("SELECT pg_notify(?, ?)", [.text(channel), .text(String(version))])
+            }
+            let commit = try use("COMMIT") { c throws(PostgresError) in try c.execute("COMMIT") }
+            guard commit.command == "COMMIT" else {
+                throw StorageError(kind: .other, code: "PostgreSQL", message: "COMMIT rolled back: a statement in the transaction failed", sql: "COMMIT")
+            }
+        } catch {
+            if connection.isConnected { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
+        return result
+    }
+
+    func dataVersion() throws(StorageError) -> Int64 {
+        try query("SELECT version FROM registry_changes") { $0.int(0) }.first ?? 0
+    }
+
+    /// Runs `body` only when no other instance holds this registry's upkeep lease (a session
+    /// advisory lock, given back after `body`, and by the server if this process dies): the
+    /// background re-signing and guard passes then run on one instance at a time. Returns
+    /// nil when another instance holds it.
+    func withUpkeepLease<T>(_ body: () throws -> T) throws -> T? {
+        let key: [SQLValue] = [.int(Int64(Self.upkeepLockClass)), .int(Int64(lockKey))]
+        let got = try query("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key) { $0.text(0) }.first == "t"
+        guard got else { return nil }
+        defer { try? run("SELECT pg_advisory_unlock(?::int4, ?::int4)", key) }
+        return try body()
+    }
+
+    /// `?` placeholders numbered `$1…$n` for libpq, outside quoted strings, quoted names and
+    /// comments (the registry's SQL has `?` nowhere else, but a literal would not be changed).
+    static func postgresSQL(_ sql: String) -> String {
+        guard sql.contains("?") else { return sql }
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quote: Character?
+        var comment = false
+        var previous: Character?
+        for char in sql {
+            if comment {
+                if char == "\n" { comment = false }
+            } else if let q = quote {
+                if char == q { quote = nil }
+            } else if char == "'" || char == "\"" {
+                quote = char
+            } else if char == "-", previous == "-" {
+                comment = true
+            } else if char == "?" {
+                number += 1
+                out += "$\(number)"
+                previous = char
+                continue
+            }
+            out.append(char)
+            previous = char
+        }
+        return out
+    }
+}
+
+/// On PostgreSQL a "prepared" statement is its SQL run again: libpq's text protocol with
+/// parameters is one round trip either way.
+private final class PostgresStatement: SQLStatement {
+    unowned let store: PostgresStore
+    let sql: String
+    init(store: PostgresStore, sql: String) { self.store = store; self.sql = sql }
+    func run(_ values: [SQLValue]) throws(StorageError) { try store.run(sql, values) }
+}
+
+extension SQLValue {
+    var postgres: PostgresValue {
+        switch self {
+        case .int(let v): .int(v)
+        case .text(let s): .text(s)
+        case .blob(let b): .bytes(b)
+        case .null: .null
+        }
+    }
+
+    init(_ value: PostgresValue) {
+        switch value {
+        case .int(let v): self = .int(v)
+        case .text(let s): self = .text(s)
+        case .bytes(let b): self = .blob(b)
+        case .null: self = .null
+        }
+    }
+}
+
+extension PostgresError {
+    /// The one mapping from PostgreSQL's errors to the seam's.
+    var storageError: StorageError {
+        let kind: StorageError.Kind
+        switch (self.kind, sqlState ?? "") {
+        case (.connection, _): kind = .unavailable
+        case (_, "53100"), (_, "53200"): kind = .diskFull                 // disk_full, out_of_memory
+        case (_, "55P03"), (_, "40P01"), (_, "40001"), (_, "57014"): kind = .busy // lock timeout, deadlock, serialization, cancelled
+        case (_, let state) where state.hasPrefix("23") || state == "P0001": kind = .constraint
+        case (_, let state) where state.hasPrefix("08") || state.hasPrefix("57P"): kind = .unavailable
+        default: kind = .other
+        }
+        let code = "PostgreSQL" + (sqlState.map { " \($0)" } ?? "")
+        return StorageError(kind: kind, code: code, message: message + (detail.map { " (\($0))" } ?? ""), sql: sql)
+    }
+}
+
+@available(*, unavailable) extension PostgresStore: Sendable {}
