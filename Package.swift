@@ -54,7 +54,7 @@ let package = Package(
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
         .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl"]),
         .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )

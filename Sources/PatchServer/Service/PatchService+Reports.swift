@@ -68,6 +68,7 @@ extension PatchService {
     /// (device, event id) pairs older than a week (Registry.pruneReportEvents).
     public func reportUpkeep(now: Date = Date()) {
         registry.withLock { registry in
+            guard registry.holdsUpkeepLease() else { return }
             for app in (try? registry.apps()) ?? [] {
                 guard let guards = try? registry.guards(app: app.name), !guards.isEmpty else { continue }
                 enforceGuards(registry, app: app.name, patches: nil)

@@ -33,6 +33,8 @@ public final class PatchService: HTTPResponder {
     private let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
+    /// On a PostgreSQL registry, wakes `Upkeep` as soon as any instance commits (nil on SQLite).
+    public let changeFeed: RegistryChangeFeed?
     private let loggedOnce = Locked<Set<String>>([])
     /// Device reports waiting for the group that counts them (PatchService+Reports.swift).
     let reportQueue = ReportQueue()
@@ -48,6 +50,7 @@ public final class PatchService: HTTPResponder {
         self.log = log
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
+        changeFeed = registry.changeFeed()
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
     }
@@ -281,8 +284,10 @@ public final class PatchService: HTTPResponder {
 
     // MARK: Background work
 
-    /// Picks up changes other processes (patchctl on the same registry) committed. SQLite's
-    /// data_version moves only when another connection commits, so an idle poll is one pragma.
+    /// Picks up changes other processes (patchctl, other patchd on the same registry)
+    /// committed. SQLite's data_version moves only when another connection commits, so an idle
+    /// poll is one pragma; on PostgreSQL it is one row (`registry_changes`), and `changeFeed`
+    /// says when to look without waiting for the next poll.
     public func reloadChanged() {
         registry.withLock { registry in
             do {
@@ -299,10 +304,11 @@ public final class PatchService: HTTPResponder {
     /// Re-signs online roles that are within half their lifetime of expiring, for every app
     /// whose keys this server holds, so a quiet app never serves stale metadata. A missing
     /// (offline) key is logged once per app, not every minute. `shouldContinue` is asked
-    /// before each app, so a pass over many apps can be cut short at shutdown.
+    /// before each app, so a pass over many apps can be cut short at shutdown. Several patchd
+    /// on one PostgreSQL registry: only the holder of the upkeep lease runs it.
     public func refreshExpiring(now: Date = Date(), while shouldContinue: () -> Bool = { true }) {
         registry.withLock { registry in
-            guard let apps = try? registry.apps() else { return }
+            guard registry.holdsUpkeepLease(), let apps = try? registry.apps() else { return }
             for app in apps where shouldContinue() {
                 do {
                     let refresh = try registry.refreshExpiring(app: app.name, now: now)

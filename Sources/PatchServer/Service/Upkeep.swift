@@ -1,8 +1,9 @@
-import Dispatch
+import Foundation
 import Synchronization
 
 /// patchd's background work on one serial queue: picks up changes another process commits
-/// to the registry (every second) and re-signs online roles before they expire (every
+/// to the registry (every second, and on PostgreSQL as soon as the change feed says so, from
+/// a thread of its own that waits on it) and re-signs online roles before they expire (every
 /// minute, the first pass right away so a registry of a thousand apps does not delay
 /// start-up), then applies the guards and prunes old report ids (`reportUpkeep`).
 ///
@@ -16,8 +17,12 @@ public final class Upkeep: @unchecked Sendable {
     private let queue = DispatchQueue(label: "patchd.upkeep")
     private let timers: [DispatchSourceTimer]
     private let stopped = Atomic<Bool>(false)
+    /// Signalled when the change-feed thread has returned (or at once when there is none).
+    private let feedDone = DispatchSemaphore(value: 0)
+    private let feedWait: Duration
 
-    public init(service: PatchService, reloadEvery: Double = 1, refreshEvery: Double = 60) {
+    public init(service: PatchService, reloadEvery: Double = 1, refreshEvery: Double = 60, feedWait: Duration = .milliseconds(250)) {
+        self.feedWait = feedWait
         let reload = DispatchSource.makeTimerSource(queue: queue)
         reload.schedule(deadline: .now() + reloadEvery, repeating: reloadEvery)
         reload.setEventHandler { service.reloadChanged() }
@@ -29,6 +34,23 @@ public final class Upkeep: @unchecked Sendable {
             service.reportUpkeep()
         }
         timers.forEach { $0.resume() }
+        if let feed = service.changeFeed {
+            // Its own thread: the wait blocks in poll(2), and the serial queue must stay free
+            // for the re-signing pass. The reload runs on the queue, so it never overlaps the
+            // timer's; `feedWait` bounds how long stop() waits for this thread.
+            let thread = Thread { [self] in
+                while !stopped.load(ordering: .relaxed) {
+                    if feed.wait(timeout: feedWait), !stopped.load(ordering: .relaxed) {
+                        queue.async { service.reloadChanged() }
+                    }
+                }
+                feedDone.signal()
+            }
+            thread.name = "patchd.changes"
+            thread.start()
+        } else {
+            feedDone.signal()
+        }
     }
 
     /// Cancels the timers, cuts a re-signing pass short after the app it is on, and waits
@@ -36,6 +58,7 @@ public final class Upkeep: @unchecked Sendable {
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         timers.forEach { $0.cancel() }
+        feedDone.wait()
         // The queue is serial: this block runs after whatever handler is executing now.
         queue.sync {}
     }

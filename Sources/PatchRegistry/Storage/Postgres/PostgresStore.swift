@@ -144,16 +144,20 @@ final class PostgresStore: SQLStore {
         try query("SELECT version FROM registry_changes") { $0.int(0) }.first ?? 0
     }
 
-    /// Runs `body` only when no other instance holds this registry's upkeep lease (a session
-    /// advisory lock, given back after `body`, and by the server if this process dies): the
-    /// background re-signing and guard passes then run on one instance at a time. Returns
-    /// nil when another instance holds it.
-    func withUpkeepLease<T>(_ body: () throws -> T) throws -> T? {
+    /// The connection that holds the upkeep lease, when this process holds it.
+    private var leaseConnection: ObjectIdentifier?
+
+    /// A session advisory lock taken once and kept for the life of the connection: the
+    /// instance holding it runs the background passes, the others skip them. If the holder
+    /// dies or loses its connection, the server releases the lock and the next instance to ask
+    /// gets it. False also when the database cannot be asked.
+    func holdsUpkeepLease() -> Bool {
+        if leaseConnection == ObjectIdentifier(connection), connection.isConnected { return true }
         let key: [SQLValue] = [.int(Int64(Self.upkeepLockClass)), .int(Int64(lockKey))]
-        let got = try query("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key) { $0.text(0) }.first == "t"
-        guard got else { return nil }
-        defer { try? run("SELECT pg_advisory_unlock(?::int4, ?::int4)", key) }
-        return try body()
+        guard !inTransactionFlag,
+              (try? query("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key) { $0.text(0) })?.first == "t" else { return false }
+        leaseConnection = ObjectIdentifier(connection)
+        return true
     }
 
     /// `?` placeholders numbered `$1…$n` for libpq, outside quoted strings, quoted names and

@@ -1,0 +1,116 @@
+import Foundation
+import Synchronization
+import Testing
+import PatchCore
+import Postgres
+@testable import PatchRegistry
+@testable import PatchServer
+
+/// Several patchd and patchctl on one PostgreSQL registry (issue 13), in process: each
+/// `Registry` below is its own connection, as each instance's would be.
+@Suite("Several instances on one PostgreSQL registry", .enabled(if: SharedDatabase.url != nil, "HOTPATCH_TEST_DATABASE is unset: run `make test`"))
+struct SharedRegistryTests {
+    @Test("a publish committed through one connection is served by two other instances through NOTIFY alone (the poll is off)")
+    func notifyReachesEveryInstance() throws {
+        let shared = try SharedDatabase()
+        let writer = try shared.registry()
+        let app = try AppName("demo")
+        try writer.createApp(app, encrypted: false, actor: shared.actor)
+        let services = try (0..<2).map { _ in try PatchService(registry: try shared.registry(), log: { _ in }) }
+        // reloadEvery 1 h: without the change feed neither instance would look again.
+        let upkeeps = services.map { Upkeep(service: $0, reloadEvery: 3600, refreshEvery: 3600) }
+        defer { upkeeps.forEach { $0.stop() } }
+        #expect(services.allSatisfy { $0.changeFeed != nil })
+        let before = services.map { timestampVersion($0) }
+        // Let each feed connect and LISTEN (its first wait reports "maybe changed").
+        Thread.sleep(forTimeInterval: 0.5)
+
+        let clock = ContinuousClock()
+        let publishStart = clock.now
+        _ = try writer.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("fix()".utf8), actor: shared.actor)
+        // From the commit's acknowledgement: what a release engineer waits for after "published".
+        let start = clock.now
+        var latencies: [Duration] = []
+        for (index, service) in services.enumerated() {
+            while timestampVersion(service) == before[index], clock.now - start < .seconds(10) { Thread.sleep(forTimeInterval: 0.001) }
+            latencies.append(clock.now - start)
+            #expect(timestampVersion(service) > before[index], "instance \(index) never served the publish")
+        }
+        func ms(_ d: Duration) -> String { String(format: "%.1f ms", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15) }
+        print("publish took \(ms(start - publishStart)); commit → served by the two other instances: \(latencies.map(ms).joined(separator: ", "))")
+    }
+
+    @Test("publishes to one app from several connections at once get consecutive numbers and one linear audit chain")
+    func concurrentPublishes() throws {
+        let shared = try SharedDatabase()
+        let app = try AppName("demo")
+        try shared.registry().createApp(app, encrypted: false, actor: shared.actor)
+        let failures = Mutex<[String]>([])
+        let numbers = Mutex<[Int]>([])
+        let writers = 3, each = 6
+        let group = DispatchGroup()
+        for w in 0..<writers {
+            let url = shared.url
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let registry = try Registry(database: .postgres(url), keysDirectory: shared.keys)
+                    for i in 0..<each {
+                        let published = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("w\(w) i\(i)".utf8), actor: Actor("writer\(w)"))
+                        numbers.withLock { $0.append(published.patch.number) }
+                    }
+                } catch { failures.withLock { $0.append("\(error)") } }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == [])
+        #expect(numbers.withLock { $0.sorted() } == Array(1...(writers * each)))
+        let registry = try shared.registry()
+        let verification = try registry.verifyAudit()
+        guard case .intact(let events, _) = verification else { Issue.record("audit chain: \(verification)"); return }
+        #expect(events == 1 + writers * each)
+        let listed = try registry.patches(app: app, appVersion: nil, activeOnly: false).map(\.number)
+        #expect(listed.sorted() == Array(1...(writers * each)))
+    }
+
+    @Test("one instance at a time holds the upkeep lease; when it goes away the next one to ask takes it")
+    func upkeepLease() throws {
+        let shared = try SharedDatabase()
+        var first: Registry? = try shared.registry()
+        let second = try shared.registry()
+        #expect(first?.holdsUpkeepLease() == true)
+        #expect(first?.holdsUpkeepLease() == true, "kept, not taken again")
+        #expect(second.holdsUpkeepLease() == false)
+        first = nil  // its connection closes: the server gives the lease back
+        var taken = false
+        for _ in 0..<100 where !taken {
+            taken = second.holdsUpkeepLease()
+            if !taken { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(taken)
+        #expect(first == nil)
+    }
+
+    private func timestampVersion(_ service: PatchService) -> Int64 {
+        let response = service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/demo/metadata/timestamp.json", headers: [:], query: [:], remoteAddress: "127.0.0.1"))
+        guard response.status == 200, let json = try? JSONParser.parse(response.body) else { return -1 }
+        return json["signed"]?["version"]?.intValue ?? -1
+    }
+}
+
+/// A new schema in the test cluster's database, and registries on it (one connection each).
+struct SharedDatabase {
+    static let url = ProcessInfo.processInfo.environment["HOTPATCH_TEST_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+    let url: String
+    let keys: URL
+    let actor = Actor("tester")
+
+    init() throws {
+        let base = try #require(Self.url)
+        let schema = "shared_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        _ = try PostgresConnection(base).execute("CREATE SCHEMA \(schema)")
+        url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        keys = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-shared-\(schema)", isDirectory: true)
+    }
+
+    func registry() throws -> Registry { try Registry(database: .postgres(url), keysDirectory: keys) }
+}
