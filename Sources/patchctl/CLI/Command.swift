@@ -13,7 +13,7 @@ enum PatchCtl {
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
-        PromoteCommand.self,
+        PromoteCommand.self, DbCopyCommand.self,
     ]
 
     static var overview: String {
