@@ -56,7 +56,7 @@ public final class Registry {
         case .postgres(let conninfo):
             let store: PostgresStore
             do { store = try PostgresStore(conninfo: conninfo) } catch {
-                throw .storage(StorageError(kind: error.kind, code: error.code, message: "cannot connect to \(database): \(error.message)", sql: nil))
+                throw .storage(StorageError(kind: error.kind, code: error.code, message: "cannot open the registry at \(database): \(error.message)", sql: nil))
             }
             do {
                 if !create, try store.query("SELECT to_regclass('schema_info') IS NULL", row: { $0.text(0) }).first == "t" {

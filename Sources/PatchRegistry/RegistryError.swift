@@ -18,6 +18,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
         case .storage(let e):
             if e.isDiskFull { return "the registry's disk is full; nothing was changed (\(e.message))" }
             if e.isBusy { return "the registry is locked by another process; nothing was changed, try again" }
+            if e.kind == .unavailable { return "the registry's database is unreachable; nothing was changed (\(e.message))" }
             return "registry storage error: \(e)"
         case .crypto(let e): return e.description
         case .internalError(let m): return "internal error: \(m)"

@@ -111,6 +111,9 @@ sigemptyset(&stopSignals)
 for sig in [SIGTERM, SIGINT] { sigaddset(&stopSignals, sig) }
 pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 
+if let url = CommandLine.arguments.drop(while: { $0 != "--database" }).dropFirst().first, RegistryDatabase.hasPassword(url) {
+    writeLine("patchd: warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or HOTPATCH_DATABASE")
+}
 let registry: Registry
 do {
     let database = try RegistryDatabase.resolve(database: options["--database"],

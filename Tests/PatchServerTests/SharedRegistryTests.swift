@@ -90,6 +90,24 @@ struct SharedRegistryTests {
         #expect(first == nil)
     }
 
+    @Test("a connection the server drops fails the call under way as unreachable (503, nothing changed) and is replaced on the next call")
+    func reconnects() throws {
+        let shared = try SharedDatabase()
+        let registry = try shared.registry()
+        let app = try AppName("demo")
+        try registry.createApp(app, encrypted: false, actor: shared.actor)
+        let pid = try #require(try registry.db.query("SELECT pg_backend_pid()") { $0.int(0) }.first)
+        _ = try PostgresConnection(shared.url).query("SELECT pg_terminate_backend($1::int4)", [.int(pid)])
+        Thread.sleep(forTimeInterval: 0.2)
+        let error = try #require(throws: RegistryError.self) { try registry.apps() }
+        guard case .storage(let storage) = error else { Issue.record("\(error)"); return }
+        #expect(storage.kind == .unavailable, "\(storage)")
+        #expect(error.httpError.status == 503 && error.description.contains("nothing was changed"))
+        #expect(try registry.apps().map(\.name) == [app], "a new connection, at once")
+        let published = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("x()".utf8), actor: shared.actor)
+        #expect(published.patch.number == 1)
+    }
+
     private func timestampVersion(_ service: PatchService) -> Int64 {
         let response = service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/demo/metadata/timestamp.json", headers: [:], query: [:], remoteAddress: "127.0.0.1"))
         guard response.status == 200, let json = try? JSONParser.parse(response.body) else { return -1 }

@@ -25,6 +25,11 @@ public enum RegistryDatabase: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// True when the URL carries a password (`user:secret@`, `password=`): on a command line
+    /// every user of the machine can read it (ps, /proc/PID/cmdline); libpq's ~/.pgpass or
+    /// PGPASSFILE, or the URL in $HOTPATCH_DATABASE, keep it to the owner.
+    public static func hasPassword(_ url: String) -> Bool { redacted(url) != url }
+
     public var isPostgres: Bool { if case .postgres = self { true } else { false } }
 
     /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; `password=` in the

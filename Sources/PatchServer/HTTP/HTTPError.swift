@@ -57,6 +57,8 @@ extension RegistryError {
         case .notFound(let m): return .notFound(m)
         case .conflict(let m): return HTTPError(409, "conflict", m)
         case .storage(let e) where e.isBusy: return HTTPError(503, "busy", "the registry is busy; retry", headers: [("Retry-After", "1")])
+        case .storage(let e) where e.kind == .unavailable:
+            return HTTPError(503, "unavailable", "the registry's database is unreachable; nothing was changed, retry", headers: [("Retry-After", "1")])
         case .storage(let e) where e.isDiskFull: return HTTPError(507, "insufficient_storage", "the registry's disk is full; nothing was changed")
         default: return .internalError
         }

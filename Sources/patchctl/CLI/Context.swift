@@ -9,6 +9,8 @@ struct Context {
     let databaseURL: String?
     /// Both --data and --database on the command line: refused when the registry is opened.
     let bothRegistries: Bool
+    /// `--database` as given on the command line (not from the environment).
+    private let databaseArgument: String?
     let keysDirectory: URL
     let actor: Actor
     let environment: [String: String]
@@ -28,6 +30,7 @@ struct Context {
         // An explicit --data wins over an exported $HOTPATCH_DATABASE.
         databaseURL = arguments.value("--database") ?? (arguments.value("--data") == nil ? environment["HOTPATCH_DATABASE"] : nil)
         bothRegistries = arguments.value("--database") != nil && arguments.value("--data") != nil
+        databaseArgument = arguments.value("--database")
         keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
         actor = Actor.current(environment: environment)
     }
@@ -47,6 +50,9 @@ struct Context {
             Output.error("note: `patchctl \(command)` acts on the registry at \((try? database.description) ?? dataDirectory.path), not on \(server.debugSanitized) (it has no remote form)")
         }
         let database = try self.database
+        if let url = databaseURL, url == databaseArgument, RegistryDatabase.hasPassword(url) {
+            Output.error("warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or $HOTPATCH_DATABASE")
+        }
         do { return try Registry(database: database, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
     }
 

@@ -129,7 +129,7 @@ final class PostgresStore: SQLStore {
                 let version = try query("UPDATE registry_changes SET version = version + 1 RETURNING version") { $0.int(0) }.first ?? 0
                 try run("SELECT pg_notify(?, ?)", [.text(channel), .text(String(version))])
             }
-            let commit = try use("COMMIT") { c throws(PostgresError) in try c.execute("COMMIT") }
+            let commit = try self.commit()
             guard commit.command == "COMMIT" else {
                 throw StorageError(kind: .other, code: "PostgreSQL", message: "COMMIT rolled back: a statement in the transaction failed", sql: "COMMIT")
             }
@@ -138,6 +138,19 @@ final class PostgresStore: SQLStore {
             throw error
         }
         return result
+    }
+
+    /// COMMIT, and the one ambiguous failure: the server may have committed before the
+    /// connection went. That is never reported as "unreachable, nothing was changed" (which a
+    /// client would retry); the registry's listing and audit log say what happened.
+    private func commit() throws(StorageError) -> PostgresResult {
+        do {
+            return try use("COMMIT") { c throws(PostgresError) in try c.execute("COMMIT") }
+        } catch {
+            guard error.kind == .unavailable else { throw error }
+            throw StorageError(kind: .other, code: error.code,
+                               message: "the connection was lost during COMMIT, so the change may or may not have been made: check `patchctl list` and `patchctl audit` (\(error.message))", sql: "COMMIT")
+        }
     }
 
     func dataVersion() throws(StorageError) -> Int64 {
@@ -234,7 +247,11 @@ extension PostgresError {
         default: kind = .other
         }
         let code = "PostgreSQL" + (sqlState.map { " \($0)" } ?? "")
-        return StorageError(kind: kind, code: code, message: message + (detail.map { " (\($0))" } ?? ""), sql: sql)
+        // libpq's connection messages span lines ("…failed: …\n\tIs the server running…?");
+        // every message here is one line, as patchctl and patchd print errors.
+        let text = (message + (detail.map { " (\($0))" } ?? "")).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+        return StorageError(kind: kind, code: code, message: text, sql: sql)
     }
 }
 
