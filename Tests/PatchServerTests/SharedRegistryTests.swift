@@ -108,6 +108,41 @@ struct SharedRegistryTests {
         #expect(published.patch.number == 1)
     }
 
+    @Test("with the database unreachable an instance keeps serving what it prepared: /healthz says degraded (200, so haproxy keeps it), writes are 503")
+    func databaseDown() throws {
+        let shared = try SharedDatabase()
+        let admin = try PostgresConnection(shared.url)
+        let role = "r_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
+        try admin.execute("CREATE ROLE \(role) LOGIN; GRANT ALL ON SCHEMA \(shared.schema) TO \(role)")
+        let url = shared.url.replacingOccurrences(of: "://hotpatch@", with: "://\(role)@")
+        let registry = try Registry(database: .postgres(url), keysDirectory: shared.keys)
+        let app = try AppName("demo")
+        try registry.createApp(app, encrypted: false, actor: shared.actor)
+        _ = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("x()".utf8), actor: shared.actor)
+        let token = try registry.createToken(app: app, role: .publisher, name: "ci", actor: shared.actor).secret
+        let service = try PatchService(registry: registry, log: { _ in })
+        let version = timestampVersion(service)
+        #expect(version > 0)
+
+        try admin.execute("ALTER ROLE \(role) NOLOGIN")
+        _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [.text(role)])
+        Thread.sleep(forTimeInterval: 0.2)
+        let health = get(service, "/healthz")
+        #expect(health.status == 200)
+        #expect(String(decoding: health.body, as: UTF8.self).contains("\"degraded\""))
+        #expect(timestampVersion(service) == version, "served from memory")
+        let publish = service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(token)"],
+                                                      query: ["appVersion": "2.3"], body: Array("y()".utf8), remoteAddress: "127.0.0.1"))
+        #expect(publish.status == 503 && publish.header("Retry-After") == "1", "\(publish.status) \(String(decoding: publish.body, as: UTF8.self))")
+
+        try admin.execute("ALTER ROLE \(role) LOGIN")
+        #expect(String(decoding: get(service, "/healthz").body, as: UTF8.self).contains("\"ok\""))
+    }
+
+    private func get(_ service: PatchService, _ path: String) -> HTTPResponse {
+        service.respond(to: HTTPRequest(method: "GET", path: path, headers: [:], query: [:], remoteAddress: "127.0.0.1"))
+    }
+
     private func timestampVersion(_ service: PatchService) -> Int64 {
         let response = service.respond(to: HTTPRequest(method: "GET", path: "/v1/apps/demo/metadata/timestamp.json", headers: [:], query: [:], remoteAddress: "127.0.0.1"))
         guard response.status == 200, let json = try? JSONParser.parse(response.body) else { return -1 }
@@ -119,12 +154,14 @@ struct SharedRegistryTests {
 struct SharedDatabase {
     static let url = ProcessInfo.processInfo.environment["HOTPATCH_TEST_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
     let url: String
+    let schema: String
     let keys: URL
     let actor = Actor("tester")
 
     init() throws {
         let base = try #require(Self.url)
         let schema = "shared_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        self.schema = schema
         _ = try PostgresConnection(base).execute("CREATE SCHEMA \(schema)")
         url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
         keys = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-shared-\(schema)", isDirectory: true)

@@ -284,6 +284,13 @@ extension PatchService {
         case .success(let apps):
             lastHealthyRead.withLock { $0 = (now, apps) }
             return .json(["status": "ok", "apps": .int(Int64(apps))], headers: [("Cache-Control", "no-store")])
+        case .failure(.storage(let error)) where error.kind == .unavailable && changeFeed != nil:
+            // A shared (PostgreSQL) database that is down is down for every instance alike:
+            // failing the check would take them all out of haproxy and stop devices getting
+            // what is prepared in memory. Writes answer 503 meanwhile; re-signing waits.
+            lastHealthyRead.withLock { $0 = nil }
+            logOnce("health check: the registry's database is unreachable; serving what is prepared: \(error)")
+            return .json(["status": "degraded", "database": "unreachable"], headers: [("Cache-Control", "no-store")])
         case .failure(let error):
             lastHealthyRead.withLock { $0 = nil }
             logOnce("health check: the registry cannot be read: \(error)")
