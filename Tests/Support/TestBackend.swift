@@ -48,10 +48,8 @@ public enum TestBackend {
         return "reg_" + Digest.sha256Hex(Array(path.utf8)).prefix(32)
     }
 
-    /// A connection to the test cluster itself, for tests that look at what the registry
-    /// stored (the PostgreSQL twin of reading registry.sqlite), with `search_path` on the
-    /// schema of `dataDirectory`.
-    public static func connection(dataDirectory: URL) throws -> PostgresConnection {
+    /// A connection to the test cluster with `search_path` on the schema of `dataDirectory`.
+    static func connection(dataDirectory: URL) throws -> PostgresConnection {
         guard case .postgres(let url) = try database(dataDirectory: dataDirectory) else {
             throw TestBackendError(message: "connection(dataDirectory:) is for HOTPATCH_TEST_REGISTRY=postgres")
         }
@@ -89,12 +87,26 @@ public enum TestBackend {
         return stored
     }
 
+    /// The rows of `sql` run in the PostgreSQL schema of `dataDirectory`, every value in its
+    /// text form (NULL as nil): what a test reads of the catalog or the tables.
+    public static func rows(_ sql: String, dataDirectory: URL) throws -> [[String?]] {
+        try connection(dataDirectory: dataDirectory).query(sql).rows.map { row in
+            row.map { value in
+                switch value {
+                case .text(let text): text
+                case .int(let number): String(number)
+                case .bytes(let bytes): String(decoding: bytes, as: UTF8.self)
+                case .null: nil
+                }
+            }
+        }
+    }
+
     /// The tables in the PostgreSQL schema of `dataDirectory` (none for a registry that was
     /// never created there).
     public static func tables(dataDirectory: URL) throws -> [String] {
-        try connection(dataDirectory: dataDirectory)
-            .query("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
-            .rows.compactMap { if case .text(let name) = $0[0] { name } else { nil } }
+        try rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename", dataDirectory: dataDirectory)
+            .compactMap { $0[0] }
     }
 
     private static func clusterURL() throws(TestBackendError) -> String {
