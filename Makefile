@@ -69,9 +69,15 @@ test: deps
 # Two runs: PatchClientTests bound syncs by deadlines (Task.sleep on Swift concurrency's
 # pool, one thread per core), and the other suites block pool threads for seconds at a time
 # (CLI tests wait for the processes they start), which made those deadlines fire late.
+# Then the same two runs with every registry on PostgreSQL (HOTPATCH_TEST_REGISTRY=postgres:
+# Tests/Support/TestBackend.swift gives each test's data directory a schema of its own in the
+# cluster), without PatchCoreTests and PostgresTests, which open no registry.
+PG_REGISTRY := env HOTPATCH_TEST_REGISTRY=postgres
 test-swift:
 	$(WITH_PG) swift test --skip-build --skip PatchClientTests
 	$(WITH_PG) swift test --skip-build --filter PatchClientTests
+	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --skip 'PatchClientTests|PatchCoreTests|PostgresTests'
+	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --filter PatchClientTests
 
 test-interop:
 	$(WITH_PG) env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop

@@ -49,12 +49,15 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         // Against the cluster `make test` starts (scripts/pg-test-cluster.sh).
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl"]),
+        // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
+        // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
+        .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "Postgres"], path: "Tests/Support"),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl"]),
-        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl", "Postgres"]),
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl", "HotpatchTestSupport"]),
+        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )

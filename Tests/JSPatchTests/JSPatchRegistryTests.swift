@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// The JSPatch key in the registry and the key store: creation, import, refusals, packages, export.
 @Suite("JSPatch keys and packages in the registry")
@@ -147,7 +148,7 @@ struct JSPatchRegistryTests {
         try f.registry.createApp(app, encrypted: false, actor: f.actor)
         // What an older hotpatch left: the same schema without jspatch_keys.
         try f.registry.db.execute("DROP TABLE jspatch_keys")
-        let reopened = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let reopened = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         #expect(try reopened.apps().map(\.name) == [app])
         #expect(try reopened.jspatchKey(app: app) == nil)
         try reopened.enableJSPatch(app: app, key: try RSAPrivateKey.generate(bits: 1024), actor: f.actor)

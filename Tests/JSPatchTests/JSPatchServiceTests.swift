@@ -3,6 +3,7 @@ import Testing
 import PatchCore
 import PatchRegistry
 @testable import PatchServer
+import HotpatchTestSupport
 
 /// The /jspatch routes through PatchService in process, and once over loopback.
 @Suite("JSPatch routes")
@@ -23,7 +24,7 @@ final class JSPatchServiceTests {
     }
 
     func makeService() throws -> PatchService {
-        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         let clock = clock, logged = logged
         return try PatchService(registry: registry, devices: DeviceThrottle(clock: { clock.seconds }),
                                 ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), log: { logged.append($0) })
@@ -121,7 +122,7 @@ final class JSPatchServiceTests {
         service.reloadChanged()
         #expect(get("/jspatch/plain/1.0/v1.zip").status == 404)
         // Another process (patchctl) changes the registry file.
-        let other = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let other = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         try other.enableJSPatch(app: plain, key: try RSAPrivateKey.generate(bits: 1024), actor: f.actor)
         service.reloadChanged()
         #expect(get("/jspatch/plain/1.0/v1.zip").status == 200)

@@ -3,6 +3,7 @@ import PatchCore
 import PatchRegistry
 import Testing
 @testable import PatchClient
+import HotpatchTestSupport
 
 /// What an app reads and does besides syncing: one sync at a time, cancellation, the last
 /// check and error, the server's message, clearing the cache, the content key file.
@@ -116,7 +117,7 @@ struct ClientStatusTests {
         let data = directory.appendingPathComponent("data"), keys = directory.appendingPathComponent("keys")
         let process = Process()
         process.executableURL = patchctlBinary
-        process.arguments = ["apps", "create", "vault", "--encrypt", "--data", data.path, "--keys", keys.path]
+        process.arguments = ["apps", "create", "vault", "--encrypt", "--keys", keys.path] + (try TestBackend.arguments(dataDirectory: data.path))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
@@ -126,7 +127,7 @@ struct ClientStatusTests {
         let key = try ClientConfiguration.contentKey(hexFile: file)
         #expect(key.count == 32)
 
-        let registry = try Registry(dataDirectory: data, keysDirectory: keys)
+        let registry = try TestBackend.registry(dataDirectory: data, keysDirectory: keys)
         let app = try AppName("vault"), version = try AppVersion("2.3")
         let script = Array("vault();\n".utf8)
         _ = try registry.publish(app: app, appVersion: version, bundle: script, actor: Actor("client-tests"))

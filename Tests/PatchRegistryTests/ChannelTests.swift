@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 @Suite("Channels, promotion and release notes")
 struct ChannelTests {
@@ -133,7 +134,7 @@ struct ChannelTests {
         let oldTargets = try t.targets(app).targets
         // What the previous hotpatch left: the same schema without patch_releases.
         try t.registry.db.execute("DROP TABLE patch_releases")
-        let reopened = try Registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
+        let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         let patches = try reopened.patches(app: app, appVersion: nil, activeOnly: false)
         #expect(patches.map(\.channel) == [.production, .production] && patches.allSatisfy { $0.message == nil && $0.promotedFrom == nil })
         try reopened.setRollout(app: app, appVersion: v23, number: 2, percent: 60, actor: t.actor)

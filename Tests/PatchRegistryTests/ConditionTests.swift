@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import Testing
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// Delivery conditions in the registry: stored, signed under the conditional name, shown
 /// without the hashes, and kept across a reopen.
@@ -53,15 +54,12 @@ struct RegistryConditionTests {
         let app = try t.app("demo")
         let conditions = try Self.qaOnly()
         _ = try t.registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("qa()".utf8), conditions: conditions, actor: t.actor)
-        let reopened = try Registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
+        let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.patches(app: app, appVersion: nil, activeOnly: false).first?.conditions == conditions)
         #expect(try reopened.auditEvents(app: app).last?.details["conditions"] == conditions.json)
         let report = try await t.verify(app)
         #expect(report.targets.count == 1 && report.targets.allSatisfy { $0.problem == nil && $0.plaintextChecked })
-        var stored = Data()
-        for name in try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("data").path) {
-            stored += (try? Data(contentsOf: t.root.appendingPathComponent("data").appendingPathComponent(name))) ?? Data()
-        }
-        #expect(!stored.isEmpty && stored.range(of: Data("qa-1".utf8)) == nil, "a raw device ID reached the registry's files")
+        let stored = try TestBackend.storedBytes(dataDirectory: t.root.appendingPathComponent("data"))
+        #expect(!stored.isEmpty && stored.range(of: Data("qa-1".utf8)) == nil, "a raw device ID reached the registry's storage")
     }
 }

@@ -1,9 +1,11 @@
 import Foundation
 import Testing
+import HotpatchTestSupport
 import PatchCore
 @testable import PatchRegistry
 
-@Suite("Data directory permissions")
+@Suite("Data directory permissions",
+       .enabled(if: !TestBackend.isPostgres, "the modes of the SQLite data directory and registry.sqlite: a PostgreSQL registry has no data directory (the server's files and the database's grants decide who reads it)"))
 struct DataDirectoryTests {
     @Test("a registry opened in a fresh directory is private: 0700 directory, 0600 file, nothing to report")
     func freshIsPrivate() throws {

@@ -102,7 +102,7 @@ struct AuditTests {
         try t.publish(app, "2.3", "two()")
         #expect(throws: StorageError.self) { try t.registry.db.execute("UPDATE audit SET actor = 'mallory' WHERE seq = 2") }
         #expect(throws: StorageError.self) { try t.registry.db.execute("DELETE FROM audit WHERE seq = 3") }
-        try t.registry.db.execute("DROP TRIGGER audit_append_only_update; UPDATE audit SET actor = 'mallory' WHERE seq = 2")
+        try t.registry.db.execute(Self.dropTrigger(t, "audit_append_only_update") + "; UPDATE audit SET actor = 'mallory' WHERE seq = 2")
         #expect(try t.registry.verifyAudit() == .broken(seq: 2, reason: "content does not match its hash: the event was altered"))
     }
 
@@ -112,7 +112,13 @@ struct AuditTests {
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
         try t.publish(app, "2.3", "two()")
-        try t.registry.db.execute("DROP TRIGGER audit_append_only_delete; DELETE FROM audit WHERE seq = 2")
+        try t.registry.db.execute(Self.dropTrigger(t, "audit_append_only_delete") + "; DELETE FROM audit WHERE seq = 2")
         guard case .broken(3, _) = try t.registry.verifyAudit() else { Issue.record("deletion not detected"); return }
+    }
+
+    /// What an attacker with write access to the database runs to lift the append-only rule:
+    /// SQLite has a trigger per statement kind; PostgreSQL one for UPDATE and DELETE.
+    static func dropTrigger(_ t: TempRegistry, _ sqliteName: String) -> String {
+        t.registry.db.dialect == .sqlite ? "DROP TRIGGER \(sqliteName)" : "DROP TRIGGER audit_append_only ON audit"
     }
 }

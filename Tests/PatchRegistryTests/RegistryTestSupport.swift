@@ -1,6 +1,7 @@
 import Foundation
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// A registry in a fresh temporary directory, removed when the value is released.
 final class TempRegistry {
@@ -10,7 +11,7 @@ final class TempRegistry {
 
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-test-\(UUID().uuidString)", isDirectory: true)
-        registry = try Registry(dataDirectory: root.appendingPathComponent("data"), keysDirectory: root.appendingPathComponent("keys"))
+        registry = try TestBackend.registry(dataDirectory: root.appendingPathComponent("data"), keysDirectory: root.appendingPathComponent("keys"))
     }
 
     deinit { try? FileManager.default.removeItem(at: root) }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 @Suite("Release flow: same bytes, dry runs, opening, export")
 struct ReleaseFlowTests {
@@ -37,10 +38,11 @@ struct ReleaseFlowTests {
     @Test("create: false opens an existing registry and refuses a missing one without creating it")
     func openExisting() throws {
         let t = try TempRegistry()
-        _ = try Registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"), create: false)
+        _ = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"), create: false)
         let typo = t.root.appendingPathComponent("dta")
-        #expect(throws: RegistryError.self) { try Registry(dataDirectory: typo, keysDirectory: t.root.appendingPathComponent("keys"), create: false) }
+        #expect(throws: RegistryError.self) { try TestBackend.registry(dataDirectory: typo, keysDirectory: t.root.appendingPathComponent("keys"), create: false) }
         #expect(!FileManager.default.fileExists(atPath: typo.path))
+        if TestBackend.isPostgres { #expect(try TestBackend.tables(dataDirectory: typo) == [], "no table was created in the mistyped registry's schema") }
     }
 
     @Test("export into an older export deletes what is no longer listed and nothing else")

@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import Testing
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// One event as a device sends it.
 func event(_ id: String, _ type: ReportEventType, _ version: String = "2.3", patch: Int? = 1, channel: ChannelName = .production,
@@ -89,18 +90,15 @@ struct ReportTests {
         try t.publish(app, "2.3", "one()")
         let id = "device-7f3a-secret-identifier"
         _ = try t.registry.ingestReports(app: app, deviceID: id, events: [try event("1", .installed)])
-        let reopened = try Registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
+        let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.reportFigures(app: app).first?.count(.installed) == 1)
         let rows = try reopened.db.query("SELECT device FROM report_devices") { $0.text(0) }
         #expect(rows == [Registry.deviceHash(id)])
         let keys = try reopened.db.query("SELECT event_key FROM report_events") { $0.text(0) }
         #expect(keys == [Registry.eventKey(device: Registry.deviceHash(id), id: "1")] && keys[0].count == 32)
         #expect(Registry.deviceHash(id) == String(Digest.sha256Hex(Array(id.utf8)).prefix(32)))
-        let files = try FileManager.default.contentsOfDirectory(atPath: t.root.appendingPathComponent("data").path)
-        for file in files {
-            let bytes = try Data(contentsOf: t.root.appendingPathComponent("data").appendingPathComponent(file))
-            #expect(bytes.range(of: Data(id.utf8)) == nil, "\(file) holds the raw device ID")
-        }
+        let stored = try TestBackend.storedBytes(dataDirectory: t.root.appendingPathComponent("data"))
+        #expect(!stored.isEmpty && stored.range(of: Data(id.utf8)) == nil, "the registry holds the raw device ID")
     }
 
     @Test("a group of reports from several devices and apps counts in one transaction, each with its own outcome; an unknown app's are dropped")

@@ -3,6 +3,7 @@ import PatchCore
 import PatchRegistry
 import Testing
 @testable import PatchServer
+import HotpatchTestSupport
 
 @Suite("Listings and refusals over the API")
 struct ListingRouteTests {
@@ -43,7 +44,7 @@ struct ListingRouteTests {
     @Test("a 403 says what the token is and which token the request needs")
     func forbiddenNamesTheMissingScope() throws {
         let f = try ServiceFixture()
-        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         let demoAuditor = try registry.createToken(app: try AppName("demo"), role: .auditor, name: "qa", actor: Actor("admin")).secret
         let publish = f.post("/v1/apps/demo/patches", body: "x()", token: demoAuditor, query: ["appVersion": "2.3"])
         #expect(publish.status == 403)

@@ -3,6 +3,7 @@ import PatchCore
 import PatchRegistry
 import Testing
 @testable import PatchServer
+import HotpatchTestSupport
 
 extension ServiceFixture {
     /// `POST /v1/apps/{app}/reports` as a device sends it.
@@ -82,7 +83,7 @@ struct ReportRouteTests {
             if i < 10 { items.append(f.installed("r", type: "rolledBack")) }
             _ = f.report(f.events(items), device: "device-\(i)")
         }
-        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
         try registry.setGuard(app: try AppName("demo"), maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: Actor("ops"))
         f.service.reloadChanged()
         #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "a"]).status == 200)

@@ -3,6 +3,7 @@ import Testing
 import PatchCore
 import PatchRegistry
 @testable import PatchServer
+import HotpatchTestSupport
 
 /// A revoke that lands in seconds: a change that takes code away from an app version and
 /// channel (revoke, halt, rollback, lower rollout) lifts the per-device interval for the
@@ -83,7 +84,7 @@ struct RevokeLiftTests {
         let f = try Self.fixture()
         #expect(status(f) == 200)
         f.clock.advance(5)
-        let registry = try PatchRegistry.Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
         _ = try registry.revoke(app: try AppName("demo"), appVersion: try AppVersion("2.3"), number: nil, actor: .init("outside"))
         #expect(status(f) == 429, "not yet seen")
         f.service.reloadChanged()

@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import PatchRegistry
 @testable import PatchServer
+import HotpatchTestSupport
 
 /// A registry on disk with a demo app, and a service over it: requests go through the
 /// router in process, no socket.
@@ -19,7 +20,7 @@ final class ServiceFixture {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
-        let registry = try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory)
+        let registry = try TestBackend.registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory)
         let actor = Actor("fixture")
         let demo = try AppName("demo")
         try registry.createApp(demo, encrypted: encrypted, actor: actor)

@@ -3,6 +3,7 @@ import PatchCore
 import PatchRegistry
 import Testing
 @testable import PatchServer
+import HotpatchTestSupport
 
 @Suite("GET /v1/apps/{app}/status")
 struct StatusRouteTests {
@@ -13,7 +14,7 @@ struct StatusRouteTests {
         f.publish("two()", rollout: 25)
         let response = f.get("/v1/apps/demo/status", headers: ["Authorization": "Bearer \(f.auditorToken)"])
         #expect(response.status == 200)
-        let registry = try Registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
         let expected = try #require(try registry.status(app: try AppName("demo")).first).json
         #expect(try f.json(response) == expected)
         let served = try f.json(response)["versions"]?.arrayValue?.first?["served"]?.arrayValue?.compactMap { $0["basisPoints"]?.intValue }

@@ -136,7 +136,7 @@ struct CLIConsistencyTests {
         let w = try Workspace()
         let process = Process()
         process.executableURL = Workspace.binary
-        process.arguments = ["apps", "create", "demo", "--data", w.path("data"), "--keys", w.path("keys")]
+        process.arguments = ["apps", "create", "demo", "--keys", w.path("keys")] + (try w.registryArguments("data"))
         process.environment = [:]
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchTestSupport
 import PatchCore
 
 /// Runs the built `patchctl` binary in a temporary workspace, as a release engineer would.
@@ -33,6 +34,10 @@ final class Workspace {
         return path(name)
     }
 
+    /// The options naming the registry of the data directory `name` in the workspace, on the
+    /// backend under test: `--data DIR` or `--database URL` (`TestBackend`).
+    func registryArguments(_ name: String) throws -> [String] { try TestBackend.arguments(dataDirectory: path(name)) }
+
     /// Runs `patchctl ARGS --data … --keys …` (the global options are added for commands that take them).
     @discardableResult
     func run(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true, umask: String? = nil) throws -> Result {
@@ -44,7 +49,7 @@ final class Workspace {
     /// With `umask`, it runs under that umask (through /bin/sh), as an operator's shell would.
     func start(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true, umask: String? = nil) throws -> Running {
         let process = Process()
-        let words = arguments + (local ? ["--data", path("data"), "--keys", path("keys")] : [])
+        let words = arguments + (local ? try registryArguments("data") + ["--keys", path("keys")] : [])
         if let umask {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "umask \(umask) && exec \"$0\" \"$@\"", Workspace.binary.path] + words

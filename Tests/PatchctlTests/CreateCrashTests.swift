@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HotpatchTestSupport
 import PatchCore
 
 /// `apps create --encrypt` killed at any moment: the next `apps create` of the name succeeds,
@@ -70,7 +71,7 @@ struct CreateCrashTests {
         // Registry A creates demo; registry B shares the key directory and tries the same name.
         try w.run(["apps", "create", "demo", "--encrypt"])
         let before = try Self.files(w, "keys/demo")
-        let other = try w.run(["apps", "create", "demo", "--encrypt", "--data", w.path("data-b"), "--keys", w.path("keys")], local: false)
+        let other = try w.run(["apps", "create", "demo", "--encrypt", "--keys", w.path("keys")] + w.registryArguments("data-b"), local: false)
         #expect(other.status == 2)
         #expect(other.stderr.contains("are never overwritten") && other.stderr.contains("move the directory away"), "\(other.stderr)")
         #expect(try Self.files(w, "keys/demo") == before)
@@ -79,7 +80,7 @@ struct CreateCrashTests {
         // A create of registry A killed before its commit is not B's to clean up either.
         #expect(try w.run(["apps", "create", "sec", "--encrypt"], environment: ["HOTPATCH_CRASH_AT": "create.before-commit"]).killedBySignal == SIGKILL)
         let orphan = try Self.files(w, "keys/sec")
-        #expect(try w.run(["apps", "create", "sec", "--data", w.path("data-b"), "--keys", w.path("keys")], local: false).status == 2)
+        #expect(try w.run(["apps", "create", "sec", "--keys", w.path("keys")] + w.registryArguments("data-b"), local: false).status == 2)
         #expect(try Self.files(w, "keys/sec") == orphan)
         #expect(try w.run(["apps", "create", "sec", "--encrypt"]).status == 0)
         #expect(try w.expectWorking("sec", encrypted: true))
@@ -95,7 +96,8 @@ struct CreateCrashTests {
 }
 
 /// `registry.sqlite` holds token hashes, the audit log and every bundle.
-@Suite("Registry file permissions")
+@Suite("Registry file permissions",
+       .enabled(if: !TestBackend.isPostgres, "the modes of registry.sqlite and its data directory: a PostgreSQL registry has no file of its own (the server's files and the database's grants decide who reads it)"))
 struct RegistryPermissionTests {
     @Test("registry.sqlite, -wal and -shm are created 0600 whatever the umask")
     func privateFiles() throws {

@@ -89,7 +89,7 @@ struct ExportRaceTests {
         let exporting = try w.start(["export", "--app", "demo", "--out", w.path("out")],
                                     environment: ["HOTPATCH_PAUSE_AT": "export.targets-read", "HOTPATCH_PAUSE_DIR": pauses])
         #expect(Workspace.poll(seconds: 30) { FileManager.default.fileExists(atPath: "\(pauses)/export.targets-read.paused") || !exporting.isRunning })
-        // A reader never blocks a writer in WAL mode: the publish commits at once.
+        // A reader never blocks a writer (SQLite in WAL mode; PostgreSQL, MVCC): the publish commits at once.
         let published = try w.run(["publish", "--app", "demo", "--app-version", "2.3", try w.write("two.js", "two()")])
         #expect(published.status == 0, "\(published.stderr)")
         _ = FileManager.default.createFile(atPath: "\(pauses)/export.targets-read.resume", contents: nil)

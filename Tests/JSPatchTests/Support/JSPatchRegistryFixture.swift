@@ -1,6 +1,7 @@
 import Foundation
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// A registry in a temporary directory with helpers for JSPatch apps.
 final class JSPatchRegistryFixture {
@@ -12,7 +13,7 @@ final class JSPatchRegistryFixture {
 
     init() throws {
         directory = try TempDirectory()
-        registry = try Registry(dataDirectory: directory.url.appendingPathComponent("data"),
+        registry = try TestBackend.registry(dataDirectory: directory.url.appendingPathComponent("data"),
                                 keysDirectory: directory.url.appendingPathComponent("keys"))
     }
 

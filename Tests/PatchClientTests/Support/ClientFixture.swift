@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 @testable import PatchClient
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 /// A registry in a fresh temporary directory with two apps, "demo" (plain) and "secret"
 /// (encrypted), plus what the tests need around it: exports as served byte maps, the
@@ -21,7 +22,7 @@ final class ClientFixture {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchclient-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data", isDirectory: true)
         keysDirectory = root.appendingPathComponent("keys", isDirectory: true)
-        registry = try Registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory)
+        registry = try TestBackend.registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory)
         demo = try AppName("demo")
         secret = try AppName("secret")
         version = try AppVersion("2.3")

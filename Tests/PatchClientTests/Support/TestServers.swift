@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import PatchRegistry
 import PatchServer
+import HotpatchTestSupport
 
 /// One canned answer of the mirror.
 struct CannedResponse: Sendable {
@@ -114,7 +115,7 @@ final class LiveServer: @unchecked Sendable {
     private let counter = Guarded(0)
 
     init(_ fixture: ClientFixture) throws {
-        let registry = try Registry(dataDirectory: fixture.dataDirectory, keysDirectory: fixture.keysDirectory)
+        let registry = try TestBackend.registry(dataDirectory: fixture.dataDirectory, keysDirectory: fixture.keysDirectory)
         let service = try PatchService(registry: registry, log: { _ in })
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
