@@ -3,12 +3,15 @@ import Synchronization
 import Testing
 import PatchCore
 import Postgres
+import HotpatchTestSupport
 @testable import PatchRegistry
 @testable import PatchServer
 
 /// Several patchd and patchctl on one PostgreSQL registry (issue 13), in process: each
 /// `Registry` below is its own connection, as each instance's would be.
-@Suite("Several instances on one PostgreSQL registry", .enabled(if: SharedDatabase.url != nil, "HOTPATCH_TEST_DATABASE is unset: run `make test`"))
+// Always on PostgreSQL, so it runs in the first (SQLite) pass of `make test-swift` only.
+@Suite("Several instances on one PostgreSQL registry", .enabled(if: SharedDatabase.url != nil, "HOTPATCH_TEST_DATABASE is unset: run `make test`"),
+       .enabled(if: !TestBackend.isPostgres, "runs on PostgreSQL in the first pass already"))
 struct SharedRegistryTests {
     @Test("a publish committed through one connection is served by two other instances through NOTIFY alone (the poll is off)")
     func notifyReachesEveryInstance() throws {
