@@ -62,10 +62,26 @@ public final class Registry {
                 if !create, try store.query("SELECT to_regclass('schema_info') IS NULL", row: { $0.text(0) }).first == "t" {
                     throw RegistryError.notFound("no registry at \(database) (create one with `patchctl apps create NAME --database …`)")
                 }
-                // Under the writer lock: two instances starting on a new database at once
-                // must not both create the tables.
-                try store.schemaTransaction {
-                    try store.execute(Schema.statements(for: .postgres))
+                // The schema script runs when this build's differs from the one that last ran
+                // (a new registry, or a hotpatch that added tables), under the writer lock, so
+                // two instances starting on a new database at once do not both create the
+                // tables; otherwise opening costs one read and takes no lock (patchctl opens
+                // the registry on every command).
+                let script = Schema.statements(for: .postgres)
+                let digest = Digest.sha256Hex(Array(script.utf8))
+                // And every table is there (one dropped by hand is created again, as on SQLite).
+                let tables = script.components(separatedBy: "CREATE TABLE IF NOT EXISTS").count - 1
+                let present = try store.query("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()", row: { $0.int(0) }).first ?? 0
+                let hasScript = try store.query("SELECT to_regclass('schema_script') IS NOT NULL", row: { $0.text(0) }).first == "t"
+                let applied = hasScript ? try store.query("SELECT sha256 FROM schema_script", row: { $0.text(0) }).first : nil
+                if applied != digest || present < tables {
+                    try store.schemaTransaction {
+                        try store.execute(script)
+                        try Registry.checkSchemaVersion(store)
+                        try store.run("DELETE FROM schema_script", [])
+                        try store.run("INSERT INTO schema_script(sha256) VALUES (?)", [.text(digest)])
+                    }
+                } else {
                     try Registry.checkSchemaVersion(store)
                 }
                 registryID = try store.query("SELECT id FROM registry_identity", row: { $0.text(0) }).first ?? "unknown"

@@ -227,7 +227,10 @@ enum Schema {
     /// `registry_changes`: one row whose version every write transaction bumps before it
     /// commits (PostgresStore), what `dataVersion` reads where SQLite has PRAGMA data_version.
     /// `registry_identity`: names this registry in the markers it leaves in a key directory.
+    /// `schema_script`: the SHA-256 of the script that last ran, so an open skips it when it is
+    /// the same (`Registry.init`).
     static let postgresOnly = """
+    CREATE TABLE IF NOT EXISTS schema_script(sha256 TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS registry_changes(version BIGINT NOT NULL);
     INSERT INTO registry_changes(version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM registry_changes);
     CREATE TABLE IF NOT EXISTS registry_identity(id TEXT NOT NULL);
