@@ -3,7 +3,8 @@
 #              publishes patches/demo/2.3/main.js and serves it
 #   make test  installs what is missing, builds and runs every test
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
-#              against nginx, OpenSSL and python-tuf (minutes; writes docs/BENCHMARKS.md)
+#              against nginx, OpenSSL and python-tuf, and on PostgreSQL against SQLite
+#              (minutes; writes docs/BENCHMARKS.md)
 #   make fuzz  builds the libFuzzer targets in fuzz/ and runs each for FUZZ_SECONDS (default 60),
 #              then schemathesis against patchd for as long with a random seed
 SHELL := /bin/bash
@@ -16,7 +17,9 @@ APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-
 # the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh),
 # and haproxy, which test_haproxy.py starts on deploy/haproxy.cfg in front of two patchd.
 APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15 haproxy
-APT_BENCH_PACKAGES := wrk nginx-light hyperfine
+# `make bench` also starts a PostgreSQL cluster and haproxy (rows 14-16): listed here as well
+# as with the test packages so the bench does not rely on the test list keeping them.
+APT_BENCH_PACKAGES := wrk nginx-light hyperfine postgresql-15 haproxy
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -5,7 +5,7 @@ import PatchRegistry
 import Synchronization
 
 // In-process measurements for `make bench` (bench/run.sh), one JSON object per run on stdout:
-//   publish --data D --keys K --count N --size BYTES [--encrypted]   publish latency
+//   publish --data D | --database URL --keys K --count N --size BYTES [--encrypted]   publish latency
 //   crypto --mb N                                                  hashing / AES-GCM throughput
 //   client --server URL --app A --app-version V --root F [--key F] --runs N [--reports]   PatchClient sync
 //   seed --data D --keys K --apps A --versions V --patches P        a large registry
@@ -50,6 +50,14 @@ let words = Array(CommandLine.arguments.dropFirst())
 guard let command = words.first else { fail("usage: hotpatch-bench publish|crypto|client|seed OPTIONS") }
 let options = Options(Array(words.dropFirst()))
 
+/// `--database postgres://…` as patchctl and patchd take it, else the SQLite registry under
+/// `--data`; both at once is a usage error there too.
+func registryDatabase() -> RegistryDatabase {
+    guard let url = options.values["--database"] else { return .sqlite(dataDirectory: URL(fileURLWithPath: options.string("--data"))) }
+    if options.values["--data"] != nil { fail("--data and --database name two registries: give one") }
+    do { return try RegistryDatabase.resolve(database: url, dataDirectory: URL(fileURLWithPath: ".")) } catch { fail("\(error)") }
+}
+
 func emit(_ fields: [String: JSON]) { print(JSON.object(fields).canonicalString) }
 
 /// Milliseconds as an integer number of microseconds (canonical JSON has no floats).
@@ -86,7 +94,7 @@ func bundle(size: Int, seed: Int) -> [UInt8] {
 
 switch command {
 case "publish":
-    let registry = try Registry(dataDirectory: URL(fileURLWithPath: options.string("--data")), keysDirectory: URL(fileURLWithPath: options.string("--keys")))
+    let registry = try Registry(database: registryDatabase(), keysDirectory: URL(fileURLWithPath: options.string("--keys")))
     let encrypted = options.flags.contains("--encrypted")
     let app = try AppName(encrypted ? "bench-enc" : "bench-plain")
     if (try? registry.app(app)) == nil { try registry.createApp(app, encrypted: encrypted, actor: Actor("bench")) }
@@ -101,7 +109,7 @@ case "publish":
         times.append(now() - started)
     }
     emit(["count": .int(Int64(count)), "size": .int(Int64(size)), "encrypted": .bool(encrypted),
-          "median_us": micros(median(times)), "p90_us": micros(percentile(times, 0.9)),
+          "median_us": micros(median(times)), "p90_us": micros(percentile(times, 0.9)), "p95_us": micros(percentile(times, 0.95)),
           // Every time, so a caller alternating short runs can take one median over all of them.
           "times_us": .array(times.map(micros))])
 
