@@ -130,6 +130,7 @@ struct SharedRegistryTests {
         try admin.execute("ALTER ROLE \(role) NOLOGIN")
         _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", [.text(role)])
         Thread.sleep(forTimeInterval: 0.2)
+        service.reloadChanged()  // patchd's upkeep, every second: it finds the database gone
         let health = get(service, "/healthz")
         #expect(health.status == 200)
         #expect(String(decoding: health.body, as: UTF8.self).contains("\"degraded\""))
@@ -139,6 +140,7 @@ struct SharedRegistryTests {
         #expect(publish.status == 503 && publish.header("Retry-After") == "1", "\(publish.status) \(String(decoding: publish.body, as: UTF8.self))")
 
         try admin.execute("ALTER ROLE \(role) LOGIN")
+        service.reloadChanged()
         #expect(String(decoding: get(service, "/healthz").body, as: UTF8.self).contains("\"ok\""))
     }
 

@@ -40,6 +40,9 @@ public final class PatchService: HTTPResponder {
     let reportQueue = ReportQueue()
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
     let lastHealthyRead = Locked<(at: Double, apps: Int)?>(nil)
+    /// When `reloadChanged` (patchd's upkeep, every second) last read the registry, and what it
+    /// found: `/healthz` answers from it while it is fresh.
+    let lastReload = Locked<(at: Double, result: Result<Int, RegistryError>)?>(nil)
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
@@ -290,9 +293,21 @@ public final class PatchService: HTTPResponder {
     /// says when to look without waiting for the next poll.
     public func reloadChanged() {
         registry.withLock { registry in
+            let version: Int
+            do throws(RegistryError) {
+                version = try registry.dataVersion()
+                // What /healthz answers for the next few seconds, so a health check (one a
+                // second from every proxy) costs the worker thread that takes it no database
+                // round trip and no wait for the registry lock.
+                let apps = try registry.checkReadable()
+                lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .success(apps)) }
+            } catch {
+                lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .failure(error)) }
+                logOnce("reload failed: \(error)")
+                return
+            }
+            guard lastDataVersion.load != version else { return }
             do {
-                let version = try registry.dataVersion()
-                guard lastDataVersion.load != version else { return }
                 lastDataVersion.store(version)
                 let refresh = try catalog.refresh(from: registry)
                 if !refresh.rebuilt.isEmpty { log("reloaded \(refresh.rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }

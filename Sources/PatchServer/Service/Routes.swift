@@ -273,7 +273,9 @@ extension PatchService {
     func health() throws(HTTPError) -> HTTPResponse {
         let now = IPRateLimiter.monotonicTime()
         let checked: Result<Int, RegistryError>
-        if let result = registry.withLockIfAvailable({ registry in Result { () throws(RegistryError) in try registry.checkReadable() } }) {
+        if let reload = lastReload.withLock({ $0 }), now - reload.at < 3 {
+            checked = reload.result
+        } else if let result = registry.withLockIfAvailable({ registry in Result { () throws(RegistryError) in try registry.checkReadable() } }) {
             checked = result
         } else if let recent = lastHealthyRead.withLock({ $0 }), now - recent.at < 10 {
             checked = .success(recent.apps)

@@ -46,7 +46,7 @@ final class PostgresStore: SQLStore {
 
     static func connect(_ conninfo: String) throws(StorageError) -> PostgresConnection {
         do {
-            let connection = try PostgresConnection(conninfo)
+            let connection = try PostgresConnection(boundedConnect(conninfo))
             // A statement stuck behind another writer waits at most this long, then fails as
             // busy (SQLite's busy timeout is the same 10 s).
             _ = try connection.execute("SET lock_timeout = '10s'")
@@ -55,6 +55,15 @@ final class PostgresStore: SQLStore {
             _ = try connection.execute("SET client_min_messages = warning")
             return connection
         } catch { throw error.storageError }
+    }
+
+    /// `conninfo` with `connect_timeout=5` unless it names one: libpq's default is to wait
+    /// for the operating system (minutes, for a host that drops packets), and a patchd that
+    /// reconnects while holding the registry lock would stall every request behind it.
+    static func boundedConnect(_ conninfo: String) -> String {
+        guard !conninfo.contains("connect_timeout") else { return conninfo }
+        if conninfo.contains("://") { return conninfo + (conninfo.contains("?") ? "&" : "?") + "connect_timeout=5" }
+        return conninfo + " connect_timeout=5"
     }
 
     /// FNV-1a of the registry's name: a stable 32-bit key (`hashtext` is PostgreSQL-internal).

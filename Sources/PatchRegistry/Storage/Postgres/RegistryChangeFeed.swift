@@ -27,7 +27,7 @@ public final class RegistryChangeFeed: Sendable {
         connection.withLock { connection in
             do {
                 if connection == nil || connection?.isConnected == false {
-                    let fresh = try PostgresConnection(conninfo)
+                    let fresh = try PostgresConnection(PostgresStore.boundedConnect(conninfo))
                     try fresh.listen(channel)
                     connection = fresh
                     return true
