@@ -91,6 +91,15 @@ struct SharedRegistryTests {
         }
         #expect(taken)
         #expect(first == nil)
+        // The holder's connection is cut: the server frees the lease, a third instance takes it,
+        // and the old holder, reconnected, knows it no longer holds it.
+        let pid = try #require(try second.db.query("SELECT pg_backend_pid()") { $0.int(0) }.first)
+        _ = try PostgresConnection(shared.url).query("SELECT pg_terminate_backend($1::int4)", [.int(pid)])
+        Thread.sleep(forTimeInterval: 0.2)
+        let third = try shared.registry()
+        #expect(third.holdsUpkeepLease())
+        _ = try? second.apps()  // the call that finds the connection gone
+        #expect(second.holdsUpkeepLease() == false)
     }
 
     @Test("a connection the server drops fails the call under way as unreachable (503, nothing changed) and is replaced on the next call")

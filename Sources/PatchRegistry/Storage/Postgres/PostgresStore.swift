@@ -75,7 +75,10 @@ final class PostgresStore: SQLStore {
 
     /// Runs `body` on the connection, replacing a lost one first when no transaction is open.
     private func use<T>(_ sql: String?, _ body: (PostgresConnection) throws(PostgresError) -> T) throws(StorageError) -> T {
-        if !connection.isConnected, !inTransactionFlag { connection = try Self.connect(conninfo) }
+        if !connection.isConnected, !inTransactionFlag {
+            connection = try Self.connect(conninfo)
+            generation += 1
+        }
         let connection = self.connection
         return try Self.mapped(sql) { () throws(PostgresError) in try body(connection) }
     }
@@ -166,19 +169,21 @@ final class PostgresStore: SQLStore {
         try query("SELECT version FROM registry_changes") { $0.int(0) }.first ?? 0
     }
 
-    /// The connection that holds the upkeep lease, when this process holds it.
-    private var leaseConnection: ObjectIdentifier?
+    /// Counts the connections this store has made: a session lock belongs to one of them.
+    private var generation = 0
+    /// The connection (by generation) that holds the upkeep lease, when this process holds it.
+    private var leaseGeneration: Int?
 
     /// A session advisory lock taken once and kept for the life of the connection: the
     /// instance holding it runs the background passes, the others skip them. If the holder
     /// dies or loses its connection, the server releases the lock and the next instance to ask
     /// gets it. False also when the database cannot be asked.
     func holdsUpkeepLease() -> Bool {
-        if leaseConnection == ObjectIdentifier(connection), connection.isConnected { return true }
+        if leaseGeneration == generation, connection.isConnected { return true }
         let key: [SQLValue] = [.int(Int64(Self.upkeepLockClass)), .int(Int64(lockKey))]
         guard !inTransactionFlag,
               (try? query("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key) { $0.text(0) })?.first == "t" else { return false }
-        leaseConnection = ObjectIdentifier(connection)
+        leaseGeneration = generation
         return true
     }
 
