@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from hotpatch_testing import Workspace, assert_cli_error
+from hotpatch_testing import Workspace, assert_cli_error, postgres_only, sqlite_only
 from patchd_support import Patchd, error_json, request
 
 CLIENTS = 8
@@ -90,6 +90,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@sqlite_only("ENOSPC under the data directory; a PostgreSQL registry is on the server's disk, not the test's tmpfs")
 def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, small_disk):
     ws = Workspace(small_disk / "ws")
     ws.json("apps", "create", "demo")
@@ -108,6 +109,7 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     assert [p["patch"] for p in ws.json("list", "--active")] == [1, 2]
 
 
+@sqlite_only("ENOSPC under the data directory; a PostgreSQL registry is on the server's disk, not the test's tmpfs")
 def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_path, small_disk):
     ws = Workspace(small_disk / "ws")
     ws.json("apps", "create", "demo")
@@ -129,6 +131,7 @@ def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_
         server.stop()
 
 
+@sqlite_only("overwrites registry.sqlite; the PostgreSQL twin is below")
 def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.json("apps", "create", "demo")
@@ -148,5 +151,28 @@ def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
         assert resp.status == 503, resp
         assert error_json(resp)["code"] == "unavailable"
         assert resp.headers.get("Retry-After") == "5"
+    finally:
+        server.stop()
+
+
+@postgres_only
+def test_healthz_is_503_when_the_postgresql_registry_cannot_be_read(tmp_path):
+    """The twin of the corrupt-file test: a botched restore left the schema without its tables
+    (renamed here, so the server's connection stays up and only the registry is gone)."""
+    ws = Workspace(tmp_path / "ws")
+    ws.json("apps", "create", "demo")
+    server = Patchd(ws)
+    try:
+        ok = request(server.url, "/healthz")
+        assert ok.status == 200 and json.loads(ok.body) == {"status": "ok", "apps": 1}
+        with ws.sql() as db:
+            db.execute("ALTER TABLE apps RENAME TO apps_lost")
+        resp = request(server.url, "/healthz")
+        assert resp.status == 503, resp
+        assert error_json(resp)["code"] == "unavailable"
+        assert resp.headers.get("Retry-After") == "5"
+        with ws.sql() as db:
+            db.execute("ALTER TABLE apps_lost RENAME TO apps")
+        assert request(server.url, "/healthz").status == 200, "healthy again once the registry is back"
     finally:
         server.stop()
