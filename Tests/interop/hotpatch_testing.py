@@ -241,7 +241,8 @@ class Workspace:
         """Everything the registry stores, as bytes: the SQLite file and its WAL, or a
         pg_dump of the workspace's schema (bytea is dumped as hex: see `stores`)."""
         if self.database:
-            proc = subprocess.run([PG_DUMP, TEST_DATABASE, f"--schema={self.schema}", "--no-owner"],
+            # A fixed \restrict key: pg_dump picks a random one per dump otherwise.
+            proc = subprocess.run([PG_DUMP, TEST_DATABASE, f"--schema={self.schema}", "--no-owner", "--restrict-key=hotpatch"],
                                   capture_output=True, timeout=60, check=True)
             return proc.stdout
         # Not -shm: SQLite's shared-memory index of the WAL, which readers write to as well.
