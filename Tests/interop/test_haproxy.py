@@ -270,6 +270,7 @@ def test_kill_9_of_one_instance_under_load_fails_only_what_was_in_flight_and_los
     stored = {p["sha256"]: p["patch"] for p in ws.json("list", "--app", "demo")}
     lost = {sha: n for sha, n in acknowledged.items() if stored.get(sha) != n}
     assert not lost, f"acknowledged publishes missing after the kill: {lost}"
+    print(f"[{BACKEND}] all {len(acknowledged)} acknowledged publishes listed after the kill ({len(stored)} patches in all)")
     numbers = sorted(stored.values())
     assert numbers == list(range(1, len(numbers) + 1)), "patch numbers have a gap or a duplicate"
     audit = ws.run("audit", "--verify")
