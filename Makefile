@@ -85,7 +85,7 @@ test-swift:
 INTEROP_PYTEST := env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 test-interop:
 	$(WITH_PG) $(INTEROP_PYTEST)
-	$(WITH_PG) env HOTPATCH_TEST_REGISTRY=postgres $(INTEROP_PYTEST)
+	$(WITH_PG) $(PG_REGISTRY) $(INTEROP_PYTEST)
 
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
