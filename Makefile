@@ -82,8 +82,13 @@ test-swift:
 	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --skip 'PatchClientTests|PatchCoreTests|PostgresTests'
 	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --filter PatchClientTests
 
+# Two passes: every registry on SQLite (the default), then each test workspace's registry in a
+# schema of its own in the PostgreSQL cluster (HOTPATCH_TEST_REGISTRY=postgres; the tests about
+# the SQLite file itself are skipped there, with their PostgreSQL twins run instead).
+INTEROP_PYTEST := env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 test-interop:
-	$(WITH_PG) env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
+	$(WITH_PG) $(INTEROP_PYTEST)
+	$(WITH_PG) $(PG_REGISTRY) $(INTEROP_PYTEST)
 
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
