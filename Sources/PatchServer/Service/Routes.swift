@@ -76,8 +76,14 @@ extension PatchService {
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
         if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { try checkMetadataHeaders(request) }
-        guard let response = app.metadata[p["file"]] else { throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"") }
-        return response
+        if let response = app.metadata[p["file"]] { return response }
+        // A versioned file this instance does not have yet may have been committed through
+        // another instance a moment ago (the device's timestamp came from there): catch up
+        // once and look again, rather than answer 404 inside the device's sync.
+        if PatchService.isVersionedMetadata(p["file"]), catchUp(), let response = try appCatalog(p["app"]).metadata[p["file"]] {
+            return response
+        }
+        throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"")
     }
 
     func target(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
@@ -88,10 +94,10 @@ extension PatchService {
         // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
         if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
         let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
-        guard let response = app.targets[String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"] else {
-            throw .notFound("no such target (revoked, or never published)")
-        }
-        return response
+        let name = String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"
+        if let response = app.targets[name] { return response }
+        if catchUp(), let response = try appCatalog(p["app"]).targets[name] { return response }
+        throw .notFound("no such target (revoked, or never published)")
     }
 
     // MARK: The simple check
