@@ -94,5 +94,6 @@ $("sign-out").addEventListener("click", () => {
 });
 
 window.addEventListener("hotpatch:changed", () => render());
-window.addEventListener("hashchange", () => { notice(""); render().then(() => $("main").focus()); });
+// A new page starts at the top, with the keyboard focus on it.
+window.addEventListener("hashchange", () => { notice(""); render().then(() => { window.scrollTo(0, 0); $("main").focus({ preventScroll: true }); }); });
 render();

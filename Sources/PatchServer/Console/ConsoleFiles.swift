@@ -310,6 +310,10 @@ dialog::backdrop { background: rgba(13, 43, 62, .45); }
 dialog h2 { margin-top: 0; }
 .pager { display: flex; gap: 8px; align-items: center; margin: 10px 0; }
 @media (max-width: 760px) { main { padding: 12px; } .bar { flex-wrap: wrap; } }
+.card > h2:first-child { margin-top: 0; }
+.facts dd { min-width: 0; overflow-wrap: anywhere; }
+#matrix th[scope=row] { width: 7em; }
+#audit .hash { white-space: nowrap; }
 
 """#),
         ("diff.js", "text/javascript; charset=utf-8", #"""
@@ -622,7 +626,8 @@ $("sign-out").addEventListener("click", () => {
 });
 
 window.addEventListener("hotpatch:changed", () => render());
-window.addEventListener("hashchange", () => { notice(""); render().then(() => $("main").focus()); });
+// A new page starts at the top, with the keyboard focus on it.
+window.addEventListener("hashchange", () => { notice(""); render().then(() => { window.scrollTo(0, 0); $("main").focus({ preventScroll: true }); }); });
 render();
 
 """#),
