@@ -24,7 +24,7 @@ function guardState(stats, serving) {
   const trips = stats.trips.filter(t => t.appVersion === serving.appVersion && t.channel === serving.channel);
   const schedules = stats.schedules.filter(s => s.appVersion === serving.appVersion && s.channel === serving.channel);
   const lines = [];
-  lines.push(guard ? `guard: ${guard.action} above ${(guard.maxRollbackRatePpm / 10000).toFixed(2)} % rolled back (from ${guard.minDevices} devices)`
+  lines.push(guard ? `guard: ${guard.action} above ${+(guard.maxRollbackRatePpm / 10000).toFixed(2)} % rolled back (from ${guard.minDevices} devices)`
     : "no guard");
   for (const t of trips) lines.push(el("span", { class: "pill halted" }, `patch ${t.patch} ${t.action === "halt" ? "halted" : "revoked"} by its guard`));
   for (const s of schedules) lines.push(`patch ${s.patch} advancing: ${s.steps.join(" → ")} %, next at ${s.nextAt}`);

@@ -314,6 +314,8 @@ dialog h2 { margin-top: 0; }
 .facts dd { min-width: 0; overflow-wrap: anywhere; }
 #matrix th[scope=row] { width: 7em; }
 #audit .hash { white-space: nowrap; }
+#apps ul { margin: 0; padding-left: 1.1em; }
+#patches td:nth-child(3), #patches td:nth-child(4) { white-space: nowrap; }
 
 """#),
         ("diff.js", "text/javascript; charset=utf-8", #"""
@@ -658,7 +660,7 @@ function guardState(stats, serving) {
   const trips = stats.trips.filter(t => t.appVersion === serving.appVersion && t.channel === serving.channel);
   const schedules = stats.schedules.filter(s => s.appVersion === serving.appVersion && s.channel === serving.channel);
   const lines = [];
-  lines.push(guard ? `guard: ${guard.action} above ${(guard.maxRollbackRatePpm / 10000).toFixed(2)} % rolled back (from ${guard.minDevices} devices)`
+  lines.push(guard ? `guard: ${guard.action} above ${+(guard.maxRollbackRatePpm / 10000).toFixed(2)} % rolled back (from ${guard.minDevices} devices)`
     : "no guard");
   for (const t of trips) lines.push(el("span", { class: "pill halted" }, `patch ${t.patch} ${t.action === "halt" ? "halted" : "revoked"} by its guard`));
   for (const s of schedules) lines.push(`patch ${s.patch} advancing: ${s.steps.join(" → ")} %, next at ${s.nextAt}`);
