@@ -160,12 +160,19 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     text_in(browser, "#who", "release-bob")
     browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
     text_in(browser, "#patch-facts .rollout", "50 %")
-    browser.find_element(By.CSS_SELECTOR, 'button[data-action="halt"]').click()
+    # Escape cancels a confirmation and changes nothing.
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]').send_keys(Keys.ENTER)
+    visible(browser, "#confirm")
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait(browser, EC.invisibility_of_element_located((By.ID, "confirm")))
+    assert site["ws"].json("list", "--app", "demo")[1]["state"] == "active"
+    # The keyboard is enough: Enter on the button, the dialog, Enter on Confirm.
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="halt"]').send_keys(Keys.ENTER)
     dialog = visible(browser, "#confirm")
     for named in ("demo", "2.3", "production", "2"):
         assert named in dialog.text
     shoot(browser, "confirm-halt")
-    browser.find_element(By.ID, "confirm-ok").click()
+    browser.find_element(By.ID, "confirm-ok").send_keys(Keys.ENTER)
     text_in(browser, "#notice", "rollout 50 % → 0 %")
     text_in(browser, "#patch-facts .rollout", "0 %")
     assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 0

@@ -8,7 +8,7 @@ import PatchCore
 struct ConsoleSite: Sendable {
     /// The console's policy: every script, style, image and request from this origin, no
     /// inline script or style, never framed (clickjacking the publisher's buttons).
-    static let contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    static let contentSecurityPolicy = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     /// Headers every console file carries.
     static let securityHeaders: [(String, String)] = [
