@@ -105,6 +105,15 @@ def text_in(driver, css, text, timeout=10):
         raise AssertionError(f"{text!r} never appeared in {css}: {found!r}") from None
 
 
+def text_is(driver, css, text, timeout=10):
+    """Waits until the element's whole text is `text` ("0 %" must not pass for "50 %")."""
+    script = "const e = document.querySelector(arguments[0]); return e ? e.textContent : null"
+    try:
+        wait(driver, lambda d: d.execute_script(script, css) == text, timeout)
+    except TimeoutException:
+        raise AssertionError(f"{css} never read {text!r}: {driver.execute_script(script, css)!r}") from None
+
+
 def sign_in(driver, site, token):
     driver.get(site["server"].url + "/console/")
     field = visible(driver, "#token")
@@ -159,7 +168,7 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     sign_in(browser, site, site["publisher"])
     text_in(browser, "#who", "release-bob")
     browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
-    text_in(browser, "#patch-facts .rollout", "50 %")
+    text_is(browser, "#patch-facts .rollout", "50 %")
     # Escape cancels a confirmation and changes nothing.
     browser.find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]').send_keys(Keys.ENTER)
     visible(browser, "#confirm")
@@ -174,13 +183,17 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     shoot(browser, "confirm-halt")
     browser.find_element(By.ID, "confirm-ok").send_keys(Keys.ENTER)
     text_in(browser, "#notice", "rollout 50 % → 0 %")
-    text_in(browser, "#patch-facts .rollout", "0 %")
+    text_is(browser, "#patch-facts .rollout", "0 %")
     assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 0
 
     browser.find_element(By.LINK_TEXT, "Audit log").click()
     text_in(browser, "#audit", "patch.rollout")
     assert "release-bob" in browser.find_element(By.ID, "audit").text
     shoot(browser, "audit-after-halt")
+    browser.get(site["server"].url + "/console/#/apps/demo")
+    text_is(browser, 'tr[data-patch="2.3/2"] .rollout', "0 %")
+    text_in(browser, '#matrix td[data-channel="production"]', "halted: patch 2")
+    shoot(browser, "app-halted")
 
     browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
     visible(browser, 'button[data-action="resume"]').click()
@@ -189,7 +202,7 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     percent.send_keys("50")
     browser.find_element(By.ID, "confirm-ok").click()
     text_in(browser, "#notice", "rollout 0 % → 50 %")
-    text_in(browser, "#patch-facts .rollout", "50 %")
+    text_is(browser, "#patch-facts .rollout", "50 %")
     assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 50
     assert errors(browser) == []
 
@@ -254,4 +267,19 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
     text_in(browser, '#matrix td[data-channel="production"]', "patch 2 → 50 %")
     assert site["ws"].json("list", "--app", "demo")[3]["state"] == "revoked"
     shoot(browser, "app-after-rollback")
+
+    # The audit log a page at a time: 10 per page, Next follows `next`, the chain result stays.
+    # (This token is scoped to demo: events of other apps are not among them, so seqs skip.)
+    def seqs():  # read in one script: the page may be re-rendering between two element lookups
+        return browser.execute_script("return [...document.querySelectorAll('#audit tbody tr')].map(r => Number(r.dataset.seq))")
+    browser.get(site["server"].url + "/console/#/audit/after/0/limit/10")
+    text_in(browser, "#page-range", "events 1–")
+    first = seqs()
+    assert len(first) == 10
+    browser.find_element(By.LINK_TEXT, "Next page").click()
+    wait(browser, lambda d: seqs() and seqs()[0] > first[-1])
+    text_in(browser, "#chain", "intact")
+    assert browser.find_element(By.ID, "page-size").get_attribute("value") == "10"
+    browser.find_element(By.LINK_TEXT, "First page").click()
+    wait(browser, lambda d: seqs() == first)
     assert errors(browser) == []

@@ -308,7 +308,8 @@ pre.diff .hunk { color: var(--muted); background: #eef2f6; }
 dialog { border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; max-width: 560px; width: 92%; }
 dialog::backdrop { background: rgba(13, 43, 62, .45); }
 dialog h2 { margin-top: 0; }
-.pager { display: flex; gap: 8px; align-items: center; margin: 10px 0; }
+.pager { display: flex; gap: 12px; align-items: center; margin: 10px 0; }
+.pager label { display: inline; margin: 0 0 0 auto; font-weight: normal; }
 @media (max-width: 760px) { main { padding: 12px; } .bar { flex-wrap: wrap; } }
 .card > h2:first-child { margin-top: 0; }
 .facts dd { min-width: 0; overflow-wrap: anywhere; }
@@ -577,7 +578,7 @@ async function signedIn() {
 const pages = [
   [/^#\/apps\/([^/]+)\/patches\/([^/]+)\/([^/]+)$/, m => patchPage(m[1], m[2], m[3])],
   [/^#\/apps\/([^/]+)$/, m => appPage(m[1])],
-  [/^#\/audit(?:\/after\/(\d+))?$/, m => auditPage(Number(m[1] || 0))],
+  [/^#\/audit(?:\/after\/(\d+)(?:\/limit\/(\d+))?)?$/, m => auditPage(Number(m[1] || 0), m[2] ? Number(m[2]) : undefined)],
   [/^#\/apps$/, () => appsPage()],
 ];
 
@@ -750,7 +751,10 @@ import { api } from "./api.js";
 import { el, table, link, route, when, pill, hash, facts } from "./dom.js";
 import { state } from "./shell.js";
 
-const PAGE = 50;
+/** Events per page the reader may pick; the first is the default. */
+export const PAGE_SIZES = [50, 10, 200, 1000];
+
+const pageRoute = (after, limit) => `${route("audit")}/after/${after}/limit/${limit}`;
 
 function chainSummary(chain) {
   if (!chain) return el("p", { class: "muted" }, "The chain was not checked.");
@@ -774,16 +778,20 @@ function details(value) {
   return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
 }
 
-export async function auditPage(after) {
-  const page = await api.audit({ after, limit: PAGE });
+export async function auditPage(after, limit = PAGE_SIZES[0]) {
+  if (!PAGE_SIZES.includes(limit)) limit = PAGE_SIZES[0];
+  const page = await api.audit({ after, limit });
   const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
     el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
     el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
     el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
+  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(after, Number(event.target.value)); } },
+    [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));
   const pager = el("nav", { class: "pager", "aria-label": "Audit pages" },
-    after > 0 ? link(route("audit"), "First page") : null,
-    page.next !== undefined ? link(`${route("audit")}/after/${page.next}`, "Next page") : el("span", { class: "muted" }, "Last page"),
-    el("span", { class: "muted" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}` : "no events"));
+    after > 0 ? link(pageRoute(0, limit), "First page") : null,
+    page.next !== undefined ? link(pageRoute(page.next, limit), "Next page") : el("span", { class: "muted" }, "Last page"),
+    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}` : "no events"),
+    el("label", { for: "page-size" }, "Events per page"), size);
   return [
     el("h1", {}, "Audit log"),
     el("section", { class: "card", id: "chain" }, chainSummary(page.chain)),
