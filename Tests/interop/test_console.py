@@ -11,6 +11,7 @@ $CONSOLE_SCREENSHOT_DIR when it is set: that is how docs/console-app.png is made
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -65,12 +66,18 @@ def site(tmp_path_factory):
 
 @pytest.fixture
 def browser(tmp_path):
+    # The profile is thrown away with the browser; the screenshots stay in tmp_path.
+    with tempfile.TemporaryDirectory(prefix="hotpatch-chromium-") as profile:
+        yield from _browser(tmp_path, profile)
+
+
+def _browser(tmp_path, profile):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     # CI runs as root, where chromium needs --no-sandbox.
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
                  "--no-first-run", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-                 "--disable-default-apps", "--disable-sync", f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+                 "--disable-default-apps", "--disable-sync", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = webdriver.ChromeService(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
@@ -81,9 +88,18 @@ def browser(tmp_path):
     driver.quit()
 
 
-def shoot(driver, name):
+def shoot(driver, name, full=False):
+    """A screenshot of the window, or with `full` of the whole page (the window is made as
+    tall as the page for it, then restored)."""
     path = Path(driver.shots) / f"{name}.png"
-    driver.save_screenshot(str(path))
+    if full:
+        size = driver.get_window_size()
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(size["width"], min(max(height + 140, size["height"]), 6000))
+        driver.save_screenshot(str(path))
+        driver.set_window_size(size["width"], size["height"])
+    else:
+        driver.save_screenshot(str(path))
     if os.environ.get("CONSOLE_SCREENSHOT_DIR"):
         shutil.copy(path, Path(os.environ["CONSOLE_SCREENSHOT_DIR"]) / f"console-{name}.png")
     return path
@@ -152,7 +168,7 @@ def test_auditor_sees_the_demo_patch_and_an_intact_audit_chain_and_no_actions(si
     assert browser.find_elements(By.CSS_SELECTOR, ".chart svg polyline, .chart svg circle"), "the adoption chart"
     assert len(browser.find_elements(By.CSS_SELECTOR, "#keys .hash")) >= 2, "signing key IDs"
     assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
-    shoot(browser, "patch")
+    shoot(browser, "patch", full=True)
 
     head = site["ws"].json("audit", "--verify")["chain"]["head"]
     browser.find_element(By.LINK_TEXT, "Audit log").click()
@@ -160,7 +176,7 @@ def test_auditor_sees_the_demo_patch_and_an_intact_audit_chain_and_no_actions(si
     text_in(browser, "#chain", head)
     text_in(browser, "#audit", "patch.publish")
     assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
-    shoot(browser, "audit")
+    shoot(browser, "audit", full=True)
     assert errors(browser) == []
 
 
@@ -223,6 +239,7 @@ def test_a_release_note_with_markup_is_shown_as_text(site, browser):
     text_in(browser, 'tr[data-patch="2.3/2"] .notes', NOTE)
     browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
     text_in(browser, "#patch-facts .notes", NOTE)
+    shoot(browser, "release-note")
     assert browser.find_elements(By.CSS_SELECTOR, "#page script") == []
     assert browser.execute_script("return document.querySelectorAll('script').length") == 1
     assert errors(browser) == []
