@@ -213,7 +213,10 @@ export function adoptionChart(hourly) {
     for (const [key] of EVENTS) series[key].push(totals[key]);
   }
   const max = Math.max(1, ...EVENTS.map(([key]) => totals[key]));
-  const x = i => left + (hours.length === 1 ? (width - left - right) / 2 : i * (width - left - right) / (hours.length - 1));
+  // Placed by time, so an hour without reports is a gap, not a step closer together.
+  const times = hours.map(h => Date.parse(h));
+  const span = times[times.length - 1] - times[0];
+  const x = i => left + (span > 0 ? (times[i] - times[0]) / span : 0.5) * (width - left - right);
   const y = v => top + (height - top - bottom) * (1 - v / max);
   const summary = EVENTS.map(([key, name]) => `${totals[key]} ${name}`).join(", ");
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
