@@ -34,6 +34,11 @@ async function diffSection(appName, patch, patches) {
     .sort((a, b) => b.patch - a.patch)[0];
   const heading = el("h2", {}, previous ? `Diff against patch ${previous.patch}` : "Diff");
   if (!previous) return [heading, el("p", { class: "muted" }, `The first patch of ${patch.appVersion} on ${patch.channel}: nothing to compare with.`)];
+  // patchd does not serve an encrypted app's scripts in the clear (409): not asked at all.
+  if (patch.encrypted) {
+    return [heading, el("p", { class: "muted" }, `${appName} is encrypted: patchd does not serve its scripts in the clear. ` +
+      `Compare them with patchctl diff --app ${appName} --app-version ${patch.appVersion} ${previous.patch} ${patch.patch}, which holds the content key.`)];
+  }
   let oldText, newText;
   try {
     [oldText, newText] = await Promise.all([api.script(appName, patch.appVersion, previous.patch), api.script(appName, patch.appVersion, patch.patch)]);

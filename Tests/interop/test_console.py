@@ -51,6 +51,10 @@ def site(tmp_path_factory):
     ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--message", "QA build",
           ws.write_file(changed + "console.log('staging');\n"))
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "20%", "--min-devices", "50")
+    # An encrypted app, whose scripts the console does not diff.
+    ws.create_app("vault", encrypt=True)
+    ws.publish("vault", "1.0", "secret(1);\n")
+    ws.publish("vault", "1.0", "secret(2);\n")
     auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
     publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
     server = Patchd(ws)
@@ -300,3 +304,14 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
     browser.find_element(By.LINK_TEXT, "First page").click()
     wait(browser, lambda d: seqs() == first)
     assert errors(browser) == []
+
+
+def test_an_encrypted_apps_patch_page_names_patchctl_diff_and_shows_no_plaintext(site, browser):
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#apps", "vault")
+    browser.get(site["server"].url + "/console/#/apps/vault/patches/1.0/2")
+    text_in(browser, "#page", "patchctl diff --app vault --app-version 1.0 1 2")
+    text_in(browser, "#patch-facts", "Served (encrypted)")
+    assert "secret(" not in browser.find_element(By.ID, "page").text
+    shoot(browser, "encrypted-patch", full=True)
+    assert errors(browser) == [], "the console does not ask for what patchd refuses"
