@@ -315,3 +315,33 @@ def test_an_encrypted_apps_patch_page_names_patchctl_diff_and_shows_no_plaintext
     assert "secret(" not in browser.find_element(By.ID, "page").text
     shoot(browser, "encrypted-patch", full=True)
     assert errors(browser) == [], "the console does not ask for what patchd refuses"
+
+
+def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
+    """After the promote test: patch 2 is live at 50 %, staging patch 3 is active."""
+    sign_in(browser, site, site["publisher"])
+    text_in(browser, "#who", "release-bob")
+    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
+    visible(browser, 'button[data-action="rollout"]').click()
+    percent = visible(browser, "#confirm-percent")
+    percent.clear()
+    percent.send_keys("101")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#confirm-error", "whole number from 0 to 100")
+    percent.clear()
+    percent.send_keys("25")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "rollout 50 % → 25 %")
+    text_is(browser, "#patch-facts .rollout", "25 %")
+
+    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/3")
+    visible(browser, 'button[data-action="revoke"]').click()
+    visible(browser, "#confirm-message").send_keys("QA found <b>a crash</b>")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "revoked demo 2.3 patch 3")
+    text_in(browser, "#patch-facts", "QA found <b>a crash</b>")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#patch-facts b")
+    assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]"), "a revoked patch offers no action"
+    patch3 = site["ws"].json("list", "--app", "demo")[2]
+    assert (patch3["state"], patch3["revokeMessage"]) == ("revoked", "QA found <b>a crash</b>")
+    assert errors(browser) == []
