@@ -938,8 +938,11 @@ export function confirmAction({ title, what, extra = null, confirmLabel = "Confi
   const ok = $("confirm-ok"), cancel = $("confirm-cancel");
   ok.textContent = confirmLabel;
   ok.disabled = false;
-  const close = () => { dialog.close(); ok.onclick = null; cancel.onclick = null; };
+  const form = dialog.querySelector("form");
+  const close = () => { dialog.close(); ok.onclick = null; cancel.onclick = null; form.onsubmit = null; };
   cancel.onclick = close;
+  // Enter in a field of the dialog confirms (a dialog form would otherwise just close).
+  form.onsubmit = event => { event.preventDefault(); if (!ok.disabled) ok.click(); };
   ok.onclick = async () => {
     ok.disabled = true;
     try {
