@@ -109,29 +109,35 @@ def shoot(driver, name, full=False):
     return path
 
 
-def wait(driver, condition, timeout=10):
-    return WebDriverWait(driver, timeout).until(condition)
+def wait(driver, condition, timeout=20):
+    """Waits for `condition`; on a timeout the message holds the page's text and the
+    browser's log, which is what a failure on a loaded machine needs."""
+    try:
+        return WebDriverWait(driver, timeout).until(condition)
+    except TimeoutException:
+        page = driver.execute_script("return document.body ? document.body.innerText : ''")
+        raise TimeoutException(f"waited {timeout} s on {driver.current_url}\npage:\n{page[:3000]}\nlog: {driver.get_log('browser')}") from None
 
 
-def visible(driver, css, timeout=10):
+def visible(driver, css, timeout=20):
     return wait(driver, EC.visibility_of_element_located((By.CSS_SELECTOR, css)), timeout)
 
 
-def text_in(driver, css, text, timeout=10):
+def text_in(driver, css, text, timeout=20):
     try:
         wait(driver, EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text), timeout)
-    except TimeoutException:
+    except TimeoutException as timeout_error:
         found = [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
-        raise AssertionError(f"{text!r} never appeared in {css}: {found!r}") from None
+        raise AssertionError(f"{text!r} never appeared in {css}: {found!r}\n{timeout_error.msg}") from None
 
 
-def text_is(driver, css, text, timeout=10):
+def text_is(driver, css, text, timeout=20):
     """Waits until the element's whole text is `text` ("0 %" must not pass for "50 %")."""
     script = "const e = document.querySelector(arguments[0]); return e ? e.textContent : null"
     try:
         wait(driver, lambda d: d.execute_script(script, css) == text, timeout)
-    except TimeoutException:
-        raise AssertionError(f"{css} never read {text!r}: {driver.execute_script(script, css)!r}") from None
+    except TimeoutException as timeout_error:
+        raise AssertionError(f"{css} never read {text!r}: {driver.execute_script(script, css)!r}\n{timeout_error.msg}") from None
 
 
 def sign_in(driver, site, token):
