@@ -140,6 +140,13 @@ def text_is(driver, css, text, timeout=20):
         raise AssertionError(f"{css} never read {text!r}: {driver.execute_script(script, css)!r}\n{timeout_error.msg}") from None
 
 
+def go(driver, site, route):
+    """Opens a console route and waits until the page shows it (not the previous page's
+    content, whose buttons would go stale under the test)."""
+    driver.get(site["server"].url + "/console/" + route)
+    wait(driver, lambda d: d.execute_script("return document.getElementById('page').dataset.route") == route)
+
+
 def sign_in(driver, site, token):
     driver.get(site["server"].url + "/console/")
     field = visible(driver, "#token")
@@ -193,7 +200,7 @@ def test_auditor_sees_the_demo_patch_and_an_intact_audit_chain_and_no_actions(si
 def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, browser):
     sign_in(browser, site, site["publisher"])
     text_in(browser, "#who", "release-bob")
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
     text_is(browser, "#patch-facts .rollout", "50 %")
     # Escape cancels a confirmation and changes nothing.
     browser.find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]').send_keys(Keys.ENTER)
@@ -216,12 +223,12 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     text_in(browser, "#audit", "patch.rollout")
     assert "release-bob" in browser.find_element(By.ID, "audit").text
     shoot(browser, "audit-after-halt")
-    browser.get(site["server"].url + "/console/#/apps/demo")
+    go(browser, site, "#/apps/demo")
     text_is(browser, 'tr[data-patch="2.3/2"] .rollout', "0 %")
     text_in(browser, '#matrix td[data-channel="production"]', "halted: patch 2")
     shoot(browser, "app-halted")
 
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
     visible(browser, 'button[data-action="resume"]').click()
     percent = visible(browser, "#confirm-percent")
     percent.clear()
@@ -245,9 +252,9 @@ def test_a_wrong_token_gets_a_clear_message(site, browser):
 
 def test_a_release_note_with_markup_is_shown_as_text(site, browser):
     sign_in(browser, site, site["auditor"])
-    browser.get(site["server"].url + "/console/#/apps/demo")
+    go(browser, site, "#/apps/demo")
     text_in(browser, 'tr[data-patch="2.3/2"] .notes', NOTE)
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
     text_in(browser, "#patch-facts .notes", NOTE)
     shoot(browser, "release-note")
     assert browser.find_elements(By.CSS_SELECTOR, "#page script") == []
@@ -273,7 +280,7 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
     """Runs last: it changes what production serves."""
     sign_in(browser, site, site["publisher"])
     text_in(browser, "#who", "release-bob")
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/3")
+    go(browser, site, "#/apps/demo/patches/2.3/3")
     visible(browser, 'button[data-action="promote"]').click()
     dialog = visible(browser, "#confirm")
     assert "staging" in dialog.text and "3" in dialog.text
@@ -283,7 +290,7 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
     promoted = site["ws"].json("list", "--app", "demo")[3]
     assert (promoted["patch"], promoted["channel"], promoted["promotedFrom"]["patch"]) == (4, "production", 3)
 
-    browser.get(site["server"].url + "/console/#/apps/demo")
+    go(browser, site, "#/apps/demo")
     text_in(browser, '#matrix td[data-channel="production"]', "patch 4 → 100 %")
     browser.find_element(By.CSS_SELECTOR, '#matrix td[data-channel="production"] button[data-action="rollback"]').click()
     dialog = visible(browser, "#confirm")
@@ -299,7 +306,7 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
     # (This token is scoped to demo: events of other apps are not among them, so seqs skip.)
     def seqs():  # read in one script: the page may be re-rendering between two element lookups
         return browser.execute_script("return [...document.querySelectorAll('#audit tbody tr')].map(r => Number(r.dataset.seq))")
-    browser.get(site["server"].url + "/console/#/audit/after/0/limit/10")
+    go(browser, site, "#/audit/after/0/limit/10")
     text_in(browser, "#page-range", "events 1–")
     first = seqs()
     assert len(first) == 10
@@ -315,7 +322,7 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
 def test_an_encrypted_apps_patch_page_names_patchctl_diff_and_shows_no_plaintext(site, browser):
     sign_in(browser, site, site["auditor"])
     text_in(browser, "#apps", "vault")
-    browser.get(site["server"].url + "/console/#/apps/vault/patches/1.0/2")
+    go(browser, site, "#/apps/vault/patches/1.0/2")
     text_in(browser, "#page", "patchctl diff --app vault --app-version 1.0 1 2")
     text_in(browser, "#patch-facts", "Served (encrypted)")
     assert "secret(" not in browser.find_element(By.ID, "page").text
@@ -327,7 +334,7 @@ def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
     """After the promote test: patch 2 is live at 50 %, staging patch 3 is active."""
     sign_in(browser, site, site["publisher"])
     text_in(browser, "#who", "release-bob")
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/2")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
     visible(browser, 'button[data-action="rollout"]').click()
     percent = visible(browser, "#confirm-percent")
     percent.clear()
@@ -339,7 +346,7 @@ def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
     text_in(browser, "#notice", "rollout 50 % → 25 %")
     text_is(browser, "#patch-facts .rollout", "25 %")
 
-    browser.get(site["server"].url + "/console/#/apps/demo/patches/2.3/3")
+    go(browser, site, "#/apps/demo/patches/2.3/3")
     visible(browser, 'button[data-action="revoke"]').click()
     visible(browser, "#confirm-message").send_keys("QA found <b>a crash</b>")
     browser.find_element(By.ID, "confirm-ok").click()

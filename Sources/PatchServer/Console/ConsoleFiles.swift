@@ -600,6 +600,8 @@ export async function render() {
       const content = await make(args);
       if (turn !== rendering) return;
       replace(page, content);
+      // Which route the content shows, set only once it is in (tests wait for it).
+      page.dataset.route = hash;
     } catch (e) {
       if (turn !== rendering) return;
       if (e instanceof APIError && e.status === 401) { session.clear(); state.who = null; showSignIn("patchd no longer accepts this token; sign in again."); return; }
