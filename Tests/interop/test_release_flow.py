@@ -262,6 +262,10 @@ def test_run_demo_script_serves_the_demo_patch_and_is_safe_to_run_again(tmp_path
             request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "my-phone"})
             with urllib.request.urlopen(request, timeout=10) as response:
                 assert response.read() == (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_bytes()
+            # The web console comes with it (compiled into patchd), and the script says where.
+            assert f"http://127.0.0.1:{port}/console/" in text
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/console/", timeout=10) as response:
+                assert response.headers["Content-Type"] == "text/html; charset=utf-8" and b"hotpatch console" in response.read()
         finally:
             proc.terminate()
             proc.wait(timeout=15)
@@ -338,4 +342,5 @@ def test_make_run_installs_what_serving_needs_and_make_test_everything():
     for package in ("python3-venv", "zip unzip", "curl "):
         assert package not in run and package in test
     assert "venv" not in run
+    assert "chromium chromium-driver" in test and "chromium" not in run, "the browser test's packages come with `make test` only"
     assert "scripts/run-demo.sh" in run

@@ -31,6 +31,13 @@ extension PatchService {
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }
         r.add("GET", "/v1/tokens", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.tokens(q, p) }
+        r.add("GET", "/v1/whoami", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.whoami(q, p) }
+        r.add("GET", "/v1/apps/:app/versions/:version/patches/:patch/script", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.script(q, p) }
+        // The web console (PatchService+Console.swift): static files, and `/` sends a browser there.
+        r.add("GET", "/", metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add("GET", "/console", metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add("GET", "/console/", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
+        r.add("GET", "/console/:file", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
         // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
         r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
         r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
