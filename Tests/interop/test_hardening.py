@@ -135,6 +135,17 @@ def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_
         server.stop()
 
 
+def healthz_until(server, status, timeout=6.0):
+    """/healthz until it answers `status`: it reports patchd's once-a-second reload of the
+    registry (under 3 s old), so a change under the server shows within a few seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = request(server.url, "/healthz")
+        if resp.status == status or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.1)
+
+
 @sqlite_only("overwrites registry.sqlite; the PostgreSQL twin is below")
 def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
     ws = Workspace(tmp_path / "ws")
@@ -151,7 +162,7 @@ def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
             if os.path.exists(path):
                 with open(path, "r+b") as f:
                     f.write(os.urandom(4096))
-        resp = request(server.url, "/healthz")
+        resp = healthz_until(server, 503)
         assert resp.status == 503, resp
         assert error_json(resp)["code"] == "unavailable"
         assert resp.headers.get("Retry-After") == "5"
@@ -171,13 +182,13 @@ def test_healthz_is_503_when_the_postgresql_registry_cannot_be_read(tmp_path):
         assert ok.status == 200 and json.loads(ok.body) == {"status": "ok", "apps": 1}
         with ws.sql() as db:
             db.execute("ALTER TABLE apps RENAME TO apps_lost")
-        resp = request(server.url, "/healthz")
+        resp = healthz_until(server, 503)
         assert resp.status == 503, resp
         assert error_json(resp)["code"] == "unavailable"
         assert resp.headers.get("Retry-After") == "5"
         with ws.sql() as db:
             db.execute("ALTER TABLE apps_lost RENAME TO apps")
-        assert request(server.url, "/healthz").status == 200, "healthy again once the registry is back"
+        assert healthz_until(server, 200).status == 200, "healthy again once the registry is back"
     finally:
         server.stop()
 
