@@ -7,6 +7,8 @@ public final class Metrics: Sendable {
         case metadata, target, check, publish, revoke, rollout, list, audit, health, metrics, unknown
         /// Device reports (POST /v1/apps/{app}/reports) and guard changes.
         case report, guards = "guard"
+        /// Device token registrations (POST /v1/apps/{app}/devices).
+        case devices
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {

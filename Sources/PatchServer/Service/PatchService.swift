@@ -17,6 +17,8 @@ public struct ServiceConfiguration: Sendable {
     /// IPv6 clients share a per-IP bucket per network of this many bits (one subscriber
     /// usually holds a /64); IPv4 clients have one each.
     public var ipv6Prefix = 64
+    /// Device tokens stored per app, at most (`POST /v1/apps/{app}/devices` is unauthenticated).
+    public var maxPushDevicesPerApp = Registry.defaultMaxPushDevicesPerApp
     public init() {}
 }
 
