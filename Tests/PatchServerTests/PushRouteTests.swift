@@ -92,3 +92,61 @@ struct PushRouteTests {
         #expect(try f.pushDevices().count == 6)
     }
 }
+
+/// A push-triggered check (`X-Push-Timestamp: N`, PatchClient.handlePush) passes the device's
+/// interval once when its last check predates the timestamp N; nothing else about it is trusted.
+@Suite("X-Push-Timestamp lets a push-triggered check through the interval")
+struct PushThrottleTests {
+    static let timestamp = "/v1/apps/demo/metadata/timestamp.json"
+
+    func status(_ f: ServiceFixture, push: String? = nil, device: String = "d1") -> Int {
+        var headers = ["X-Device-ID": device, "X-App-Version": "2.3"]
+        if let push { headers["X-Push-Timestamp"] = push }
+        return f.get(Self.timestamp, headers: headers).status
+    }
+
+    func servedVersion(_ f: ServiceFixture) throws -> Int64 {
+        try #require(try SignedTimestamp(bytes: f.get(Self.timestamp).body).body.version)
+    }
+
+    @Test("after a publish, a device that checked before it is let through once with the new version; again, it is throttled")
+    func publishThenPush() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        // Second-grained, like a revoke's lift: a check in the change's own second may have
+        // seen the state before it, so it counts as before.
+        f.clock.advance(1)
+        #expect(status(f) == 200)
+        f.clock.advance(5)
+        #expect(status(f) == 429, "inside the hour")
+        let before = try servedVersion(f)
+        #expect(status(f, push: String(before)) == 429, "a push naming what the device already saw: nothing new")
+        f.clock.advance(5)
+        #expect(f.publish("two()").status == 201)
+        let announced = try servedVersion(f)
+        #expect(announced > before)
+        #expect(status(f, push: String(announced + 1)) == 429, "a version this server does not serve: a forgery or ahead of it")
+        #expect(status(f, push: String(announced)) == 200)
+        f.clock.advance(1)
+        #expect(status(f, push: String(announced)) == 429, "one check per device per change")
+        #expect(status(f) == 429, "without a push, the interval as ever")
+    }
+
+    @Test("a device that checked after the change is not let through by a push announcing it")
+    func checkedAfter() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        let announced = try servedVersion(f)
+        f.clock.advance(5)
+        #expect(status(f) == 200)
+        f.clock.advance(5)
+        #expect(status(f, push: String(announced)) == 429)
+    }
+
+    @Test("X-Push-Timestamp that is not a positive decimal is 400", arguments: ["0", "-1", "01", "x", "9999999999999999999999"])
+    func malformed(_ raw: String) throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        #expect(status(f, push: raw) == 400)
+    }
+}

@@ -220,11 +220,20 @@ public final class PatchService: HTTPResponder {
         guard let device = try deviceID(request) else { return }
         let scope = scope ?? declared
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
-                                                     scope: scope.map { ($0.appVersion, $0.channel.rawValue) }) {
+                                                     scope: scope.map { ($0.appVersion, $0.channel.rawValue) },
+                                                     announced: try PatchService.pushAnnounced(request)) {
             // Scoped to the device: its interval, which a revoke lifts (a forced check may try).
             throw HTTPError(429, "throttled", "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s",
                             headers: [("Retry-After", String(max(1, wait))), ("X-Throttle-Scope", "device")])
         }
+    }
+
+    /// `X-Push-Timestamp`: the timestamp version a push announced (PatchClient.handlePush);
+    /// nil without it, 400 when it is not a positive decimal.
+    static func pushAnnounced(_ request: HTTPRequest) throws(HTTPError) -> Int64? {
+        guard let raw = request.header("X-Push-Timestamp") else { return nil }
+        guard let n = Int64(raw), n >= 1, String(n) == raw else { throw .badRequest("X-Push-Timestamp must be a positive integer") }
+        return n
     }
 
     /// What a metadata request other than timestamp.json may carry is checked as on
@@ -344,6 +353,9 @@ public final class PatchService: HTTPResponder {
     /// Logs what a catalog refresh could not prepare: an app left on its previous state
     /// (or unserved), or served without its JSPatch packages.
     func report(_ refresh: Catalog.Refresh) {
+        for app in refresh.rebuilt {
+            if let built = catalog.app(app) { devices.noteTimestamp(app: app.rawValue, version: built.timestampVersion) }
+        }
         for (app, version, channel) in refresh.withdrawn {
             devices.lift(app: app.rawValue, appVersion: version, channel: channel.rawValue)
         }
