@@ -30,4 +30,14 @@ static inline long hp_curl_response_code(CURL *h) {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     return code;
 }
+// HTTP/2 (APNs' provider API speaks nothing else): over TLS through ALPN, or, for a
+// plaintext loopback stand-in in tests, with prior knowledge.
+static inline CURLcode hp_curl_use_http2(CURL *h, int prior_knowledge) {
+    return curl_easy_setopt(h, CURLOPT_HTTP_VERSION, prior_knowledge ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : (long)CURL_HTTP_VERSION_2TLS);
+}
+static inline long hp_curl_http_version(CURL *h) {
+    long version = 0;
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
+    return version;
+}
 #endif
