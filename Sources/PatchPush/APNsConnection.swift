@@ -12,18 +12,22 @@ final class APNsConnection {
     }
 
     private let handle: UnsafeMutableRawPointer  // CURL*
+
+    /// Once per process, before the first handle: PushSender opens its connections on
+    /// several threads at once, and libcurl's implicit global init is not thread-safe.
+    static let initialized: Bool = hp_curl_global_init() == CURLE_OK
     private let timeout: TimeInterval
 
     init(timeout: TimeInterval) throws(PushError) {
-        guard let handle = curl_easy_init() else { throw .configuration("curl_easy_init failed: libcurl is unusable") }
+        guard APNsConnection.initialized, let handle = curl_easy_init() else { throw .configuration("curl_easy_init failed: libcurl is unusable") }
         self.handle = handle
         self.timeout = timeout
     }
 
     deinit { curl_easy_cleanup(handle) }
 
-    /// `POST {base}/3/device/{token}`; nil when no answer came (connection, timeout, not HTTP/2).
-    func post(base: URL, token: String, headers: [(String, String)], body: [UInt8]) -> Answer? {
+    /// `POST {base}/3/device/{token}`; nil when no answer came (connection, TLS, timeout, not HTTP/2).
+    func post(base: URL, caFile: String?, token: String, headers: [(String, String)], body: [UInt8]) -> Answer? {
         curl_easy_reset(handle)  // options only: the connection stays
         var base = base.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
@@ -33,8 +37,9 @@ final class APNsConnection {
         defer { curl_slist_free_all(list) }
         let seconds = max(1, Int(timeout.rounded(.up)))
         _ = "\(base)/3/device/\(token)".withCString { hp_curl_setopt_string(handle, CURLOPT_URL, $0) }
-        _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = hp_curl_use_http2(handle, base.hasPrefix("http://") ? 1 : 0)
+        _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https")
+        _ = hp_curl_use_http2(handle)
+        if let caFile { _ = caFile.withCString { hp_curl_setopt_string(handle, CURLOPT_CAINFO, $0) } }
         _ = hp_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
         _ = hp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = hp_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)

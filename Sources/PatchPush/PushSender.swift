@@ -51,6 +51,7 @@ public struct PushSender: Sendable {
         let next = Atomic<Int>(0)
         let results = Mutex<(done: Int, result: PushResult)>((0, PushResult()))
         let workers = max(1, min(settings.concurrency, devices.count))
+        guard APNsConnection.initialized else { throw .configuration("libcurl cannot be initialised") }
         let failure = Mutex<PushError?>(nil)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             let connection: APNsConnection
@@ -86,7 +87,7 @@ public struct PushSender: Sendable {
         var renewed = false
         while true {
             guard let jwt = try? token.bearer() else { return .failed }
-            let answer = connection.post(base: endpoint.url(for: device.environment), token: device.token,
+            let answer = connection.post(base: endpoint.url(for: device.environment), caFile: endpoint.caFile, token: device.token,
                                          headers: [("authorization", "bearer \(jwt)")] + headers, body: body)
             switch (answer?.status ?? 0, answer?.reason) {
             case (200, _): return .sent

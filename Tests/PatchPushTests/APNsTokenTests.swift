@@ -81,13 +81,16 @@ struct APNsTokenTests {
         #expect(try JSONParser.parse(every.payload)["hotpatch"] == ["app": "demo", "timestamp": 7])
     }
 
-    @Test("HOTPATCH_APNS_URL replaces both hosts only when set; Apple's hosts otherwise; a bad URL is refused")
+    @Test("HOTPATCH_APNS_URL and HOTPATCH_APNS_CA replace host and trust only when set; Apple's hosts otherwise; a URL that is not https is refused")
     func endpoint() throws {
         #expect(try APNsEndpoint.current(environment: [:]) == .apple)
         #expect(APNsEndpoint.apple.url(for: .sandbox).absoluteString == "https://api.sandbox.push.apple.com")
         #expect(APNsEndpoint.apple.url(for: .production).absoluteString == "https://api.push.apple.com")
-        let local = try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "http://127.0.0.1:9"])
-        #expect(local.url(for: .production).absoluteString == "http://127.0.0.1:9" && local.url(for: .sandbox) == local.production)
+        #expect(APNsEndpoint.apple.caFile == nil)
+        let local = try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "https://127.0.0.1:9", "HOTPATCH_APNS_CA": "/tmp/ca.pem"])
+        #expect(local.url(for: .production).absoluteString == "https://127.0.0.1:9" && local.url(for: .sandbox) == local.production)
+        #expect(local.caFile == "/tmp/ca.pem")
+        #expect(throws: PushError.self) { try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "http://127.0.0.1:9"]) }
         #expect(throws: PushError.self) { try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "ftp://x"]) }
     }
 }
