@@ -28,13 +28,15 @@ public final class APNsToken: Sendable {
     }
 
     /// The token to send now: the cached one while younger than `lifetime`, else a new one.
+    /// Signed under the lock: workers that start together share one token, not one each
+    /// (Apple counts renewals).
     public func bearer(now: Date = Date()) throws(CryptoError) -> String {
-        if let cached = current.withLock({ $0 }), now.timeIntervalSince(cached.issued) < APNsToken.lifetime, now >= cached.issued {
-            return cached.jwt
+        try current.withLock { cached throws(CryptoError) -> String in
+            if let cached, now.timeIntervalSince(cached.issued) < APNsToken.lifetime, now >= cached.issued { return cached.jwt }
+            let jwt = try APNsToken.sign(teamID: teamID, keyID: keyID, key: key, issuedAt: now)
+            cached = (jwt, now)
+            return jwt
         }
-        let jwt = try APNsToken.sign(teamID: teamID, keyID: keyID, key: key, issuedAt: now)
-        current.withLock { $0 = (jwt, now) }
-        return jwt
     }
 
     /// Drops the cached token (APNs answered 403 ExpiredProviderToken: the clock moved).

@@ -1,6 +1,7 @@
 import Foundation
 import PatchCore
 import PatchRegistry
+import Synchronization
 import Testing
 @testable import PatchPush
 
@@ -92,5 +93,19 @@ struct APNsTokenTests {
         #expect(local.caFile == "/tmp/ca.pem")
         #expect(throws: PushError.self) { try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "http://127.0.0.1:9"]) }
         #expect(throws: PushError.self) { try APNsEndpoint.current(environment: ["HOTPATCH_APNS_URL": "ftp://x"]) }
+    }
+}
+
+@Suite("APNs provider token shared by concurrent workers")
+struct APNsTokenConcurrencyTests {
+    @Test("workers asking at once get one token, not one each")
+    func oneTokenForAll() throws {
+        let token = APNsToken(teamID: "TEAM123456", keyID: "KEY1234567", key: try ECDSAPrivateKey.generate())
+        let now = Date()
+        let seen = Mutex<Set<String>>([])
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            if let jwt = try? token.bearer(now: now) { seen.withLock { _ = $0.insert(jwt) } }
+        }
+        #expect(seen.withLock { $0.count } == 1)
     }
 }
