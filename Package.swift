@@ -34,7 +34,7 @@ let package = Package(
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip", "Postgres"]),
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CNetwork"]),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds of thread
@@ -44,7 +44,7 @@ let package = Package(
         // patchctl's --notify and patchd's guards.
         .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "CCurl"]),
         .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
-        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
+        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore"],
                           path: "bench/hotpatch-bench"),

@@ -15,7 +15,7 @@ from apns_standin import APNsStandIn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from hotpatch_testing import Workspace, assert_cli_error
-from patchd_support import request
+from patchd_support import Patchd, poll, request
 
 TEAM, KEY_ID, TOPIC = "TEAM123456", "KEY1234567", "com.example.demo"
 
@@ -140,3 +140,30 @@ def test_notify_refused_before_any_change_without_an_apns_key(tmp_path):
     token_path.chmod(0o600)
     assert_cli_error(w.run("publish", "--app", "demo", "--app-version", "2.3", "--notify", "--server", "http://127.0.0.1:9",
                            "--token-file", token_path, w.write_file("fix(1)"), registry=False), 64, "--notify")
+
+
+def test_a_guards_halt_is_pushed_by_patchd(ws, apns):
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
+    server = Patchd(ws, env=standin.env)
+    try:
+        assert register(server, token(1)) == 201
+        assert register(server, token(2), version="2.4") == 201
+        for i in range(10):
+            events = [{"id": f"e{i}-{kind}", "type": kind, "appVersion": "2.3", "channel": "production", "patch": 1,
+                       "at": "2026-12-01T10:00:00Z"} for kind in ("installed", "rolledBack")]
+            body = json.dumps({"events": events}).encode()
+            assert request(server.url, "/v1/apps/demo/reports", method="POST", body=body,
+                           headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"}).status == 202
+        assert poll(lambda: len(standin.accepted) == 1, timeout=10), f"no push: {server.stderr()}"
+        _, _, payload = standin.accepted[0]
+        assert payload["hotpatch"]["version"] == "2.3"
+        timestamp = json.loads(request(server.url, "/v1/apps/demo/metadata/timestamp.json").body)["signed"]["version"]
+        assert payload["hotpatch"]["timestamp"] == timestamp, "the halt's own timestamp"
+        assert standin.problems == []
+        assert poll(lambda: any(e["action"] == "push.notify" for e in ws.json("audit")["events"]), timeout=10)
+        event = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"][-1]
+        assert event["details"]["reason"] == "guard" and event["details"]["sent"] == 1
+    finally:
+        server.stop()

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchRegistry
 import Synchronization
 
@@ -19,6 +20,8 @@ public struct ServiceConfiguration: Sendable {
     public var ipv6Prefix = 64
     /// Device tokens stored per app, at most (`POST /v1/apps/{app}/devices` is unauthenticated).
     public var maxPushDevicesPerApp = Registry.defaultMaxPushDevicesPerApp
+    /// Where a guard's halt or revoke is pushed for apps with an APNs key; nil: not pushed.
+    public var apnsEndpoint: APNsEndpoint?
     public init() {}
 }
 
@@ -32,7 +35,7 @@ public final class PatchService: HTTPResponder {
     public let devices: DeviceThrottle
     public let ipLimiter: IPRateLimiter
     let configuration: ServiceConfiguration
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
     /// On a PostgreSQL registry, wakes `Upkeep` as soon as any instance commits (nil on SQLite).
@@ -40,6 +43,8 @@ public final class PatchService: HTTPResponder {
     private let loggedOnce = Locked<Set<String>>([])
     /// Device reports waiting for the group that counts them (PatchService+Reports.swift).
     let reportQueue = ReportQueue()
+    /// Push rounds a guard started, one at a time, off the request threads and the registry lock.
+    let pushQueue = DispatchQueue(label: "hotpatch.push")
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
     let lastHealthyRead = Locked<(at: Double, apps: Int)?>(nil)
     /// When `reloadChanged` (patchd's upkeep, every second) last read the registry, and what it
