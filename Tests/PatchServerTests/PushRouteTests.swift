@@ -63,6 +63,14 @@ struct PushRouteTests {
         #expect(try f.pushDevices().isEmpty)
     }
 
+    @Test("members it does not know, however nested, are ignored (the body cap bounds them)")
+    func extraMembers() throws {
+        let f = try ServiceFixture()
+        let body = "{\"token\": \"\(ServiceFixture.token(1))\", \"appVersion\": \"2.3\", \"extra\": {\"a\": {\"b\": [1, {}]}}}"
+        #expect(f.registerDevice(body).status == 201)
+        #expect(try f.pushDevices().count == 1)
+    }
+
     @Test("a body over 1 KiB is 413 from its head, never read")
     func bodyCap() throws {
         let f = try ServiceFixture()

@@ -15,7 +15,7 @@ extension PatchService {
     func registerDevice(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let body: JSON
-        do { body = try JSONParser.parse(request.body, maxDepth: 2, maxLength: PatchService.devicesBodyLimit) } catch {
+        do { body = try JSONParser.parse(request.body, maxLength: PatchService.devicesBodyLimit) } catch {
             throw .badRequest("body must be JSON like {\"token\": \"…\", \"appVersion\": \"2.3\"}: \(error)")
         }
         guard let token = body["token"]?.stringValue, let rawVersion = body["appVersion"]?.stringValue else {
