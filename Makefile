@@ -15,8 +15,9 @@ SHELL := /bin/bash
 APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-dev pkg-config openssl
 # ... and what only the tests need: the python-tuf venv, curl, zip/unzip for JSPatch packages,
 # the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh),
-# and haproxy, which test_haproxy.py starts on deploy/haproxy.cfg in front of two patchd.
-APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15 haproxy
+# haproxy, which test_haproxy.py starts on deploy/haproxy.cfg in front of two patchd, and
+# chromium with chromium-driver, the headless browser test_console.py drives (selenium).
+APT_TEST_PACKAGES := python3-venv curl zip unzip postgresql-15 haproxy chromium chromium-driver
 # `make bench` also starts a PostgreSQL cluster and haproxy (rows 14-16): listed here as well
 # as with the test packages so the bench does not rely on the test list keeping them.
 APT_BENCH_PACKAGES := wrk nginx-light hyperfine postgresql-15 haproxy
@@ -82,8 +83,13 @@ test-swift:
 	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --skip 'PatchClientTests|PatchCoreTests|PostgresTests'
 	$(WITH_PG) $(PG_REGISTRY) swift test --skip-build --filter PatchClientTests
 
+# Two passes: every registry on SQLite (the default), then each test workspace's registry in a
+# schema of its own in the PostgreSQL cluster (HOTPATCH_TEST_REGISTRY=postgres; the tests about
+# the SQLite file itself are skipped there, with their PostgreSQL twins run instead).
+INTEROP_PYTEST := env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
 test-interop:
-	$(WITH_PG) env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q Tests/interop
+	$(WITH_PG) $(INTEROP_PYTEST)
+	$(WITH_PG) $(PG_REGISTRY) $(INTEROP_PYTEST)
 
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"

@@ -192,6 +192,14 @@ OPTIONS *
 GET //v1//apps
 GET
 GET /v1/apps/demo/metadata/timestamp.json\n@::1\nX-Device-ID: \x00
+GET /
+GET /console
+GET /console/
+GET /console/main.js\nIf-None-Match: "x"
+GET /console/..%2fPackage.swift
+GET /console/%2e%2e
+GET /v1/whoami\nAuthorization: Bearer $AUD
+GET /v1/apps/demo/versions/2.3/patches/1/script\nAuthorization: Bearer $AUD
 HTTP
 
 # --- FuzzBundle: key file, app, version, patch number, encrypted bundle.

@@ -34,6 +34,10 @@ Publish over HTTP: create a token into a file only you can read, then
   (umask 077; $BIN/patchctl tokens create --app demo --data $DATA --keys $KEYS | tail -1 > demo.token)
   $BIN/patchctl publish --server $url --token-file demo.token --app demo --app-version 2.3 FILE
 
+The web console is at $url/console/ ; sign in with a token (an auditor looks, a publisher
+can also halt, resume, revoke, roll back and promote):
+  (umask 077; $BIN/patchctl tokens create --app demo --role auditor --name console --data $DATA --keys $KEYS | tail -1 > console.token)
+
 Starting patchd (Ctrl-C stops it cleanly):
 MSG
 exec "$BIN/patchd" --data "$DATA" --keys "$KEYS" --listen "$LISTEN"

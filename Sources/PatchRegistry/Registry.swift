@@ -69,12 +69,17 @@ public final class Registry {
                 // the registry on every command).
                 let script = Schema.statements(for: .postgres)
                 let digest = Digest.sha256Hex(Array(script.utf8))
-                // And every table is there (one dropped by hand is created again, as on SQLite).
+                // And every table and both audit triggers are there (one dropped by hand is
+                // created again on the next open, as SQLite's IF NOT EXISTS does).
                 let tables = script.components(separatedBy: "CREATE TABLE IF NOT EXISTS").count - 1
-                let present = try store.query("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()", row: { $0.int(0) }).first ?? 0
-                let hasScript = try store.query("SELECT to_regclass('schema_script') IS NOT NULL", row: { $0.text(0) }).first == "t"
-                let applied = hasScript ? try store.query("SELECT sha256 FROM schema_script", row: { $0.text(0) }).first : nil
-                if applied != digest || present < tables {
+                let present = try store.query("""
+                    SELECT (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()),
+                           (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('audit')
+                                AND tgname IN ('audit_append_only', 'audit_append_only_truncate')),
+                           to_regclass('schema_script') IS NOT NULL
+                    """, row: { ($0.int(0), $0.int(1), $0.text(2) == "t") }).first ?? (0, 0, false)
+                let applied = present.2 ? try store.query("SELECT sha256 FROM schema_script", row: { $0.text(0) }).first : nil
+                if applied != digest || present.0 < tables || present.1 < 2 {
                     try store.schemaTransaction {
                         try store.execute(script)
                         try Registry.checkSchemaVersion(store)

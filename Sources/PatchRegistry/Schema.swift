@@ -259,9 +259,14 @@ enum Schema {
     INSERT INTO registry_identity(id) SELECT md5(random()::text || clock_timestamp()::text) WHERE NOT EXISTS (SELECT 1 FROM registry_identity);
     CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+    -- Each trigger on its own, as SQLite's IF NOT EXISTS does: with one check for both, a
+    -- registry whose row trigger was dropped (tampering) failed to open at all (42710 on the
+    -- truncate trigger), so `audit --verify` could not report the edit.
     DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'audit_append_only' AND tgrelid = 'audit'::regclass) THEN
             CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'audit_append_only_truncate' AND tgrelid = 'audit'::regclass) THEN
             CREATE TRIGGER audit_append_only_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
         END IF;
     END $$;

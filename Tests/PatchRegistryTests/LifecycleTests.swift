@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+import HotpatchTestSupport
 
 @Suite("Revoke, rollout and what targets lists")
 struct LifecycleTests {
@@ -114,6 +115,19 @@ struct AuditTests {
         try t.publish(app, "2.3", "two()")
         try t.registry.db.execute(Self.dropTrigger(t, "audit_append_only_delete") + "; DELETE FROM audit WHERE seq = 2")
         guard case .broken(3, _) = try t.registry.verifyAudit() else { Issue.record("deletion not detected"); return }
+    }
+
+    @Test("a registry whose append-only trigger was dropped still opens, gets the rule back, and shows the edit")
+    func reopenAfterTamper() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        try t.publish(app, "2.3", "one()")
+        try t.registry.db.execute(Self.dropTrigger(t, "audit_append_only_update") + "; UPDATE audit SET actor = 'mallory' WHERE seq = 2")
+        // On PostgreSQL opening used to fail here (42710: the truncate trigger exists), so the
+        // edit could not even be reported.
+        let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
+        #expect(try reopened.verifyAudit() == .broken(seq: 2, reason: "content does not match its hash: the event was altered"))
+        #expect(throws: StorageError.self) { try reopened.db.execute("UPDATE audit SET actor = 'eve' WHERE seq = 1") }
     }
 
     /// What an attacker with write access to the database runs to lift the append-only rule:

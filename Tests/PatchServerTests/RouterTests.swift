@@ -270,6 +270,25 @@ struct RouterTests {
         #expect(f.get("/v1/apps/demo/versions/2.3/patch").bodyString == "elsewhere()")
     }
 
+    @Test("a snapshot, targets file or target committed elsewhere a moment ago is served at once (a catch-up), not 404; made-up files stay 404")
+    func catchUpOnMiss() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        let timestamp = try SignedTimestamp(bytes: f.get("/v1/apps/demo/metadata/timestamp.json").body)
+        let other = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let published = try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("elsewhere()".utf8), actor: Actor("cli"))
+        // The device read the new timestamp from the instance that took the publish; this one
+        // has not reloaded yet.
+        let snapshot = timestamp.body.snapshot.version + 1
+        let answer = f.get("/v1/apps/demo/metadata/\(snapshot).snapshot.json")
+        #expect(answer.status == 200, "\(answer.status) \(answer.bodyString)")
+        let targets = try other.latestMetadata(app: try AppName("demo"), role: .targets).version
+        #expect(f.get("/v1/apps/demo/metadata/\(targets).targets.json").status == 200)
+        #expect(f.get("/v1/apps/demo/targets/2.3/1/\(published.patch.served.md5).main.js").bodyString == "elsewhere()")
+        Thread.sleep(forTimeInterval: 0.06)
+        #expect(f.get("/v1/apps/demo/metadata/999.snapshot.json").status == 404)
+        #expect(f.get("/v1/apps/demo/metadata/2.root.json").status == 404)
+    }
+
     @Test("catalogs are built on an app's first request, not at start-up; unknown names never reach the registry")
     func lazyCatalogs() throws {
         let f = try ServiceFixture()

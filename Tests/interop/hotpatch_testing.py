@@ -3,6 +3,10 @@ workspace, python-tuf clients and the hotpatch bundle encryption.
 
 Binaries: $PATCHCTL / $PATCHD, or <repo>/.build/debug/patchctl / patchd.
 Fixtures live in conftest.py; patchd processes and raw HTTP in patchd_support.py.
+
+The registry backend: SQLite under each workspace's data directory, or, with
+HOTPATCH_TEST_REGISTRY=postgres and HOTPATCH_TEST_DATABASE naming a PostgreSQL database
+(`make test-interop` runs the suite both ways), one schema of that database per workspace.
 """
 
 import errno
@@ -10,11 +14,16 @@ import hashlib
 import itertools
 import json
 import os
+import re
+import shutil
+import sqlite3
 import subprocess
 import time
+import uuid
 from collections import namedtuple
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from tuf.ngclient import Updater
 
@@ -74,11 +83,123 @@ def assert_cli_error(result: Result, rc: int, *needles: str):
     assert "Fatal error" not in result.stderr and "Traceback" not in result.stderr
 
 
+# -- the registry backend --------------------------------------------------------------------
+
+# Read once: every workspace of a run uses the same backend.
+ON_POSTGRES = os.environ.get("HOTPATCH_TEST_REGISTRY") == "postgres"
+TEST_DATABASE = os.environ.get("HOTPATCH_TEST_DATABASE")
+PSQL = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+PG_DUMP = shutil.which("pg_dump") or "/usr/lib/postgresql/15/bin/pg_dump"
+
+
+def sqlite_only(why):
+    """Skips a test in the PostgreSQL pass: it is about the SQLite file itself (`why`)."""
+    return pytest.mark.skipif(ON_POSTGRES, reason=f"about the SQLite file: {why}")
+
+
+def postgres_only(test):
+    """Runs a test only in the PostgreSQL pass (the twin of a sqlite_only test)."""
+    return pytest.mark.skipif(not ON_POSTGRES, reason="the PostgreSQL twin of a SQLite-file test")(test)
+
+
+class PostgresSQLError(Exception):
+    """psql's error message for a statement the server refused."""
+
+
+def psql(url, sql) -> str:
+    """SQL run by psql on `url`; its unaligned, tuples-only output (fields split by \x1f).
+    Raises PostgresSQLError (psql's stderr) when the server refuses it."""
+    proc = subprocess.run([PSQL, url, "-X", "-A", "-t", "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise PostgresSQLError(proc.stderr.strip())
+    return proc.stdout
+
+
+def new_postgres_registry() -> tuple:
+    """(schema, URL): a new, empty schema in $HOTPATCH_TEST_DATABASE and the URL of a registry
+    in it (search_path set by the connection's options, as docs/POSTGRES.md says)."""
+    if not TEST_DATABASE:
+        raise RuntimeError("HOTPATCH_TEST_REGISTRY=postgres needs HOTPATCH_TEST_DATABASE: "
+                           "run under scripts/pg-test-cluster.sh run (make test-interop does)")
+    schema = f"ws_{uuid.uuid4().hex[:16]}"
+    psql(TEST_DATABASE, f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in TEST_DATABASE else "?"
+    return schema, f"{TEST_DATABASE}{separator}options=-csearch_path%3D{schema}"
+
+
+def _sql_literal(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"'\\x{bytes(value).hex()}'::bytea"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+class _PostgresCursor:
+    def __init__(self, rows, rowcount):
+        self._rows, self.rowcount = rows, rowcount
+
+    def fetchone(self):
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self):
+        return list(self._rows)
+
+
+class PostgresSQL:
+    """Just enough of sqlite3.Connection (execute with `?` parameters, rowcount, fetchone,
+    commit) over psql, so a test that edits the registry behind patchctl's back (tampering)
+    does the same on PostgreSQL. Each execute is its own transaction; bytea comes back as bytes."""
+
+    _TAG = re.compile(r"^(?:UPDATE|DELETE|INSERT \d+) (\d+)$")
+
+    def __init__(self, url):
+        self.url = url
+
+    def execute(self, sql, params=()):
+        parts = sql.split("?")
+        assert len(parts) == len(params) + 1, "one parameter per ?"
+        text = parts[0] + "".join(_sql_literal(p) + rest for p, rest in zip(params, parts[1:]))
+        lines = psql(self.url, text).splitlines()
+        if lines and self._TAG.match(lines[-1]):
+            return _PostgresCursor([], int(self._TAG.match(lines[-1]).group(1)))
+        rows = [tuple(self._value(v) for v in line.split("\x1f")) for line in lines]
+        return _PostgresCursor(rows, len(rows))
+
+    @staticmethod
+    def _value(text):
+        if text.startswith("\\x"):
+            return bytes.fromhex(text[2:])
+        return int(text) if re.fullmatch(r"-?\d+", text) else text
+
+    def commit(self):
+        pass  # every execute committed already
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# What Workspace.sql() raises when the database refuses a statement, on either backend.
+SQL_ERRORS = (sqlite3.DatabaseError, PostgresSQLError)
+
+
 # -- a registry workspace --------------------------------------------------------------------
 
 class Workspace:
-    """A registry (--data), a key directory (--keys) and input files under `root`, driven
-    with patchctl (`exe`, default $PATCHCTL or the local build)."""
+    """A registry, a key directory (--keys) and input files under `root`, driven with
+    patchctl (`exe`, default $PATCHCTL or the local build). The registry is SQLite under
+    root/data (--data), or in the PostgreSQL pass a schema of its own (--database URL)."""
 
     def __init__(self, root: Path, exe: Path = None):
         self.root = root
@@ -89,16 +210,56 @@ class Workspace:
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._files = itertools.count(1)
         self._exports = itertools.count(1)
+        self.schema, self.database = new_postgres_registry() if ON_POSTGRES else (None, None)
 
     @property
     def sqlite(self) -> Path:
+        assert self.database is None, "a PostgreSQL workspace has no SQLite file: mark the test sqlite_only"
         return self.data / "registry.sqlite"
+
+    # -- where the registry is -----------------------------------------------------------
+    @property
+    def registry_args(self) -> list:
+        """What names this registry to patchctl and patchd: --database URL or --data DIR."""
+        return ["--database", self.database] if self.database else ["--data", self.data]
+
+    def registry_env(self) -> dict:
+        """The same as environment variables (what `patchctl` typed in an app repository reads)."""
+        where = {"HOTPATCH_DATABASE": self.database} if self.database else {"HOTPATCH_DATA": str(self.data)}
+        return {**where, "HOTPATCH_KEYS": str(self.keys)}
+
+    @property
+    def registry_location(self) -> str:
+        """How patchctl names this registry in its messages: the directory or the URL."""
+        return self.database or str(self.data)
+
+    def sql(self):
+        """A connection to the registry's tables, behind patchctl's back: sqlite3 on the file,
+        or PostgresSQL on the schema. Only for tests that tamper or look underneath."""
+        return PostgresSQL(self.database) if self.database else sqlite3.connect(self.sqlite)
+
+    def stored(self) -> bytes:
+        """Everything the registry stores, as bytes: the SQLite file and its WAL, or a
+        pg_dump of the workspace's schema (bytea is dumped as hex: see `stores`)."""
+        if self.database:
+            # A fixed \restrict key: pg_dump picks a random one per dump otherwise.
+            proc = subprocess.run([PG_DUMP, TEST_DATABASE, f"--schema={self.schema}", "--no-owner", "--restrict-key=hotpatch"],
+                                  capture_output=True, timeout=60, check=True)
+            return proc.stdout
+        # Not -shm: SQLite's shared-memory index of the WAL, which readers write to as well.
+        return b"".join(p.read_bytes() for p in sorted(self.data.iterdir()) if p.name in ("registry.sqlite", "registry.sqlite-wal"))
+
+    def stores(self, needle: bytes) -> bool:
+        """Whether `needle` is anywhere in the registry: in a text column, or inside a blob
+        (which pg_dump writes as hex)."""
+        dump = self.stored()
+        return needle in dump or (self.database is not None and needle.hex().encode() in dump)
 
     # -- running -------------------------------------------------------------------------
     def run(self, *args, registry=True, **kw) -> Result:
-        """patchctl ARGS [--data DATA --keys KEYS] in `root`; registry=False for commands
-        that do not use the local registry (`verify`, `--server ...`)."""
-        extra = ["--data", self.data, "--keys", self.keys] if registry else []
+        """patchctl ARGS [--data DATA | --database URL] [--keys KEYS] in `root`; registry=False
+        for commands that do not use the local registry (`verify`, `--server ...`)."""
+        extra = [*self.registry_args, "--keys", self.keys] if registry else []
         return run_patchctl(self.exe, *args, *extra, cwd=self.root, **kw)
 
     def ok(self, *args, **kw) -> str:

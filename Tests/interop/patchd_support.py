@@ -29,7 +29,8 @@ class Patchd:
         self.log_dir.mkdir(exist_ok=True)
         n = len(list(self.log_dir.iterdir())) // 2 + 1
         self.out_path, self.err_path = self.log_dir / f"patchd-{n}.out", self.log_dir / f"patchd-{n}.err"
-        argv = [str(binary("PATCHD", "patchd")), "--data", str(ws.data), "--keys", str(ws.keys),
+        # The workspace's registry as a flag: clean_env() strips $HOTPATCH_DATABASE.
+        argv = [str(binary("PATCHD", "patchd")), *map(str, ws.registry_args), "--keys", str(ws.keys),
                 "--listen", "127.0.0.1:0"]
         if tls:
             argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]

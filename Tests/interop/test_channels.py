@@ -10,8 +10,9 @@ from hotpatch_testing import Result, assert_cli_error, clean_env, decrypt, fetch
 
 
 def run_in(ws, cwd, *args) -> Result:
-    """patchctl ARGS as typed in `cwd` (an app repository), the registry named by $HOTPATCH_DATA/KEYS."""
-    environment = {**clean_env(), "HOTPATCH_DATA": str(ws.data), "HOTPATCH_KEYS": str(ws.keys)}
+    """patchctl ARGS as typed in `cwd` (an app repository), the registry named by $HOTPATCH_DATA
+    (or $HOTPATCH_DATABASE) and $HOTPATCH_KEYS."""
+    environment = {**clean_env(), **ws.registry_env()}
     proc = spawn(lambda: subprocess.run([str(ws.exe), *map(str, args)], capture_output=True, cwd=cwd, env=environment, timeout=120))
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
@@ -51,10 +52,10 @@ def test_list_and_audit_show_channel_and_release_notes_and_a_bad_channel_is_a_us
     assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", "--channel", "Beta!", bundle), 64, "invalid channel name")
     assert_cli_error(ws.run("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta"), 64, "--to is required")
     ws.ok("list")  # every later process finds the same closed, checkpointed files
-    before = {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")}
+    before = ws.stored()
     text = ws.ok("promote", "--app", "demo", "--app-version", "2.3", "--from", "beta", "--to", "production", "--dry-run")
     assert "dry run: would promote demo 2.3 patch 1 of beta as patch 2 of production" in text and "nothing was changed" in text
-    assert {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite")} == before
+    assert ws.stored() == before
 
 
 def test_project_channel_is_publishs_default_and_fetch_follows_one_channel(workspace, start, tmp_path):

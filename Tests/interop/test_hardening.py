@@ -1,14 +1,18 @@
 """Crash safety and a full disk (issue 6): kill -9 patchd while clients publish over HTTP,
 and publish onto a disk that fills up. Each leaves a registry that verifies."""
+import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
+import uuid
 
 import pytest
-from hotpatch_testing import Workspace, assert_cli_error
+from hotpatch_testing import TEST_DATABASE, Workspace, assert_cli_error, postgres_only, psql, sqlite_only
 from patchd_support import Patchd, error_json, request
 
 CLIENTS = 8
@@ -90,6 +94,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@sqlite_only("ENOSPC under the data directory; the PostgreSQL twin puts the tables on a full tmpfs")
 def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, small_disk):
     ws = Workspace(small_disk / "ws")
     ws.json("apps", "create", "demo")
@@ -108,6 +113,7 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     assert [p["patch"] for p in ws.json("list", "--active")] == [1, 2]
 
 
+@sqlite_only("ENOSPC under the data directory; the PostgreSQL twin puts the tables on a full tmpfs")
 def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_path, small_disk):
     ws = Workspace(small_disk / "ws")
     ws.json("apps", "create", "demo")
@@ -129,6 +135,7 @@ def test_publish_over_http_onto_a_full_disk_is_507_json_and_changes_nothing(tmp_
         server.stop()
 
 
+@sqlite_only("overwrites registry.sqlite; the PostgreSQL twin is below")
 def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
     ws = Workspace(tmp_path / "ws")
     ws.json("apps", "create", "demo")
@@ -150,3 +157,80 @@ def test_healthz_is_503_when_the_registry_cannot_be_read(tmp_path):
         assert resp.headers.get("Retry-After") == "5"
     finally:
         server.stop()
+
+
+@postgres_only
+def test_healthz_is_503_when_the_postgresql_registry_cannot_be_read(tmp_path):
+    """The twin of the corrupt-file test: a botched restore left the schema without its tables
+    (renamed here, so the server's connection stays up and only the registry is gone)."""
+    ws = Workspace(tmp_path / "ws")
+    ws.json("apps", "create", "demo")
+    server = Patchd(ws)
+    try:
+        ok = request(server.url, "/healthz")
+        assert ok.status == 200 and json.loads(ok.body) == {"status": "ok", "apps": 1}
+        with ws.sql() as db:
+            db.execute("ALTER TABLE apps RENAME TO apps_lost")
+        resp = request(server.url, "/healthz")
+        assert resp.status == 503, resp
+        assert error_json(resp)["code"] == "unavailable"
+        assert resp.headers.get("Retry-After") == "5"
+        with ws.sql() as db:
+            db.execute("ALTER TABLE apps_lost RENAME TO apps")
+        assert request(server.url, "/healthz").status == 200, "healthy again once the registry is back"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def small_tablespace():
+    """A tablespace on a 3 MiB tmpfs in the test cluster, for one workspace's tables: the
+    server's ENOSPC (53100 disk_full) is what the SQLite tests get from their own tmpfs. Under
+    /tmp, not tmp_path: the server's user must reach it."""
+    parent = tempfile.mkdtemp(prefix="hotpatch-pgdisk.", dir="/tmp")
+    os.chmod(parent, 0o755)
+    mount = os.path.join(parent, "disk")
+    os.mkdir(mount)
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mount], capture_output=True)
+    if result.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs for the full-disk test: {result.stderr.decode()}")
+    # Owned by whoever runs the server (the data directory's owner).
+    data = os.stat(psql(TEST_DATABASE, "SHOW data_directory").strip())
+    os.chown(mount, data.st_uid, data.st_gid)
+    name = f"small_{uuid.uuid4().hex[:12]}"
+    psql(TEST_DATABASE, f"CREATE TABLESPACE {name} LOCATION '{mount}'")
+    yield name
+    for schema in psql(TEST_DATABASE, f"SELECT DISTINCT schemaname FROM pg_tables WHERE tablespace = '{name}'").split():
+        psql(TEST_DATABASE, f"DROP SCHEMA {schema} CASCADE")
+    psql(TEST_DATABASE, f"DROP TABLESPACE {name}")
+    subprocess.run(["umount", "-l", mount], check=False)
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+@postgres_only
+def test_publish_onto_a_full_database_disk_fails_clearly_locally_and_over_http_and_changes_nothing(tmp_path, small_tablespace):
+    """The twin of the two full-disk tests: the registry's tables in a tablespace on a full
+    tmpfs. Random base64, so PostgreSQL's compression cannot squeeze the bundle into the room left."""
+    ws = Workspace(tmp_path / "ws")
+    ws.database += f"%20-cdefault_tablespace%3D{small_tablespace}"  # before the tables exist
+    ws.json("apps", "create", "demo")
+    ws.publish("demo", "2.3", "first();\n")
+    assert psql(ws.database, "SELECT tablespace FROM pg_tables WHERE tablename = 'blobs' AND schemaname = current_schema()").strip() == small_tablespace
+    # Before the disk fills: the space a failed transaction took stays with the table until a
+    # VACUUM, so nothing else can be written after.
+    token = ws.token("--app", "demo", "--name", "ci")
+    before = ws.registry_state()
+    big = ws.write_file(base64.b64encode(os.urandom(2_400_000)), name="big.js")  # 3.2 MB: more than the tmpfs holds
+    assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", big), 2, "disk is full")
+    assert ws.registry_state() == before, "a failed publish changed the registry"
+    server = Patchd(ws)
+    try:
+        resp = request(server.url, "/v1/apps/demo/patches?appVersion=2.3", method="POST", body=big.read_bytes(),
+                       headers={"Authorization": f"Bearer {token}"})
+        assert resp.status == 507, (resp, server.stderr())
+        assert error_json(resp)["code"] == "insufficient_storage"
+        assert ws.registry_state() == before, "a failed publish changed the registry"
+        assert request(server.url, "/healthz").status == 200
+    finally:
+        server.stop()
+    registry_consistent(ws, "demo")

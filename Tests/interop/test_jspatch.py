@@ -200,7 +200,7 @@ def test_export_is_reproducible_and_follows_revocations(workspace):
     first = export_jspatch(workspace, "demo", workspace.root / "a")
     # Another run, another time zone: the same bytes (DOS dates are written, not local times).
     proc = subprocess.run([str(workspace.exe), "export", "--app", "demo", "--out", workspace.root / "b", "--format", "jspatch",
-                           "--data", workspace.data, "--keys", workspace.keys],
+                           *workspace.registry_args, "--keys", workspace.keys],
                           env={**clean_env(), "TZ": "Pacific/Kiritimati"}, capture_output=True)
     assert proc.returncode == 0, proc.stderr
     for name in ("v1.zip", "v2.zip", "latest"):

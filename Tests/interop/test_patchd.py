@@ -4,7 +4,6 @@ against a tampered registry, the simple check, tokens, TLS, SIGTERM, keep-alive,
 
 import json
 import socket
-import sqlite3
 import ssl
 import subprocess
 
@@ -194,7 +193,7 @@ def test_verify_server_passes_then_fails_on_tampered_registry(ws, start, tamper,
     rc, hung = server.stop()
     assert (rc, hung) == (0, False)
 
-    db = sqlite3.connect(ws.sqlite)
+    db = ws.sql()  # the SQLite file, or the PostgreSQL schema, behind patchd's back
     with db:
         tamper(db, ws)
     db.close()
@@ -274,10 +273,9 @@ def test_publish_authorization_and_tokens_never_stored(ws, server):
     assert ok.status == 201, ok
     assert json.loads(ok.body)["patch"] == 3
 
-    stored = b"".join(p.read_bytes() for p in ws.data.iterdir() if p.name.startswith("registry.sqlite"))
     for token in (auditor, other, everything):
         secret = token.split("_", 1)[-1]
-        assert token.encode() not in stored and secret.encode() not in stored
+        assert not ws.stores(token.encode()) and not ws.stores(secret.encode())
 
 
 # -- 6. TLS ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from hotpatch_testing import Workspace, assert_cli_error, cached_version, clean_env, fetch, repo_updater, spawn
+from hotpatch_testing import Workspace, assert_cli_error, cached_version, clean_env, fetch, repo_updater, sqlite_only, spawn
 
 ROLES = ("root", "targets", "snapshot", "timestamp")
 
@@ -27,8 +27,8 @@ def ws(tmp_path):
 
 
 def popen(ws, *args, env=None):
-    """patchctl ARGS --data --keys, started and not waited for."""
-    argv = [str(ws.exe), *map(str, args), "--data", str(ws.data), "--keys", str(ws.keys)]
+    """patchctl ARGS with the workspace's registry and --keys, started and not waited for."""
+    argv = [str(ws.exe), *map(str, args), *map(str, ws.registry_args), "--keys", str(ws.keys)]
     environment = dict(clean_env(), **(env or {}))
     return spawn(lambda: subprocess.Popen(argv, cwd=ws.root, env=environment,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
@@ -112,6 +112,7 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
+@sqlite_only("the modes of registry.sqlite and its data directory; PostgreSQL keeps its files itself")
 def test_registry_files_are_private_while_patchd_runs_and_an_open_directory_is_reported(ws, start):
     server = start(ws)
     assert server.url

@@ -14,14 +14,11 @@ from hotpatch_testing import Result, assert_cli_error, clean_env, fetch, repo_up
 
 
 def run_in(ws, cwd, *args, env=None) -> Result:
-    """patchctl ARGS exactly as typed in `cwd`, the registry named only by $HOTPATCH_DATA/KEYS."""
-    environment = {**clean_env(), "HOTPATCH_DATA": str(ws.data), "HOTPATCH_KEYS": str(ws.keys), **(env or {})}
+    """patchctl ARGS exactly as typed in `cwd`, the registry named only by $HOTPATCH_DATA (or
+    $HOTPATCH_DATABASE) and $HOTPATCH_KEYS."""
+    environment = {**clean_env(), **ws.registry_env(), **(env or {})}
     proc = spawn(lambda: subprocess.run([str(ws.exe), *map(str, args)], capture_output=True, cwd=cwd, env=environment, timeout=120))
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
-
-
-def registry_bytes(ws) -> dict:
-    return {p.name: p.read_bytes() for p in ws.data.iterdir() if p.name in ("registry.sqlite", "registry.sqlite-wal")}
 
 
 @pytest.fixture
@@ -101,7 +98,7 @@ def test_hotpatch_server_set_says_a_local_only_command_acts_on_the_local_registr
     ws.create_app("demo")
     result = run_in(ws, ws.root, "keys", "rotate", "--app", "demo", "--role", "timestamp", env={"HOTPATCH_SERVER": "http://127.0.0.1:9"})
     assert result.rc == 0, result.stderr
-    assert f"acts on the local registry at {ws.data}" in result.stderr
+    assert f"acts on the registry at {ws.registry_location}" in result.stderr
     assert "http://127.0.0.1:9" in result.stderr
 
 
@@ -183,11 +180,11 @@ def test_publishing_the_live_bytes_again_is_refused_unless_allow_same(workspace)
     ws = workspace
     ws.create_app("demo")
     ws.publish("demo", "2.3", "same();")
-    before = registry_bytes(ws)
+    before = ws.stored()
     again = ws.write_file("same();")
     result = ws.run("publish", "--app", "demo", "--app-version", "2.3", again)
     assert_cli_error(result, 2, "identical to demo 2.3 patch 1", "--allow-same")
-    assert registry_bytes(ws) == before
+    assert ws.stored() == before
     assert ws.json("publish", "--app", "demo", "--app-version", "2.3", "--allow-same", again)["patch"] == 2
     # Another version, or after the live patch is revoked, the same bytes are a new patch.
     assert ws.json("publish", "--app", "demo", "--app-version", "2.4", again)["patch"] == 1
@@ -212,14 +209,14 @@ def test_dry_run_says_what_would_change_and_changes_nothing(workspace):
     ws.create_app("demo")
     ws.publish("demo", "2.3", "live();")
     ws.ok("list")  # every later process finds the same closed, checkpointed files
-    before = registry_bytes(ws)
+    before = ws.stored()
     published = ws.json("publish", "--app", "demo", "--app-version", "2.3", "--dry-run", ws.write_file("next();"))
     assert published["dryRun"] is True and published["patch"] == 2
     text = ws.ok("revoke", "--app", "demo", "--app-version", "2.3", "--dry-run")
     assert "would revoke demo 2.3 patch 1" in text and "nothing was changed" in text
     text = ws.ok("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--percent", "10", "--dry-run")
     assert "would roll out to 10%" in text and "now 100%" in text
-    assert registry_bytes(ws) == before
+    assert ws.stored() == before
     assert [p["rollout"] for p in ws.json("list")] == [100]
     # A dry run is checked like the real thing.
     assert_cli_error(ws.run("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "7", "--percent", "10", "--dry-run"), 2, "no patch 7")
@@ -265,6 +262,10 @@ def test_run_demo_script_serves_the_demo_patch_and_is_safe_to_run_again(tmp_path
             request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "my-phone"})
             with urllib.request.urlopen(request, timeout=10) as response:
                 assert response.read() == (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_bytes()
+            # The web console comes with it (compiled into patchd), and the script says where.
+            assert f"http://127.0.0.1:{port}/console/" in text
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/console/", timeout=10) as response:
+                assert response.headers["Content-Type"] == "text/html; charset=utf-8" and b"hotpatch console" in response.read()
         finally:
             proc.terminate()
             proc.wait(timeout=15)
@@ -288,7 +289,7 @@ def test_project_server_makes_the_same_command_publish_over_http(app_repo, start
     assert "token" in patches[0]["publishedBy"], "published over HTTP, by the token's actor"
     # A local-only command in that repository says where it acts.
     rotated = run_in(ws, repo, "keys", "rotate", "--role", "timestamp")
-    assert rotated.rc == 0 and f"acts on the local registry at {ws.data}, not on {server.url}" in rotated.stderr
+    assert rotated.rc == 0 and f"acts on the registry at {ws.registry_location}, not on {server.url}" in rotated.stderr
 
 
 def test_export_keeps_an_older_flat_export_in_the_same_directory_current_and_pruned(workspace):
@@ -341,4 +342,5 @@ def test_make_run_installs_what_serving_needs_and_make_test_everything():
     for package in ("python3-venv", "zip unzip", "curl "):
         assert package not in run and package in test
     assert "venv" not in run
+    assert "chromium chromium-driver" in test and "chromium" not in run, "the browser test's packages come with `make test` only"
     assert "scripts/run-demo.sh" in run

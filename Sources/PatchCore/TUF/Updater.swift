@@ -170,7 +170,13 @@ public struct Updater: Sendable {
             if body.isOverLimit { throw .tooLarge(what: fetcher.location(of: file), limit: body.limit) }
             throw .fetch(error)
         }
-        if body.isOverLimit { throw .tooLarge(what: fetcher.location(of: file), limit: body.limit) }
+        if body.isOverLimit {
+            // A 404 page longer than the file it stands for is a missing file, not an attack:
+            // the cap protects what would be read as the file, and an error body never is.
+            // The caller sees the status (a missing next root ends the root walk).
+            if head.status != 200 { return Download(head: head, body: []) }
+            throw .tooLarge(what: fetcher.location(of: file), limit: body.limit)
+        }
         return Download(head: head, body: body.received)
     }
 

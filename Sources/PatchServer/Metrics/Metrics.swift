@@ -7,6 +7,8 @@ public final class Metrics: Sendable {
         case metadata, target, check, publish, revoke, rollout, list, audit, health, metrics, unknown
         /// Device reports (POST /v1/apps/{app}/reports) and guard changes.
         case report, guards = "guard"
+        /// The web console's static files (and `/`, which redirects there).
+        case console
         /// Device token registrations (POST /v1/apps/{app}/devices).
         case devices
 

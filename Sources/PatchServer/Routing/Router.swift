@@ -39,11 +39,13 @@ public struct Router<Context>: Sendable {
     public init() {}
 
     /// Adds a route. `pattern` segments starting with `:` capture one segment; a last
-    /// segment like `:hash.main.js` captures what precedes the literal suffix.
+    /// segment like `:hash.main.js` captures what precedes the literal suffix. A pattern
+    /// ending in `/` (`/`, `/console/`, a directory's index) matches only with that slash.
     public mutating func add(_ method: String, _ pattern: String, metric: Metrics.Route, access: RouteAccess = .anyone, body bodyLimit: Int = 0,
                              _ handler: @escaping Handler) {
-        routes.append(Route(method: method, segments: pattern.split(separator: "/").map(String.init), metric: metric,
-                            access: access, bodyLimit: bodyLimit, handler: handler))
+        var segments = pattern.split(separator: "/").map(String.init)
+        if pattern.hasSuffix("/") { segments.append("") }
+        routes.append(Route(method: method, segments: segments, metric: metric, access: access, bodyLimit: bodyLimit, handler: handler))
     }
 
     public struct Match {
@@ -55,7 +57,8 @@ public struct Router<Context>: Sendable {
     /// but not for this method. HEAD is served as GET (the transport drops the body).
     public func match(method: String, path: String) -> Match {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        guard path.hasPrefix("/"), !segments.contains(where: \.isEmpty) || segments == [""] else {
+        // An empty segment only last (a trailing slash, which only a pattern ending in one matches).
+        guard path.hasPrefix("/"), !segments.dropLast().contains(where: \.isEmpty) else {
             return Match(metric: .unknown, result: .failure(.notFound()))
         }
         let effective = method == "HEAD" ? "GET" : method
@@ -76,6 +79,7 @@ public struct Router<Context>: Sendable {
         var params = PathParameters()
         for (p, s) in zip(pattern, segments) {
             if p.hasPrefix(":") {
+                guard !s.isEmpty else { return nil }
                 let name = p.dropFirst()
                 if let dot = name.firstIndex(of: ".") {
                     let suffix = String(name[dot...])

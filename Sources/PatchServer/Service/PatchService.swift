@@ -38,6 +38,8 @@ public final class PatchService: HTTPResponder {
     let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
+    /// When `catchUp` last reloaded (monotonic milliseconds).
+    private let lastCatchUp = AtomicCounter(-1_000)
     /// On a PostgreSQL registry, wakes `Upkeep` as soon as any instance commits (nil on SQLite).
     public let changeFeed: RegistryChangeFeed?
     private let loggedOnce = Locked<Set<String>>([])
@@ -330,6 +332,29 @@ public final class PatchService: HTTPResponder {
                 report(refresh)
             } catch { log("reload failed: \(error)") }
         }
+    }
+
+    /// For a request that missed what another instance may have committed a moment ago
+    /// (several patchd on one registry): reloads now instead of at the next poll, and says
+    /// whether anything changed, so the caller looks again only then. At most once per 50 ms
+    /// whoever asks, so a flood of requests for files that do not exist costs at most 20
+    /// data-version reads a second, never a rebuild each.
+    func catchUp() -> Bool {
+        let now = Int(IPRateLimiter.monotonicTime() * 1000)
+        let last = lastCatchUp.load
+        guard now - last >= 50, lastCatchUp.compareExchange(expected: last, desired: now) else { return false }
+        let before = lastDataVersion.load
+        reloadChanged()
+        return lastDataVersion.load != before
+    }
+
+    /// `N.snapshot.json`, `N.targets.json`: the files a sync asks for by version after reading
+    /// the timestamp, so a miss means this instance is behind (or the request is made up).
+    /// Not `N.root.json`: every sync asks for the next root, which is normally missing.
+    static func isVersionedMetadata(_ file: String) -> Bool {
+        let parts = file.split(separator: ".", maxSplits: 1)
+        guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+        return ["snapshot.json", "targets.json"].contains(String(parts[1]))
     }
 
     /// Re-signs online roles that are within half their lifetime of expiring, for every app

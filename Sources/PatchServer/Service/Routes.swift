@@ -32,6 +32,13 @@ extension PatchService {
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }
         r.add("GET", "/v1/tokens", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.tokens(q, p) }
+        r.add("GET", "/v1/whoami", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.whoami(q, p) }
+        r.add("GET", "/v1/apps/:app/versions/:version/patches/:patch/script", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.script(q, p) }
+        // The web console (PatchService+Console.swift): static files, and `/` sends a browser there.
+        r.add("GET", "/", metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add("GET", "/console", metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add("GET", "/console/", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
+        r.add("GET", "/console/:file", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
         // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
         r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
         r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
@@ -77,8 +84,14 @@ extension PatchService {
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
         if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { try checkMetadataHeaders(request) }
-        guard let response = app.metadata[p["file"]] else { throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"") }
-        return response
+        if let response = app.metadata[p["file"]] { return response }
+        // A versioned file this instance does not have yet may have been committed through
+        // another instance a moment ago (the device's timestamp came from there): catch up
+        // once and look again, rather than answer 404 inside the device's sync.
+        if PatchService.isVersionedMetadata(p["file"]), catchUp(), let response = try appCatalog(p["app"]).metadata[p["file"]] {
+            return response
+        }
+        throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"")
     }
 
     func target(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
@@ -89,10 +102,10 @@ extension PatchService {
         // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
         if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
         let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
-        guard let response = app.targets[String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"] else {
-            throw .notFound("no such target (revoked, or never published)")
-        }
-        return response
+        let name = String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"
+        if let response = app.targets[name] { return response }
+        if catchUp(), let response = try appCatalog(p["app"]).targets[name] { return response }
+        throw .notFound("no such target (revoked, or never published)")
     }
 
     // MARK: The simple check

@@ -9,6 +9,9 @@ final class AtomicCounter: Sendable {
     func add(_ amount: Int) { value.add(amount, ordering: .relaxed) }
     func store(_ amount: Int) { value.store(amount, ordering: .relaxed) }
     var load: Int { value.load(ordering: .relaxed) }
+    func compareExchange(expected: Int, desired: Int) -> Bool {
+        value.compareExchange(expected: expected, desired: desired, ordering: .relaxed).exchanged
+    }
 }
 
 final class Locked<Value: Sendable>: Sendable {

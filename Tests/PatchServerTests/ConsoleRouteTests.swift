@@ -1,0 +1,143 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import Testing
+@testable import PatchServer
+
+@Suite("The web console and the routes it needs")
+struct ConsoleRouteTests {
+    func bearer(_ token: String) -> [String: String] { ["Authorization": "Bearer \(token)"] }
+
+    @Test("/console/ serves the console's page with its policy: CSP default-src 'self', no framing, nosniff, revalidated")
+    func index() throws {
+        let f = try ServiceFixture()
+        let page = f.get("/console/")
+        #expect(page.status == 200)
+        #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+        let csp = try #require(page.header("Content-Security-Policy"))
+        #expect(csp.hasPrefix("default-src 'self';") && csp.contains("frame-ancestors 'none'"))
+        #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"))
+        #expect(page.header("X-Content-Type-Options") == "nosniff")
+        #expect(page.header("X-Frame-Options") == "DENY")
+        #expect(page.header("Cache-Control") == "no-cache")
+        #expect(page.bodyString.contains("<script type=\"module\" src=\"main.js\"></script>"))
+        #expect(f.get("/console/index.html").bodyString == page.bodyString)
+        #expect(f.service.respond(to: HTTPRequest(method: "HEAD", path: "/console/")).status == 200)
+    }
+
+    @Test("every console file has its content type; a matching If-None-Match is 304")
+    func filesAndETags() throws {
+        let f = try ServiceFixture()
+        #expect(f.get("/console/main.js").header("Content-Type") == "text/javascript; charset=utf-8")
+        #expect(f.get("/console/console.css").header("Content-Type") == "text/css; charset=utf-8")
+        #expect(f.get("/console/favicon.svg").header("Content-Type") == "image/svg+xml")
+        let js = f.get("/console/main.js")
+        let etag = try #require(js.header("ETag"))
+        let again = f.get("/console/main.js", headers: ["If-None-Match": etag])
+        #expect(again.status == 304 && again.body.isEmpty)
+        #expect(again.header("Content-Security-Policy") != nil)
+        #expect(f.get("/console/main.js", headers: ["If-None-Match": "\"other\""]).status == 200)
+    }
+
+    @Test("the console has no inline script or style that its policy would block")
+    func noInlineScript() throws {
+        for file in ConsoleFiles.all where file.name.hasSuffix(".html") {
+            #expect(!file.text.contains("<script>") && !file.text.contains("<style") && !file.text.contains(" style="))
+            #expect(!file.text.contains(" onclick=") && !file.text.contains("javascript:"))
+        }
+        for file in ConsoleFiles.all where file.name.hasSuffix(".js") {
+            #expect(!file.text.contains("innerHTML") && !file.text.contains("outerHTML") && !file.text.contains("insertAdjacentHTML"), "\(file.name)")
+            #expect(!file.text.contains("eval(") && !file.text.contains("new Function"), "\(file.name)")
+        }
+    }
+
+    @Test("a file name is looked up, never resolved: .., %2e%2e, encoded slashes and unknown names are 404")
+    func noTraversal() throws {
+        let f = try ServiceFixture()
+        // Paths as the transport hands them over, already percent-decoded.
+        for path in ["/console/..", "/console/../Package.swift", "/console/%2e%2e", "/console/..%2fPackage.swift",
+                     "/console/../../etc/passwd", "/console/.%2e/registry.sqlite", "/console/x/../main.js",
+                     "/console/missing.js", "/console//main.js", "/console/.", "/console/index.html/", "/console/Main.js"] {
+            let response = f.get(path)
+            #expect(response.status == 404, "\(path)")
+            #expect(response.header("Content-Type") == "application/json", "\(path)")
+        }
+        // And through the transport's decoding: %2e%2e and %2f become . . and / before routing.
+        for raw in ["/console/%2e%2e/Package.swift", "/console/..%2fPackage.swift", "/console/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", "/console/main.js%00"] {
+            let decoded = RequestHead.percentDecoded(ArraySlice(raw.utf8), plusIsSpace: false)
+            #expect(f.get(decoded).status == 404, "\(raw)")
+        }
+    }
+
+    @Test("ConsoleFiles.swift is what console/ holds (run scripts/embed-console.py after editing it)")
+    func embeddedFilesAreCurrent() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("console")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { !$0.hasPrefix(".") }.sorted()
+        #expect(ConsoleFiles.all.map(\.name) == names)
+        for file in ConsoleFiles.all {
+            let text = try String(contentsOf: directory.appendingPathComponent(file.name), encoding: .utf8)
+            #expect(text == file.text, "\(file.name) differs from console/\(file.name): run scripts/embed-console.py")
+        }
+    }
+
+    @Test("/ and /console redirect a browser to /console/")
+    func rootRedirects() throws {
+        let f = try ServiceFixture()
+        let root = f.get("/")
+        #expect(root.status == 302)
+        #expect(root.header("Location") == "/console/")
+        #expect(f.get("/console").header("Location") == "/console/")
+    }
+
+    @Test("GET /v1/whoami says the token's id, name, role and scope; 401 without a known token")
+    func whoami() throws {
+        let f = try ServiceFixture()
+        let publisher = try f.json(f.get("/v1/whoami", headers: bearer(f.publisherToken)))
+        #expect(publisher["name"]?.stringValue == "ci" && publisher["role"]?.stringValue == "publisher" && publisher["scope"]?.stringValue == "demo")
+        let auditor = try f.json(f.get("/v1/whoami", headers: bearer(f.auditorToken)))
+        #expect(auditor["role"]?.stringValue == "auditor" && auditor["scope"]?.stringValue == "*")
+        #expect(Set(auditor.objectValue?.keys.map { $0 } ?? []) == ["id", "name", "role", "scope"])
+        #expect(!f.get("/v1/whoami", headers: bearer(f.auditorToken)).bodyString.contains("hp_"))
+        #expect(f.get("/v1/whoami").status == 401)
+        let wrong = f.get("/v1/whoami", headers: bearer("hp_not-a-token"))
+        #expect(wrong.status == 401)
+        #expect(try f.json(wrong)["error"]?["message"]?.stringValue == "unknown or revoked token")
+    }
+
+    @Test("a patch's script: text/plain for any reader of the app, revoked ones too; 404 for no such patch; 403 elsewhere")
+    func script() throws {
+        let f = try ServiceFixture()
+        #expect(f.publish("one()").status == 201)
+        #expect(f.publish("two()").status == 201)
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/1/revoke", token: f.publisherToken).status == 200)
+        let first = f.get("/v1/apps/demo/versions/2.3/patches/1/script", headers: bearer(f.auditorToken))
+        #expect(first.status == 200 && first.bodyString == "one()")
+        #expect(first.header("Content-Type") == "text/plain; charset=utf-8")
+        #expect(first.header("X-Content-Type-Options") == "nosniff")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patches/2/script", headers: bearer(f.publisherToken)).bodyString == "two()")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patches/3/script", headers: bearer(f.auditorToken)).status == 404)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patches/1/script").status == 401)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patches/1/script", headers: bearer(f.otherAppToken)).status == 403)
+        #expect(f.get("/v1/apps/demo/versions/2.3/patches/0/script", headers: bearer(f.auditorToken)).status == 400)
+    }
+
+    @Test("an encrypted app's scripts are not served in the clear: 409 naming patchctl diff")
+    func encryptedScript() throws {
+        let f = try ServiceFixture(encrypted: true)
+        #expect(f.publish("secret()").status == 201)
+        let response = f.get("/v1/apps/demo/versions/2.3/patches/1/script", headers: bearer(f.auditorToken))
+        #expect(response.status == 409)
+        #expect(try f.json(response)["error"]?["message"]?.stringValue?.contains("patchctl diff") == true)
+        #expect(!response.bodyString.contains("secret()"))
+    }
+
+    @Test("a trailing slash matches only a pattern that ends in one; an empty parameter matches nothing")
+    func trailingSlash() throws {
+        let f = try ServiceFixture()
+        #expect(f.get("/v1/apps/demo/metadata/").status == 404)
+        #expect(f.get("/v1/apps/").status == 404)
+        #expect(f.get("/healthz/").status == 404)
+        #expect(f.get("/v1/apps/demo/metadata/1.root.json").status == 200)
+    }
+}

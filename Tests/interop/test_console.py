@@ -1,0 +1,359 @@
+"""The web console (issue 14) in a real browser: Debian's chromium driven by chromium-driver
+through selenium, headless, against a real patchd on 127.0.0.1 (a port it picks).
+
+    PATCHCTL=… PATCHD=… python -m pytest Tests/interop/test_console.py -q
+
+Skipped only when chromium, chromium-driver or selenium is missing (`make test` installs them).
+Screenshots of every page are saved under each test's tmp_path (and copied to
+$CONSOLE_SCREENSHOT_DIR when it is set: that is how docs/console-app.png is made).
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from hotpatch_testing import REPO_ROOT, Workspace
+from patchd_support import Patchd, request
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (Tests/interop/requirements.txt)")
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    pytest.skip("chromium and chromium-driver are not installed (apt-get install chromium chromium-driver; `make test` does)",
+                allow_module_level=True)
+
+DEMO_SCRIPT = (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_text()
+NOTE = 'fixes <script>alert("x")</script> & the login crash'
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A registry with the demo app: patch 1 (the repository's demo script), patch 2 (a
+    change to it, with a release note holding markup), device reports; patchd serving it;
+    an auditor token for every app and a publisher token for demo."""
+    ws = Workspace(tmp_path_factory.mktemp("console") / "ws")
+    ws.create_app("demo")
+    ws.ok("apps", "throttle", "demo", "--ip-rate", "off")
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", ws.write_file(DEMO_SCRIPT))
+    changed = DEMO_SCRIPT + "\n// console test: a second patch\nconsole.log('patch 2');\n"
+    second = ws.json("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "50", "--message", NOTE, ws.write_file(changed))
+    # A staging patch (a second channel column) and a guard on production.
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--message", "QA build",
+          ws.write_file(changed + "console.log('staging');\n"))
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "20%", "--min-devices", "50")
+    # An encrypted app, whose scripts the console does not diff.
+    ws.create_app("vault", encrypt=True)
+    ws.publish("vault", "1.0", "secret(1);\n")
+    ws.publish("vault", "1.0", "secret(2);\n")
+    auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
+    publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
+    server = Patchd(ws)
+    for i in range(12):
+        events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "2.3", "channel": "production", "patch": 2}
+                  for kind in (["downloaded", "installed", "confirmed"] if i < 10 else ["downloaded", "installed", "rolledBack"])]
+        resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=json.dumps({"events": events}).encode(),
+                       headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"})
+        assert resp.status == 202, resp.body
+    yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second}
+    server.stop()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    # The profile is thrown away with the browser; the screenshots stay in tmp_path.
+    with tempfile.TemporaryDirectory(prefix="hotpatch-chromium-") as profile:
+        yield from _browser(tmp_path, profile)
+
+
+def _browser(tmp_path, profile):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # CI runs as root, where chromium needs --no-sandbox.
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                 "--no-first-run", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+                 "--disable-default-apps", "--disable-sync", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(30)
+    driver.shots = tmp_path
+    yield driver
+    driver.quit()
+
+
+def shoot(driver, name, full=False):
+    """A screenshot of the window, or with `full` of the whole page (the window is made as
+    tall as the page for it, then restored)."""
+    path = Path(driver.shots) / f"{name}.png"
+    if full:
+        size = driver.get_window_size()
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(size["width"], min(max(height + 140, size["height"]), 6000))
+        driver.save_screenshot(str(path))
+        driver.set_window_size(size["width"], size["height"])
+    else:
+        driver.save_screenshot(str(path))
+    if os.environ.get("CONSOLE_SCREENSHOT_DIR"):
+        shutil.copy(path, Path(os.environ["CONSOLE_SCREENSHOT_DIR"]) / f"console-{name}.png")
+    return path
+
+
+def wait(driver, condition, timeout=20):
+    """Waits for `condition`; on a timeout the message holds the page's text and the
+    browser's log, which is what a failure on a loaded machine needs."""
+    try:
+        return WebDriverWait(driver, timeout).until(condition)
+    except TimeoutException:
+        page = driver.execute_script("return document.body ? document.body.innerText : ''")
+        raise TimeoutException(f"waited {timeout} s on {driver.current_url}\npage:\n{page[:3000]}\nlog: {driver.get_log('browser')}") from None
+
+
+def visible(driver, css, timeout=20):
+    return wait(driver, EC.visibility_of_element_located((By.CSS_SELECTOR, css)), timeout)
+
+
+def text_in(driver, css, text, timeout=20):
+    try:
+        wait(driver, EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text), timeout)
+    except TimeoutException as timeout_error:
+        found = [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+        raise AssertionError(f"{text!r} never appeared in {css}: {found!r}\n{timeout_error.msg}") from None
+
+
+def text_is(driver, css, text, timeout=20):
+    """Waits until the element's whole text is `text` ("0 %" must not pass for "50 %")."""
+    script = "const e = document.querySelector(arguments[0]); return e ? e.textContent : null"
+    try:
+        wait(driver, lambda d: d.execute_script(script, css) == text, timeout)
+    except TimeoutException as timeout_error:
+        raise AssertionError(f"{css} never read {text!r}: {driver.execute_script(script, css)!r}\n{timeout_error.msg}") from None
+
+
+def go(driver, site, route):
+    """Opens a console route and waits until the page shows it (not the previous page's
+    content, whose buttons would go stale under the test)."""
+    driver.get(site["server"].url + "/console/" + route)
+    wait(driver, lambda d: d.execute_script("return document.getElementById('page').dataset.route") == route)
+
+
+def sign_in(driver, site, token):
+    driver.get(site["server"].url + "/console/")
+    field = visible(driver, "#token")
+    field.send_keys(token)
+    field.send_keys(Keys.ENTER)  # the keyboard is enough
+
+
+def errors(driver, allowed=()):
+    """SEVERE entries of the browser's console log, less those naming an allowed text."""
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and not any(a in e["message"] for a in allowed)]
+
+
+def test_auditor_sees_the_demo_patch_and_an_intact_audit_chain_and_no_actions(site, browser):
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#who", "auditor-alice")
+    text_in(browser, "#apps", "demo")
+    shoot(browser, "apps")
+    assert browser.execute_script("return sessionStorage.getItem('hotpatch.token')") == site["auditor"]
+    assert site["auditor"] not in browser.current_url and not browser.get_cookies()
+
+    browser.find_element(By.LINK_TEXT, "demo").click()
+    text_in(browser, "#patches", "patch 1")
+    first = site["ws"].json("list", "--app", "demo")[0]
+    row = browser.find_element(By.CSS_SELECTOR, 'tr[data-patch="2.3/1"]')
+    assert first["sha256"] in row.text
+    text_in(browser, "#matrix", "patch 2 → 50 %")
+    text_in(browser, '#matrix td[data-channel="staging"]', "patch 3 live")
+    text_in(browser, '#matrix td[data-channel="production"]', "guard: halt above 20 % rolled back")
+    assert browser.find_elements(By.CSS_SELECTOR, "#matrix .bars svg"), "adoption bars for the live patch"
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == [], "an auditor is offered no action"
+    shoot(browser, "app")
+
+    browser.find_element(By.CSS_SELECTOR, 'tr[data-patch="2.3/2"] a').click()
+    text_in(browser, "#patch-facts", site["second"]["md5"])
+    text_in(browser, "#diff", "+console.log('patch 2');")
+    assert browser.find_elements(By.CSS_SELECTOR, ".chart svg polyline, .chart svg circle"), "the adoption chart"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#keys .hash")) >= 2, "signing key IDs"
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
+    shoot(browser, "patch", full=True)
+
+    head = site["ws"].json("audit", "--verify")["chain"]["head"]
+    browser.find_element(By.LINK_TEXT, "Audit log").click()
+    text_in(browser, "#chain", "intact")
+    text_in(browser, "#chain", head)
+    text_in(browser, "#audit", "patch.publish")
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
+    shoot(browser, "audit", full=True)
+    assert errors(browser) == []
+
+
+def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, browser):
+    sign_in(browser, site, site["publisher"])
+    text_in(browser, "#who", "release-bob")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
+    text_is(browser, "#patch-facts .rollout", "50 %")
+    # Escape cancels a confirmation and changes nothing.
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="revoke"]').send_keys(Keys.ENTER)
+    visible(browser, "#confirm")
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait(browser, EC.invisibility_of_element_located((By.ID, "confirm")))
+    assert site["ws"].json("list", "--app", "demo")[1]["state"] == "active"
+    # The keyboard is enough: Enter on the button, the dialog, Enter on Confirm.
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="halt"]').send_keys(Keys.ENTER)
+    dialog = visible(browser, "#confirm")
+    for named in ("demo", "2.3", "production", "2"):
+        assert named in dialog.text
+    shoot(browser, "confirm-halt")
+    browser.find_element(By.ID, "confirm-ok").send_keys(Keys.ENTER)
+    text_in(browser, "#notice", "rollout 50 % → 0 %")
+    text_is(browser, "#patch-facts .rollout", "0 %")
+    assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 0
+
+    browser.find_element(By.LINK_TEXT, "Audit log").click()
+    text_in(browser, "#audit", "patch.rollout")
+    assert "release-bob" in browser.find_element(By.ID, "audit").text
+    shoot(browser, "audit-after-halt")
+    go(browser, site, "#/apps/demo")
+    text_is(browser, 'tr[data-patch="2.3/2"] .rollout', "0 %")
+    text_in(browser, '#matrix td[data-channel="production"]', "halted: patch 2")
+    shoot(browser, "app-halted")
+
+    go(browser, site, "#/apps/demo/patches/2.3/2")
+    visible(browser, 'button[data-action="resume"]').click()
+    percent = visible(browser, "#confirm-percent")
+    percent.clear()
+    percent.send_keys("50")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "rollout 0 % → 50 %")
+    text_is(browser, "#patch-facts .rollout", "50 %")
+    assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 50
+    assert errors(browser) == []
+
+
+def test_a_wrong_token_gets_a_clear_message(site, browser):
+    sign_in(browser, site, "hp_this-is-not-a-token")
+    text_in(browser, "#sign-in-error", "does not know this token")
+    assert browser.execute_script("return sessionStorage.getItem('hotpatch.token')") is None
+    assert not browser.find_element(By.ID, "page").is_displayed()
+    shoot(browser, "wrong-token")
+    # Chromium logs the refused request itself (401); nothing else may be an error.
+    assert errors(browser, allowed=("401",)) == []
+
+
+def test_a_release_note_with_markup_is_shown_as_text(site, browser):
+    sign_in(browser, site, site["auditor"])
+    go(browser, site, "#/apps/demo")
+    text_in(browser, 'tr[data-patch="2.3/2"] .notes', NOTE)
+    go(browser, site, "#/apps/demo/patches/2.3/2")
+    text_in(browser, "#patch-facts .notes", NOTE)
+    shoot(browser, "release-note")
+    assert browser.find_elements(By.CSS_SELECTOR, "#page script") == []
+    assert browser.execute_script("return document.querySelectorAll('script').length") == 1
+    assert errors(browser) == []
+
+
+def test_the_console_is_served_with_its_policy(site):
+    resp = request(site["server"].url, "/console/")
+    assert resp.status == 200
+    assert resp.headers["Content-Security-Policy"].startswith("default-src 'self';")
+    assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
+    for path in ("/console/%2e%2e/Package.swift", "/console/..%2fPackage.swift", "/console/../console/main.js",
+                 "/console/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", "/console/main.js%2f", "/console/.%2e"):
+        got = request(site["server"].url, path)
+        assert got.status in (400, 404), (path, got.status)
+        assert b"import" not in got.body and b"[package]" not in got.body.lower()
+    assert request(site["server"].url, "/").headers["Location"] == "/console/"
+
+
+def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
+    """Runs last: it changes what production serves."""
+    sign_in(browser, site, site["publisher"])
+    text_in(browser, "#who", "release-bob")
+    go(browser, site, "#/apps/demo/patches/2.3/3")
+    visible(browser, 'button[data-action="promote"]').click()
+    dialog = visible(browser, "#confirm")
+    assert "staging" in dialog.text and "3" in dialog.text
+    assert browser.find_element(By.ID, "confirm-to").get_attribute("value") == "production"
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "promoted demo 2.3 staging patch 3 to production as patch 4")
+    promoted = site["ws"].json("list", "--app", "demo")[3]
+    assert (promoted["patch"], promoted["channel"], promoted["promotedFrom"]["patch"]) == (4, "production", 3)
+
+    go(browser, site, "#/apps/demo")
+    text_in(browser, '#matrix td[data-channel="production"]', "patch 4 → 100 %")
+    browser.find_element(By.CSS_SELECTOR, '#matrix td[data-channel="production"] button[data-action="rollback"]').click()
+    dialog = visible(browser, "#confirm")
+    for named in ("demo", "2.3", "production", "4"):
+        assert named in dialog.text
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "revoked patch 4")
+    text_in(browser, '#matrix td[data-channel="production"]', "patch 2 → 50 %")
+    assert site["ws"].json("list", "--app", "demo")[3]["state"] == "revoked"
+    shoot(browser, "app-after-rollback")
+
+    # The audit log a page at a time: 10 per page, Next follows `next`, the chain result stays.
+    # (This token is scoped to demo: events of other apps are not among them, so seqs skip.)
+    def seqs():  # read in one script: the page may be re-rendering between two element lookups
+        return browser.execute_script("return [...document.querySelectorAll('#audit tbody tr')].map(r => Number(r.dataset.seq))")
+    go(browser, site, "#/audit/after/0/limit/10")
+    text_in(browser, "#page-range", "events 1–")
+    first = seqs()
+    assert len(first) == 10
+    browser.find_element(By.LINK_TEXT, "Next page").click()
+    wait(browser, lambda d: seqs() and seqs()[0] > first[-1])
+    text_in(browser, "#chain", "intact")
+    assert browser.find_element(By.ID, "page-size").get_attribute("value") == "10"
+    browser.find_element(By.LINK_TEXT, "First page").click()
+    wait(browser, lambda d: seqs() == first)
+    assert errors(browser) == []
+
+
+def test_an_encrypted_apps_patch_page_names_patchctl_diff_and_shows_no_plaintext(site, browser):
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#apps", "vault")
+    go(browser, site, "#/apps/vault/patches/1.0/2")
+    text_in(browser, "#page", "patchctl diff --app vault --app-version 1.0 1 2")
+    text_in(browser, "#patch-facts", "Served (encrypted)")
+    assert "secret(" not in browser.find_element(By.ID, "page").text
+    shoot(browser, "encrypted-patch", full=True)
+    assert errors(browser) == [], "the console does not ask for what patchd refuses"
+
+
+def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
+    """After the promote test: patch 2 is live at 50 %, staging patch 3 is active."""
+    sign_in(browser, site, site["publisher"])
+    text_in(browser, "#who", "release-bob")
+    go(browser, site, "#/apps/demo/patches/2.3/2")
+    visible(browser, 'button[data-action="rollout"]').click()
+    percent = visible(browser, "#confirm-percent")
+    percent.clear()
+    percent.send_keys("101")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#confirm-error", "whole number from 0 to 100")
+    percent.clear()
+    percent.send_keys("25", Keys.ENTER)  # Enter in the field confirms
+    text_in(browser, "#notice", "rollout 50 % → 25 %")
+    text_is(browser, "#patch-facts .rollout", "25 %")
+
+    go(browser, site, "#/apps/demo/patches/2.3/3")
+    visible(browser, 'button[data-action="revoke"]').click()
+    visible(browser, "#confirm-message").send_keys("QA found <b>a crash</b>")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "revoked demo 2.3 patch 3")
+    text_in(browser, "#patch-facts", "QA found <b>a crash</b>")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#patch-facts b")
+    assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]"), "a revoked patch offers no action"
+    patch3 = site["ws"].json("list", "--app", "demo")[2]
+    assert (patch3["state"], patch3["revokeMessage"]) == ("revoked", "QA found <b>a crash</b>")
+    assert errors(browser) == []

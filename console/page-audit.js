@@ -1,0 +1,54 @@
+// The audit log, a page at a time, with the result of re-walking its hash chain.
+import { api } from "./api.js";
+import { el, table, link, route, when, pill, hash, facts } from "./dom.js";
+import { state } from "./shell.js";
+
+/** Events per page the reader may pick; the first is the default. */
+export const PAGE_SIZES = [50, 10, 200, 1000];
+
+const pageRoute = (after, limit) => `${route("audit")}/after/${after}/limit/${limit}`;
+
+function chainSummary(chain) {
+  if (!chain) return el("p", { class: "muted" }, "The chain was not checked.");
+  if (chain.intact) {
+    return facts([
+      ["Chain", pill("intact", "intact")],
+      ["Events", chain.events === undefined ? el("span", { class: "muted" }, "shown to a token for every app") : String(chain.events)],
+      ["Head", chain.head ? hash(chain.head) : el("span", { class: "muted" }, "shown to a token for every app")],
+    ]);
+  }
+  return facts([
+    ["Chain", pill("BROKEN", "broken")],
+    ["First bad event", chain.seq === undefined ? "—" : String(chain.seq)],
+    ["Reason", chain.reason ?? "shown to a token for every app"],
+  ]);
+}
+
+function details(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value !== "object") return String(value);
+  return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
+}
+
+export async function auditPage(after, limit = PAGE_SIZES[0]) {
+  if (!PAGE_SIZES.includes(limit)) limit = PAGE_SIZES[0];
+  const page = await api.audit({ after, limit });
+  const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
+    el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
+    el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
+    el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
+  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(after, Number(event.target.value)); } },
+    [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));
+  const pager = el("nav", { class: "pager", "aria-label": "Audit pages" },
+    after > 0 ? link(pageRoute(0, limit), "First page") : null,
+    page.next !== undefined ? link(pageRoute(page.next, limit), "Next page") : el("span", { class: "muted" }, "Last page"),
+    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}` : "no events"),
+    el("label", { for: "page-size" }, "Events per page"), size);
+  return [
+    el("h1", {}, "Audit log"),
+    el("section", { class: "card", id: "chain" }, chainSummary(page.chain)),
+    state.who.scope === "*" ? null : el("p", { class: "muted" }, `Events of ${state.who.scope} only (this token's scope).`),
+    pager,
+    table(["Seq", "At", "App", "Action", "Actor", "Details", "Hash"], rows, { id: "audit" }),
+  ];
+}
