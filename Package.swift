@@ -34,14 +34,17 @@ let package = Package(
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip", "Postgres"]),
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "CNetwork"]),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds of thread
         // hand-offs per request; Apple platforms keep URLSession.
         .target(name: "PatchClient", dependencies: ["PatchCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
-        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
-        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore"]),
+        // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through libcurl, for
+        // patchctl's --notify and patchd's guards.
+        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "CCurl"]),
+        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
+        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore"],
                           path: "bench/hotpatch-bench"),
@@ -53,6 +56,7 @@ let package = Package(
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "Postgres"], path: "Tests/Support"),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore"]),
         .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
         .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl", "HotpatchTestSupport"]),

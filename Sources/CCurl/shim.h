@@ -30,4 +30,14 @@ static inline long hp_curl_response_code(CURL *h) {
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     return code;
 }
+// HTTP/2 over TLS, negotiated through ALPN: APNs' provider API speaks nothing else.
+static inline CURLcode hp_curl_use_http2(CURL *h) { return curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS); }
+// curl_global_init is not thread-safe, and curl_easy_init calls it when nobody has: a
+// program that starts several handles at once on several threads must call it first.
+static inline CURLcode hp_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
+static inline long hp_curl_http_version(CURL *h) {
+    long version = 0;
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
+    return version;
+}
 #endif

@@ -33,7 +33,12 @@ public struct HTTPRepository: RepositoryFetcher {
     /// `POST {server}/v1/apps/{app}/reports` with a JSON body; the answer's body is kept up
     /// to `limit` bytes (a 202 is a few dozen).
     func postReports(_ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
-        let location = "\(appBase)/reports"
+        try await post("reports", body, headers: headers, limit: limit)
+    }
+
+    /// `POST {server}/v1/apps/{app}/{leaf}` with a JSON body (reports, devices).
+    func post(_ leaf: String, _ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
+        let location = "\(appBase)/\(leaf)"
         guard let url = URL(string: location) else { throw .network("bad server URL \(location)") }
         let answer = DownloadBody(limit: limit)
         var all = headers

@@ -30,6 +30,9 @@ public actor PatchClient {
     private(set) var attempting: Int?
     /// Whether the running sync got past the local interval checks and asked the server.
     private var askedServer = false
+    /// The timestamp version a push announced (handlePush), sent once with the next check's
+    /// timestamp request as `X-Push-Timestamp`, so patchd lets it through the interval.
+    var pushAnnounced: Int64?
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
@@ -150,7 +153,12 @@ public actor PatchClient {
         }
         askedServer = true
         let trusted: TrustedMetadata
-        do { trusted = try await updater.refresh(now: now) } catch {
+        var refresher = updater
+        if let announced = pushAnnounced {
+            refresher.timestampHeaders["X-Push-Timestamp"] = String(announced)
+            pushAnnounced = nil
+        }
+        do { trusted = try await refresher.refresh(now: now) } catch {
             if case .throttled(let header, let deviceScoped) = error {
                 let until = retryAfter(header, now: now)
                 try updateState {

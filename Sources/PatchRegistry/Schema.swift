@@ -214,6 +214,28 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- Push (issue 15); additive. APNs device tokens PatchClient registers (unauthenticated,
+    -- so capped per app), deduplicated per app and refreshed on each registration.
+    CREATE TABLE IF NOT EXISTS push_devices(
+        app TEXT NOT NULL REFERENCES apps(name),
+        token TEXT NOT NULL,
+        environment TEXT NOT NULL CHECK(environment IN ('production', 'sandbox')),
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        registered_at TEXT NOT NULL,
+        PRIMARY KEY(app, token)
+    );
+    CREATE INDEX IF NOT EXISTS push_devices_by_version ON push_devices(app, app_version, channel);
+    -- The app's APNs provider identity (`patchctl apps apns`); its .p8 key is a file in the
+    -- key directory, named by key id, never a column.
+    CREATE TABLE IF NOT EXISTS apns_config(
+        app TEXT PRIMARY KEY REFERENCES apps(name),
+        team_id TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        set_at TEXT NOT NULL,
+        set_by TEXT NOT NULL
+    );
 
     """
 

@@ -1,6 +1,7 @@
 import Foundation
 import PatchCore
 import PatchRegistry
+import PatchPush
 import PatchServer
 
 /// patchd: serves every app in a registry over HTTP(S).
@@ -123,6 +124,9 @@ do {
 
 var serviceConfiguration = ServiceConfiguration()
 serviceConfiguration.ipv6Prefix = ipv6Prefix
+// Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
+// test-only HOTPATCH_APNS_URL.
+do { serviceConfiguration.apnsEndpoint = try APNsEndpoint.current() } catch { fail("\(error)", code: 64) }
 if let proxies = options["--trusted-proxy"] {
     for entry in proxies.split(separator: ",") {
         do { serviceConfiguration.trustedProxies.append(try IPNetwork(entry.trimmingCharacters(in: .whitespaces))) } catch {

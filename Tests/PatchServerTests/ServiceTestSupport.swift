@@ -16,7 +16,8 @@ final class ServiceFixture {
     let otherAppToken: String
     let clock: FakeClock
 
-    init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = []) throws {
+    init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
+         maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -33,6 +34,7 @@ final class ServiceFixture {
         self.clock = clock
         var configuration = ServiceConfiguration()
         configuration.trustedProxies = trustedProxies
+        configuration.maxPushDevicesPerApp = maxPushDevices
         service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
                                    ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), log: { _ in })
     }

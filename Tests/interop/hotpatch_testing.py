@@ -58,11 +58,12 @@ def spawn(fn):
             time.sleep(0.2)
 
 
-def run_patchctl(exe, *args, stdin=None, cwd=None, timeout=120) -> Result:
-    """Runs patchctl with `args` in a clean environment; returns Result(rc, stdout, stderr) as text."""
+def run_patchctl(exe, *args, stdin=None, cwd=None, timeout=120, env=None) -> Result:
+    """Runs patchctl with `args` in a clean environment (plus `env`, e.g. HOTPATCH_APNS_URL);
+    returns Result(rc, stdout, stderr) as text."""
     argv = [str(exe), *[str(a) for a in args]]
     proc = spawn(lambda: subprocess.run(argv, input=stdin, capture_output=True, cwd=cwd,
-                                        env=clean_env(), timeout=timeout))
+                                        env={**clean_env(), **(env or {})}, timeout=timeout))
     return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
                   proc.stderr.decode("utf-8", "replace"))
 

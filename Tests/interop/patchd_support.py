@@ -23,7 +23,7 @@ Response = namedtuple("Response", "status headers body")
 class Patchd:
     """A patchd process on 127.0.0.1:0; `url` comes from its ready line."""
 
-    def __init__(self, ws: Workspace, tls=None, timeout=20.0, args=()):
+    def __init__(self, ws: Workspace, tls=None, timeout=20.0, args=(), env=None):
         self.ws = ws
         self.log_dir = ws.root / "logs"
         self.log_dir.mkdir(exist_ok=True)
@@ -37,7 +37,7 @@ class Patchd:
         argv += list(args)
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(lambda: subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                                       cwd=ws.root, env=clean_env()))
+                                                       cwd=ws.root, env={**clean_env(), **(env or {})}))
         self.url = self._wait_ready(timeout)
 
     def _wait_ready(self, timeout):

@@ -66,3 +66,32 @@ public struct ECDSAPrivateKey: Sendable {
         return Array(signature.prefix(length))
     }
 }
+
+extension ECDSAPrivateKey {
+    /// The signature as JOSE writes ES256 (RFC 7518 section 3.4): r and s as 32 big-endian
+    /// bytes each, not DER. What a JWT for APNs carries.
+    public func joseSignature(for message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        let der = try signature(for: message)
+        guard let raw = ECDSAPrivateKey.rawSignature(der: der) else { throw .invalidKey("OpenSSL returned a malformed ECDSA signature") }
+        return raw
+    }
+
+    /// DER `SEQUENCE { INTEGER r, INTEGER s }` (short lengths: a P-256 signature is at most
+    /// 72 bytes) to r ‖ s, each left-padded to 32 bytes; nil when it is not that.
+    public static func rawSignature(der: [UInt8]) -> [UInt8]? {
+        guard der.count >= 8, der[0] == 0x30, Int(der[1]) == der.count - 2 else { return nil }
+        var at = 2
+        var out: [UInt8] = []
+        for _ in 0..<2 {
+            guard at + 2 <= der.count, der[at] == 0x02 else { return nil }
+            let length = Int(der[at + 1])
+            guard length >= 1, at + 2 + length <= der.count else { return nil }
+            var integer = Array(der[(at + 2)..<(at + 2 + length)])
+            while integer.count > 32, integer.first == 0 { integer.removeFirst() }
+            guard integer.count <= 32 else { return nil }
+            out += [UInt8](repeating: 0, count: 32 - integer.count) + integer
+            at += 2 + length
+        }
+        return at == der.count ? out : nil
+    }
+}

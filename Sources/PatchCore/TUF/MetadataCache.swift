@@ -18,6 +18,14 @@ public struct MetadataCache: Sendable {
         return Array(data)
     }
 
+    /// The version of the timestamp the last refresh accepted, nil before the first. Not
+    /// verified again here: it only decides whether a push is worth an early check
+    /// (PatchClient.handlePush), never what is trusted.
+    public func cachedTimestampVersion() -> Int64? {
+        guard let bytes = read("timestamp.json", limit: TrustedMetadata.maxTimestampLength) else { return nil }
+        return (try? SignedTimestamp(bytes: bytes, maxLength: TrustedMetadata.maxTimestampLength))?.body.version
+    }
+
     func write(_ name: String, _ bytes: [UInt8]) throws(UpdateError) {
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
             throw .storage("cannot create \(directory.path): \(error.localizedDescription)")

@@ -26,6 +26,8 @@ public struct AppCatalog: Sendable {
     public let jspatch: JSPatchCatalog?
     /// Why the JSPatch packages of an app with a JSPatch key could not be prepared.
     public let jspatchFailure: RegistryError?
+    /// The version of the timestamp served: what a push announces (DeviceThrottle.noteTimestamp).
+    public let timestampVersion: Int64
 
     static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
     /// How many older snapshot/targets versions stay servable, so a client that read the
@@ -49,7 +51,8 @@ public struct AppCatalog: Sendable {
                 }
             }
         }
-        metadata["timestamp.json"] = metadataResponse(try registry.latestMetadata(app: app, role: .timestamp).bytes, immutable: false)
+        let timestamp = try registry.latestMetadata(app: app, role: .timestamp)
+        metadata["timestamp.json"] = metadataResponse(timestamp.bytes, immutable: false)
 
         let targetsBytes = try registry.latestMetadata(app: app, role: .targets).bytes
         let body: TargetsBody
@@ -87,7 +90,7 @@ public struct AppCatalog: Sendable {
         var jspatchFailure: RegistryError?
         do { jspatch = try JSPatchCatalog.build(registry, app: app) } catch { jspatchFailure = error }
         return AppCatalog(app: app, rules: rules, metadata: metadata, targets: targets, versions: versions, jspatch: jspatch,
-                          jspatchFailure: jspatchFailure)
+                          jspatchFailure: jspatchFailure, timestampVersion: timestamp.version)
     }
 
     private static func metadataResponse(_ bytes: [UInt8], immutable: Bool) -> HTTPResponse {

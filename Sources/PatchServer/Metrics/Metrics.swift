@@ -9,6 +9,8 @@ public final class Metrics: Sendable {
         case report, guards = "guard"
         /// The web console's static files (and `/`, which redirects there).
         case console
+        /// Device token registrations (POST /v1/apps/{app}/devices).
+        case devices
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {

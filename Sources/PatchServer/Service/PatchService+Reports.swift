@@ -90,6 +90,7 @@ extension PatchService {
         do {
             let trips = if let patches { try registry.enforceGuards(app: app, patches: patches) } else { try registry.enforceGuards(app: app) }
             guard !trips.isEmpty else { return }
+            pushGuardTrips(registry, app: app, trips: trips)
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchRegistry
 import Synchronization
 
@@ -17,6 +18,10 @@ public struct ServiceConfiguration: Sendable {
     /// IPv6 clients share a per-IP bucket per network of this many bits (one subscriber
     /// usually holds a /64); IPv4 clients have one each.
     public var ipv6Prefix = 64
+    /// Device tokens stored per app, at most (`POST /v1/apps/{app}/devices` is unauthenticated).
+    public var maxPushDevicesPerApp = Registry.defaultMaxPushDevicesPerApp
+    /// Where a guard's halt or revoke is pushed for apps with an APNs key; nil: not pushed.
+    public var apnsEndpoint: APNsEndpoint?
     public init() {}
 }
 
@@ -30,7 +35,7 @@ public final class PatchService: HTTPResponder {
     public let devices: DeviceThrottle
     public let ipLimiter: IPRateLimiter
     let configuration: ServiceConfiguration
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
     /// When `catchUp` last reloaded (monotonic milliseconds).
@@ -40,6 +45,8 @@ public final class PatchService: HTTPResponder {
     private let loggedOnce = Locked<Set<String>>([])
     /// Device reports waiting for the group that counts them (PatchService+Reports.swift).
     let reportQueue = ReportQueue()
+    /// Push rounds a guard started, one at a time, off the request threads and the registry lock.
+    let pushQueue = DispatchQueue(label: "hotpatch.push")
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
     let lastHealthyRead = Locked<(at: Double, apps: Int)?>(nil)
     /// When `reloadChanged` (patchd's upkeep, every second) last read the registry, and what it
@@ -220,11 +227,20 @@ public final class PatchService: HTTPResponder {
         guard let device = try deviceID(request) else { return }
         let scope = scope ?? declared
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
-                                                     scope: scope.map { ($0.appVersion, $0.channel.rawValue) }) {
+                                                     scope: scope.map { ($0.appVersion, $0.channel.rawValue) },
+                                                     announced: try PatchService.pushAnnounced(request)) {
             // Scoped to the device: its interval, which a revoke lifts (a forced check may try).
             throw HTTPError(429, "throttled", "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s",
                             headers: [("Retry-After", String(max(1, wait))), ("X-Throttle-Scope", "device")])
         }
+    }
+
+    /// `X-Push-Timestamp`: the timestamp version a push announced (PatchClient.handlePush);
+    /// nil without it, 400 when it is not a positive decimal.
+    static func pushAnnounced(_ request: HTTPRequest) throws(HTTPError) -> Int64? {
+        guard let raw = request.header("X-Push-Timestamp") else { return nil }
+        guard let n = Int64(raw), n >= 1, String(n) == raw else { throw .badRequest("X-Push-Timestamp must be a positive integer") }
+        return n
     }
 
     /// What a metadata request other than timestamp.json may carry is checked as on
@@ -367,6 +383,9 @@ public final class PatchService: HTTPResponder {
     /// Logs what a catalog refresh could not prepare: an app left on its previous state
     /// (or unserved), or served without its JSPatch packages.
     func report(_ refresh: Catalog.Refresh) {
+        for app in refresh.rebuilt {
+            if let built = catalog.app(app) { devices.noteTimestamp(app: app.rawValue, version: built.timestampVersion) }
+        }
         for (app, version, channel) in refresh.withdrawn {
             devices.lift(app: app.rawValue, appVersion: version, channel: channel.rawValue)
         }

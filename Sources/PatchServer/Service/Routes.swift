@@ -22,6 +22,7 @@ extension PatchService {
               body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
         r.add("POST", "/v1/apps/:app/reports", metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
+        r.add("POST", "/v1/apps/:app/devices", metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
         r.add("GET", "/v1/apps/:app/stats", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         r.add("PUT", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher), body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
         r.add("DELETE", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }

@@ -31,6 +31,12 @@ public final class DeviceThrottle: Sendable {
     /// count against the interval (`lift`). One entry per served version and channel, so
     /// bounded by what publishers created, never by what devices send.
     private let lifts = Locked<[String: UInt32]>([:])
+    /// When this server began serving each of an app's recent timestamp versions (its clock):
+    /// a push-triggered check (`X-Push-Timestamp: N`) whose last check predates the first
+    /// version at least N passes its interval once. A few versions per app, bounded by what
+    /// publishers did, never by what devices send.
+    private let timestamps = Locked<[String: [(version: Int64, since: UInt32)]]>([:])
+    static let keptTimestamps = 16
     private let perShard: Int
     /// Sweeps done (tests check that a full table is not swept on every check).
     let sweeps = AtomicCounter()
@@ -79,10 +85,31 @@ public final class DeviceThrottle: Sendable {
         }
     }
 
+    /// `app` now serves timestamp `version` (a catalog build): remembered with the moment it
+    /// was first served, the last `keptTimestamps` versions.
+    public func noteTimestamp(app: String, version: Int64) {
+        let now = clock()
+        timestamps.withLock { all in
+            var versions = all[app, default: []]
+            guard !versions.contains(where: { $0.version >= version }) else { return }
+            versions.append((version, now))
+            all[app] = Array(versions.suffix(DeviceThrottle.keptTimestamps))
+        }
+    }
+
+    /// When the first served timestamp version at least `announced` began being served; nil
+    /// when none is (a push announcing what this server does not serve yet, or a forgery).
+    func servedSince(app: String, announced: Int64) -> UInt32? {
+        timestamps.withLock { $0[app]?.first { $0.version >= announced }?.since }
+    }
+
     /// Records a check by `device` and says whether it was allowed. A refused check does
     /// not extend the wait: the device may retry exactly when Retry-After says. `scope`
     /// (app version and channel, when the request says them) picks the lift that applies.
-    public func check(app: String, device: String, interval: Int, scope: (appVersion: String, channel: String)? = nil) -> Decision {
+    /// `announced`: the timestamp version a push named (`X-Push-Timestamp`), lifting the
+    /// interval as a revoke does when the device's last check predates it.
+    public func check(app: String, device: String, interval: Int, scope: (appVersion: String, channel: String)? = nil,
+                      announced: Int64? = nil) -> Decision {
         guard interval > 0 else { return .allowed }
         let key = key(app: app, device: device)
         let now = clock()
@@ -96,7 +123,10 @@ public final class DeviceThrottle: Sendable {
                 // common case, never touches the lifts.
                 let last = until &- UInt32(clamping: interval)
                 let liftKey = scope.map { "\(app)|\($0.appVersion)|\($0.channel)" } ?? "\(app)|*"
-                guard let lifted = lifts.withLock({ $0[liftKey] }), last <= lifted else { return .throttled(retryAfter: Int(until - now)) }
+                let pushed = announced.flatMap { servedSince(app: app, announced: $0) }
+                guard let lifted = [lifts.withLock({ $0[liftKey] }), pushed].compactMap({ $0 }).max(), last <= lifted else {
+                    return .throttled(retryAfter: Int(until - now))
+                }
                 // Recorded one second on, so this check reads as after the lift (a second
                 // check in the lift's own second is not let through again).
                 shard.entries[key] = now &+ UInt32(clamping: interval) &+ 1

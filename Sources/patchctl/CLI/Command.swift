@@ -13,7 +13,7 @@ enum PatchCtl {
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
-        PromoteCommand.self, DbCopyCommand.self,
+        PromoteCommand.self, DbCopyCommand.self, AppsAPNsCommand.self, NotifyCommand.self,
     ]
 
     static var overview: String {

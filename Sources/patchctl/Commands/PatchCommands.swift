@@ -16,7 +16,7 @@ struct PublishCommand: Command {
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
-                                            .flag("--json", "print JSON")] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -29,9 +29,11 @@ struct PublishCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let conditions = try DeliveryOptions.conditions(arguments)
         let remote = try Remote.from(arguments)
+        try Notify.check(arguments, remote: remote)
         let context = Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
+        try Notify.check(arguments, registry: registry, app: name)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, remote: remote, registry: registry) }
         var patch: JSON
@@ -58,6 +60,8 @@ struct PublishCommand: Command {
             schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), remote: remote, registry: registry, actor: context.actor)
             if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
         }
+        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "publish", actor: context.actor)
+        if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); return }
         let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
         Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
@@ -66,6 +70,7 @@ struct PublishCommand: Command {
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
         if let conditions { Output.line("only for \(conditions.summary) (signed delivery conditions)") }
         if let schedule { Output.line(StagedRollout.line(schedule)) }
+        if let push { Output.line(Notify.line(push)) }
         if dryRun { Output.line("nothing was changed") }
     }
 
@@ -91,7 +96,7 @@ struct RevokeCommand: Command {
                                             .value("--patch", "N", "the patch number (default: all active patches of the version)"),
                                             .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
                                             .flag("--dry-run", "say what would be revoked and change nothing"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -101,7 +106,9 @@ struct RevokeCommand: Command {
         let revoked: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
+        try Notify.check(arguments, remote: remote)
         var registry: Registry?
+        var actor = Actor.current
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
@@ -113,6 +120,8 @@ struct RevokeCommand: Command {
             let local = try context.openRegistry()
             registry = local
             name = try AppDefault.resolve(arguments, registry: local)
+            actor = context.actor
+            try Notify.check(arguments, registry: local, app: name)
             do {
                 revoked = .array(try local.revoke(app: name, appVersion: version, number: number, message: message, dryRun: dryRun,
                                                   actor: context.actor).map { patch in
@@ -122,7 +131,15 @@ struct RevokeCommand: Command {
                 })
             } catch { throw error.cliError }
         }
-        if arguments.flag("--json") { Output.json(revoked); return }
+        // Every channel of the version: a revoke without --patch may take patches of several.
+        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: nil, reason: "revoke", actor: actor)
+        if arguments.flag("--json") {
+            Output.json(revoked)
+            // The answer is the array of revoked patches; the push figures go beside it.
+            if let push { Output.error(Notify.line(push)) }
+            return
+        }
+        if let push { Output.line(Notify.line(push)) }
         for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
         if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, remote: remote, registry: registry) }
     }

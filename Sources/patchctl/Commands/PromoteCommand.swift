@@ -14,7 +14,7 @@ struct PromoteCommand: Command {
                                             .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
                                             .flag("--dry-run", "say what would be promoted and change nothing"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -24,10 +24,12 @@ struct PromoteCommand: Command {
         let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
         let message = arguments.value("--message")
         let dryRun = arguments.flag("--dry-run")
-        let patch: JSON
+        var patch: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
+        try Notify.check(arguments, remote: remote)
         var local: Registry?
+        var actor = Actor.current
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
             var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
@@ -40,6 +42,8 @@ struct PromoteCommand: Command {
             let registry = try context.openRegistry()
             local = registry
             name = try AppDefault.resolve(arguments, registry: registry)
+            actor = context.actor
+            try Notify.check(arguments, registry: registry, app: name)
             do {
                 let promoted = try registry.promote(app: name, appVersion: version, from: from, to: to, number: number, rollout: rollout,
                                                     message: message, dryRun: dryRun, actor: context.actor)
@@ -49,7 +53,10 @@ struct PromoteCommand: Command {
                 patch = .object(json)
             } catch { throw error.cliError }
         }
+        let push = try Notify.ifAsked(arguments, registry: local, app: name, version: version, channel: to, reason: "promote", actor: actor)
+        if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); return }
+        if let push { Output.line(Notify.line(push)) }
         let origin = patch["promotedFrom"]
         let summary = "\(name) \(version) patch \(origin?["patch"]?.intValue ?? 0) of \(from) as patch \(patch["patch"]?.intValue ?? 0) of \(to) (rollout \(patch["rollout"]?.intValue ?? 0)%)"
         Output.line(dryRun ? "dry run: would promote \(summary)" : "promoted \(summary)")

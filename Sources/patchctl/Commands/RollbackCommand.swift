@@ -10,17 +10,19 @@ struct RollbackCommand: Command {
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--channel", "NAME", "the channel whose newest live patch is rolled back (default: hotpatch.json's, else production)"),
                                             .flag("--dry-run", "say what would be revoked and what devices would get then; change nothing"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let channel = try ChannelDefault.resolve(arguments)
         let remote = try Remote.from(arguments)
+        try Notify.check(arguments, remote: remote)
         let context = Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         // An unknown app is "unknown app", not "nothing to roll back".
         if let registry { do { _ = try registry.app(name) } catch { throw error.cliError } }
+        try Notify.check(arguments, registry: registry, app: name)
         let before = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
         guard let number = before.newestLive else {
             throw .failed("\(name) \(version) has no live patch on \(channel) to roll back (devices get: \(before.summary))")
@@ -46,8 +48,15 @@ struct RollbackCommand: Command {
             throw .failed("no registry and no server")
         }
         let after = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
-        if arguments.flag("--json") { Output.json(["revoked": revoked, "now": after.json]); return }
+        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "rollback", actor: context.actor)
+        if arguments.flag("--json") {
+            var json: [String: JSON] = ["revoked": revoked, "now": after.json]
+            if let push { json["push"] = push.json }
+            Output.json(.object(json))
+            return
+        }
         Output.line("revoked \(name) \(version) patch \(number)")
+        if let push { Output.line(Notify.line(push)) }
         Output.line(NowServed.line(after))
     }
 }

@@ -1,0 +1,57 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import Synchronization
+
+/// The provider authentication token APNs takes instead of a certificate: a JWT signed with
+/// the team's .p8 key (ES256), header `{"alg":"ES256","kid":KEY_ID}`, claims
+/// `{"iss":TEAM_ID,"iat":SECONDS}`. Apple refuses one older than an hour
+/// (`ExpiredProviderToken`) and one renewed more often than every 20 minutes
+/// (`TooManyProviderTokenUpdates`), so one token is reused and replaced after `lifetime`.
+public final class APNsToken: Sendable {
+    /// How long one token is used: well inside Apple's hour, well past its 20 minutes.
+    public static let lifetime: TimeInterval = 50 * 60
+
+    public let teamID: String
+    public let keyID: String
+    private let key: ECDSAPrivateKey
+    private let current = Mutex<(jwt: String, issued: Date)?>(nil)
+
+    public init(teamID: String, keyID: String, key: ECDSAPrivateKey) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.key = key
+    }
+
+    public convenience init(config: APNsConfig, key: ECDSAPrivateKey) {
+        self.init(teamID: config.teamID, keyID: config.keyID, key: key)
+    }
+
+    /// The token to send now: the cached one while younger than `lifetime`, else a new one.
+    /// Signed under the lock: workers that start together share one token, not one each
+    /// (Apple counts renewals).
+    public func bearer(now: Date = Date()) throws(CryptoError) -> String {
+        try current.withLock { cached throws(CryptoError) -> String in
+            if let cached, now.timeIntervalSince(cached.issued) < APNsToken.lifetime, now >= cached.issued { return cached.jwt }
+            let jwt = try APNsToken.sign(teamID: teamID, keyID: keyID, key: key, issuedAt: now)
+            cached = (jwt, now)
+            return jwt
+        }
+    }
+
+    /// Drops the cached token (APNs answered 403 ExpiredProviderToken: the clock moved).
+    public func invalidate() { current.withLock { $0 = nil } }
+
+    /// One JWT, `base64url(header).base64url(claims).base64url(r‖s)`.
+    public static func sign(teamID: String, keyID: String, key: ECDSAPrivateKey, issuedAt: Date) throws(CryptoError) -> String {
+        let header: JSON = ["alg": "ES256", "kid": .string(keyID)]
+        let claims: JSON = ["iss": .string(teamID), "iat": .int(Int64(issuedAt.timeIntervalSince1970))]
+        let input = base64URL(header.canonicalBytes) + "." + base64URL(claims.canonicalBytes)
+        return input + "." + base64URL(try key.joseSignature(for: Array(input.utf8)))
+    }
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import PatchCore
+import PatchPush
+import PatchRegistry
+import Synchronization
+
+/// `--notify` and `patchctl notify`: one round of background pushes (PatchPush.PushRound) to
+/// the devices of a version and channel, progress on stderr, the figures on stdout and in a
+/// `push.notify` audit event. Local registry only: the APNs key lives in its key directory.
+enum Notify {
+    static let option = Option.flag("--notify", "then wake the devices of that version and channel through APNs (needs `patchctl apps apns`; local registry only)")
+
+    /// Refuses `--notify` before anything changes: with `--server`, or for an app without an
+    /// APNs key (the change would be made and no device woken).
+    static func check(_ arguments: Arguments, remote: Remote?) throws(CLIError) {
+        if arguments.flag("--notify"), remote != nil {
+            throw .usage("--notify acts on the local registry, where the APNs key is: run `patchctl notify` there")
+        }
+    }
+
+    static func check(_ arguments: Arguments, registry: Registry?, app: AppName) throws(CLIError) {
+        guard arguments.flag("--notify"), let registry else { return }
+        let config: APNsConfig?
+        do { config = try registry.apnsConfig(app: app) } catch { throw error.cliError }
+        guard config != nil else {
+            throw .failed("--notify: app \"\(app)\" has no APNs key: set one with `patchctl apps apns \(app) --team-id T --key-id K --key AuthKey.p8 --topic BUNDLE_ID`; nothing was changed")
+        }
+    }
+
+    /// The round, when `--notify` was given and the change was not a dry run.
+    static func ifAsked(_ arguments: Arguments, registry: Registry?, app: AppName, version: AppVersion?, channel: ChannelName?,
+                        reason: String, actor: Actor) throws(CLIError) -> PushSummary? {
+        guard arguments.flag("--notify"), !arguments.flag("--dry-run"), let registry else { return nil }
+        return try run(registry: registry, app: app, version: version, channel: channel, reason: reason, actor: actor)
+    }
+
+    static func run(registry: Registry, app: AppName, version: AppVersion?, channel: ChannelName?, reason: String, actor: Actor) throws(CLIError) -> PushSummary {
+        let endpoint: APNsEndpoint
+        do { endpoint = try APNsEndpoint.current() } catch { throw .failed(error.description) }
+        let step = Mutex(0)
+        do throws(PushError) {
+            return try PushRound.run(registry: registry, app: app, appVersion: version, channel: channel, reason: reason, actor: actor,
+                                     endpoint: endpoint) { done, total in
+                // About ten progress lines a round, and the last one.
+                let tenth = max(1, total / 10)
+                let shown = step.withLock { shown -> Bool in
+                    guard done == total || done / tenth > shown else { return false }
+                    shown = done / tenth
+                    return true
+                }
+                if shown { Output.error("push: \(done)/\(total)") }
+            }
+        } catch {
+            throw .failed("push: \(error.description)")
+        }
+    }
+
+    static func line(_ summary: PushSummary) -> String { "push: \(summary.text)" }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+import Testing
+@testable import PatchServer
+import HotpatchTestSupport
+
+extension ServiceFixture {
+    /// `POST /v1/apps/{app}/devices` as PatchClient.registerPushToken sends it.
+    func registerDevice(_ body: String, app: String = "demo", from ip: String = "127.0.0.1") -> HTTPResponse {
+        service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/\(app)/devices", fields: [("Content-Type", "application/json")],
+                                        body: Array(body.utf8), remoteAddress: ip))
+    }
+
+    func deviceBody(_ token: String, version: String = "2.3", channel: String? = nil, environment: String? = nil) -> String {
+        var fields = ["\"token\": \"\(token)\"", "\"appVersion\": \"\(version)\""]
+        if let channel { fields.append("\"channel\": \"\(channel)\"") }
+        if let environment { fields.append("\"environment\": \"\(environment)\"") }
+        return "{" + fields.joined(separator: ", ") + "}"
+    }
+
+    func pushDevices(version: String? = nil) throws -> [PushDevice] {
+        let version = try version.map(AppVersion.init)
+        let app = try AppName("demo")
+        return try service.registry.withLock { registry throws(RegistryError) in try registry.pushDevices(app: app, appVersion: version) }
+    }
+
+    static func token(_ n: Int) -> String { String(repeating: "ab", count: 28) + String(format: "%08x", n) }
+}
+
+@Suite("POST /v1/apps/{app}/devices: device tokens for push-triggered checks")
+struct PushRouteTests {
+    @Test("201 stores a token; the same token again (any case) is 200 and refreshes version, channel and environment: one row")
+    func storesAndRefreshes() throws {
+        let f = try ServiceFixture()
+        let token = ServiceFixture.token(1)
+        let first = f.registerDevice(f.deviceBody(token))
+        #expect(first.status == 201)
+        #expect(try f.json(first) == ["registered": "stored"])
+        let again = f.registerDevice(f.deviceBody(token.uppercased(), version: "2.4", channel: "staging", environment: "sandbox"))
+        #expect(again.status == 200)
+        #expect(try f.json(again) == ["registered": "refreshed"])
+        let devices = try f.pushDevices()
+        #expect(devices.count == 1)
+        #expect(devices.first?.token == token)
+        #expect(devices.first?.appVersion.rawValue == "2.4")
+        #expect(devices.first?.channel.rawValue == "staging")
+        #expect(devices.first?.environment == .sandbox)
+    }
+
+    @Test("400 for a token that is not hex or has the wrong length, a bad version, channel or environment, a body that is not JSON; 404 for an unknown app; nothing stored")
+    func refusals() throws {
+        let f = try ServiceFixture()
+        #expect(f.registerDevice(f.deviceBody("zz" + String(repeating: "0", count: 62))).status == 400)
+        #expect(f.registerDevice(f.deviceBody(String(repeating: "0", count: 62))).status == 400)
+        #expect(f.registerDevice(f.deviceBody(String(repeating: "0", count: 202))).status == 400)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1), version: "../x")).status == 400)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1), channel: "Bad Channel")).status == 400)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1), environment: "development")).status == 400)
+        #expect(f.registerDevice("{\"token\": 7, \"appVersion\": \"2.3\"}").status == 400)
+        #expect(f.registerDevice("not json").status == 400)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1)), app: "nope").status == 404)
+        #expect(try f.pushDevices().isEmpty)
+    }
+
+    @Test("members it does not know, however nested, are ignored (the body cap bounds them)")
+    func extraMembers() throws {
+        let f = try ServiceFixture()
+        let body = "{\"token\": \"\(ServiceFixture.token(1))\", \"appVersion\": \"2.3\", \"extra\": {\"a\": {\"b\": [1, {}]}}}"
+        #expect(f.registerDevice(body).status == 201)
+        #expect(try f.pushDevices().count == 1)
+    }
+
+    @Test("a body over 1 KiB is 413 from its head, never read")
+    func bodyCap() throws {
+        let f = try ServiceFixture()
+        let body = f.deviceBody(ServiceFixture.token(1)) + String(repeating: " ", count: PatchService.devicesBodyLimit)
+        #expect(f.registerDevice(body).status == 413)
+        #expect(try f.pushDevices().isEmpty)
+    }
+
+    @Test("past the per-app cap a new token is 503 full; a stored one is still refreshed; another app is not affected")
+    func perAppCap() throws {
+        let f = try ServiceFixture(maxPushDevices: 3)
+        for n in 1...3 { #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(n))).status == 201) }
+        let full = f.registerDevice(f.deviceBody(ServiceFixture.token(4)))
+        #expect(full.status == 503)
+        #expect(try f.json(full)["error"]?["code"] == "full")
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(2), version: "2.4")).status == 200)
+        #expect(try f.pushDevices().count == 3)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(4)), app: "other").status == 201)
+    }
+
+    @Test("the app's per-IP bucket applies: past its rate an address gets 429, another address still registers")
+    func perIPBucket() throws {
+        let f = try ServiceFixture(ipRate: 5)
+        for n in 1...5 { #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(n)), from: "192.0.2.1").status == 201) }
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(6)), from: "192.0.2.1").status == 429)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(7)), from: "192.0.2.2").status == 201)
+        #expect(try f.pushDevices().count == 6)
+    }
+}
+
+/// A push-triggered check (`X-Push-Timestamp: N`, PatchClient.handlePush) passes the device's
+/// interval once when its last check predates the timestamp N; nothing else about it is trusted.
+@Suite("X-Push-Timestamp lets a push-triggered check through the interval")
+struct PushThrottleTests {
+    static let timestamp = "/v1/apps/demo/metadata/timestamp.json"
+
+    func status(_ f: ServiceFixture, push: String? = nil, device: String = "d1") -> Int {
+        var headers = ["X-Device-ID": device, "X-App-Version": "2.3"]
+        if let push { headers["X-Push-Timestamp"] = push }
+        return f.get(Self.timestamp, headers: headers).status
+    }
+
+    func servedVersion(_ f: ServiceFixture) throws -> Int64 {
+        try #require(try SignedTimestamp(bytes: f.get(Self.timestamp).body).body.version)
+    }
+
+    @Test("after a publish, a device that checked before it is let through once with the new version; again, it is throttled")
+    func publishThenPush() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        // Second-grained, like a revoke's lift: a check in the change's own second may have
+        // seen the state before it, so it counts as before.
+        f.clock.advance(1)
+        #expect(status(f) == 200)
+        f.clock.advance(5)
+        #expect(status(f) == 429, "inside the hour")
+        let before = try servedVersion(f)
+        #expect(status(f, push: String(before)) == 429, "a push naming what the device already saw: nothing new")
+        f.clock.advance(5)
+        #expect(f.publish("two()").status == 201)
+        let announced = try servedVersion(f)
+        #expect(announced > before)
+        #expect(status(f, push: String(announced + 1)) == 429, "a version this server does not serve: a forgery or ahead of it")
+        #expect(status(f, push: String(announced)) == 200)
+        f.clock.advance(1)
+        #expect(status(f, push: String(announced)) == 429, "one check per device per change")
+        #expect(status(f) == 429, "without a push, the interval as ever")
+    }
+
+    @Test("a device that checked after the change is not let through by a push announcing it")
+    func checkedAfter() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        let announced = try servedVersion(f)
+        f.clock.advance(5)
+        #expect(status(f) == 200)
+        f.clock.advance(5)
+        #expect(status(f, push: String(announced)) == 429)
+    }
+
+    @Test("X-Push-Timestamp that is not a positive decimal is 400", arguments: ["0", "-1", "01", "x", "9999999999999999999999"])
+    func malformed(_ raw: String) throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        #expect(status(f, push: raw) == 400)
+    }
+}

@@ -1,0 +1,169 @@
+"""Push-triggered checks (issue 15) end to end: devices register their APNs tokens with a
+real patchd, `patchctl apps apns` keeps the .p8 key, and `publish`/`promote`/`revoke`/
+`rollback --notify` and `patchctl notify` push to a local HTTP/2 stand-in for APNs
+(apns_standin.py, through HOTPATCH_APNS_URL and HOTPATCH_APNS_CA, which are for tests only) that verifies the
+ES256 token against the key's public half and every header, and answers as scripted.
+
+    PATCHCTL=… PATCHD=… python -m pytest Tests/interop/test_push.py -q
+"""
+import json
+import os
+import stat
+
+import pytest
+from apns_standin import APNsStandIn
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from hotpatch_testing import Workspace, assert_cli_error
+from patchd_support import Patchd, poll, request
+
+TEAM, KEY_ID, TOPIC = "TEAM123456", "KEY1234567", "com.example.demo"
+
+
+def token(n):
+    return f"{n:064x}"
+
+
+@pytest.fixture
+def apns(tmp_path):
+    key = ec.generate_private_key(ec.SECP256R1())
+    p8 = tmp_path / f"AuthKey_{KEY_ID}.p8"
+    p8.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    standin = APNsStandIn(key.public_key(), TEAM, KEY_ID, TOPIC)
+    yield standin, p8
+    standin.stop()
+
+
+@pytest.fixture
+def ws(tmp_path, apns):
+    w = Workspace(tmp_path / "ws")
+    w.create_app("demo")
+    w.ok("apps", "throttle", "demo", "--ip-rate", "off")
+    w.ok("apps", "apns", "demo", "--team-id", TEAM, "--key-id", KEY_ID, "--key", apns[1], "--topic", TOPIC)
+    return w
+
+
+def register(server, tok, version="2.3", channel="production", environment="production"):
+    body = json.dumps({"token": tok, "appVersion": version, "channel": channel, "environment": environment}).encode()
+    return request(server.url, "/v1/apps/demo/devices", method="POST", body=body, headers={"Content-Type": "application/json"}).status
+
+
+def pushing(ws, standin, *args):
+    return ws.run(*args, env=standin.env, timeout=300)
+
+
+def stored_tokens(ws):
+    import sqlite3
+    with sqlite3.connect(ws.sqlite) as db:
+        return sorted(row[0] for row in db.execute("SELECT token FROM push_devices WHERE app = 'demo'"))
+
+
+def test_apns_key_is_kept_private_and_checked(ws, apns, tmp_path):
+    kept = ws.keys / "demo" / f"apns.{KEY_ID}.p8"
+    assert kept.read_bytes() == apns[1].read_bytes()
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+    events = [e for e in ws.json("audit")["events"] if e["action"] == "app.apns"]
+    assert events and events[-1]["details"]["keyId"] == KEY_ID and "BEGIN" not in json.dumps(events)
+    rsa_like = ws.write_file("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "bad.p8")
+    assert_cli_error(ws.run("apps", "apns", "demo", "--team-id", TEAM, "--key-id", "KEY7654321", "--key", rsa_like, "--topic", TOPIC), 2, "p8")
+    assert_cli_error(ws.run("apps", "apns", "demo", "--team-id", "team", "--key-id", KEY_ID, "--key", apns[1], "--topic", TOPIC), 2, "team ID")
+    assert not (ws.keys / "demo" / "apns.KEY7654321.p8").exists()
+
+
+def test_publish_notify_pushes_the_version_and_channel_and_handles_every_answer(ws, apns, start):
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    server = start(ws)
+    for n in range(1, 7):
+        assert register(server, token(n)) == 201
+    assert register(server, token(7), version="2.4") == 201
+    assert register(server, token(8), channel="staging") == 201
+    assert register(server, token(9), environment="sandbox") == 201
+    standin.script = {token(3): [(410, "Unregistered")], token(4): [(400, "BadDeviceToken")],
+                      token(5): [(429, "TooManyRequests"), (503, "ServiceUnavailable")],
+                      token(6): [(500, "InternalServerError")] * 4}
+    result = pushing(ws, standin, "publish", "--app", "demo", "--app-version", "2.3", "--notify", "--json", ws.write_file("fix(2)"))
+    assert result.rc == 0, result.stderr
+    published = json.loads(result.stdout)
+    # 1, 2, 5 (after a 429 and a 503) and 9 (sandbox) sent; 3 and 4 gone; 6 failed after 3 retries.
+    assert published["push"] == {"sent": 4, "failed": 1, "removed": 2}
+    assert "push: 9/" not in result.stderr and "push: 7/7" in result.stderr
+    assert standin.problems == []
+    assert sorted(t for t, _, _ in standin.accepted) == [token(1), token(2), token(5), token(9)]
+    assert standin.attempts[token(5)] == 3 and standin.attempts[token(6)] == 4
+    assert len(standin.jwts) == 1, "one provider token for the whole round"
+    timestamp = json.loads(request(server.url, "/v1/apps/demo/metadata/timestamp.json").body)["signed"]["version"]
+    for _, headers, payload in standin.accepted:
+        assert payload == {"aps": {"content-available": 1},
+                           "hotpatch": {"app": "demo", "version": "2.3", "channel": "production", "timestamp": timestamp}}
+        assert headers["apns-collapse-id"] == "hotpatch:demo:2.3:production"
+    assert token(3) not in stored_tokens(ws) and token(4) not in stored_tokens(ws) and token(6) in stored_tokens(ws)
+    audit = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
+    assert audit[-1]["details"] == {"sent": 4, "failed": 1, "removed": 2, "appVersion": "2.3", "channel": "production",
+                                    "timestampVersion": timestamp, "reason": "publish"}
+
+
+def test_notify_revoke_rollback_promote(ws, apns, start):
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    ws.publish("demo", "2.3", "fix(2)", channel="staging")
+    server = start(ws)
+    assert register(server, token(1)) == 201
+    assert register(server, token(2), channel="staging") == 201
+    assert register(server, token(3), version="2.4") == 201
+    result = pushing(ws, standin, "notify", "--app", "demo")
+    assert result.rc == 0, result.stderr
+    assert result.stdout.strip() == "push: 3 sent, 0 failed, 0 removed"
+    result = pushing(ws, standin, "notify", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--json")
+    assert json.loads(result.stdout) == {"sent": 1, "failed": 0, "removed": 0}
+    result = pushing(ws, standin, "promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--to", "production", "--notify", "--json")
+    assert result.rc == 0, result.stderr
+    assert json.loads(result.stdout)["push"] == {"sent": 1, "failed": 0, "removed": 0}
+    result = pushing(ws, standin, "rollback", "--app", "demo", "--app-version", "2.3", "--notify")
+    assert result.rc == 0, result.stderr
+    assert "push: 1 sent, 0 failed, 0 removed" in result.stdout
+    result = pushing(ws, standin, "revoke", "--app", "demo", "--app-version", "2.3", "--notify")
+    assert result.rc == 0, result.stderr
+    assert "push: 2 sent, 0 failed, 0 removed" in result.stdout, "every channel of the version"
+    assert standin.problems == []
+    reasons = [e["details"]["reason"] for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
+    assert reasons == ["notify", "notify", "promote", "rollback", "revoke"]
+
+
+def test_notify_refused_before_any_change_without_an_apns_key(tmp_path):
+    w = Workspace(tmp_path / "bare")
+    w.create_app("demo")
+    result = w.run("publish", "--app", "demo", "--app-version", "2.3", "--notify", w.write_file("fix(1)"))
+    assert_cli_error(result, 2, "no APNs key", "nothing was changed")
+    assert w.json("list") == []
+    token_path = w.write_file("x", "t.token")
+    token_path.chmod(0o600)
+    assert_cli_error(w.run("publish", "--app", "demo", "--app-version", "2.3", "--notify", "--server", "http://127.0.0.1:9",
+                           "--token-file", token_path, w.write_file("fix(1)"), registry=False), 64, "--notify")
+
+
+def test_a_guards_halt_is_pushed_by_patchd(ws, apns):
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
+    server = Patchd(ws, env=standin.env)
+    try:
+        assert register(server, token(1)) == 201
+        assert register(server, token(2), version="2.4") == 201
+        for i in range(10):
+            events = [{"id": f"e{i}-{kind}", "type": kind, "appVersion": "2.3", "channel": "production", "patch": 1,
+                       "at": "2026-12-01T10:00:00Z"} for kind in ("installed", "rolledBack")]
+            body = json.dumps({"events": events}).encode()
+            assert request(server.url, "/v1/apps/demo/reports", method="POST", body=body,
+                           headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"}).status == 202
+        assert poll(lambda: len(standin.accepted) == 1, timeout=10), f"no push: {server.stderr()}"
+        _, _, payload = standin.accepted[0]
+        assert payload["hotpatch"]["version"] == "2.3"
+        timestamp = json.loads(request(server.url, "/v1/apps/demo/metadata/timestamp.json").body)["signed"]["version"]
+        assert payload["hotpatch"]["timestamp"] == timestamp, "the halt's own timestamp"
+        assert standin.problems == []
+        assert poll(lambda: any(e["action"] == "push.notify" for e in ws.json("audit")["events"]), timeout=10)
+        event = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"][-1]
+        assert event["details"]["reason"] == "guard" and event["details"]["sent"] == 1
+    finally:
+        server.stop()
