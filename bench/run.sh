@@ -648,6 +648,15 @@ row "10. Revoke lands: from \`patchctl revoke --server\` starting to a forced sy
     "p50 $(us_ms "$kill_p50") ms / p99 $(us_ms "$kill_p99") ms ($kill_landed of 1000 landed; the revoke itself $(us_ms "$kill_revoke") ms)" "2000 ms p99 (goal)" "$(ratio "$kill_p99" 2000000)"
 note "Row 10: \`hotpatch-bench revoke-landing\`. 1,000 PatchClients (separate caches, device IDs kill-0…kill-999) install kill 2.3 patch 2 through a patchd with the default one-hour interval, so each is inside its interval; then \`patchctl revoke --server … --patch 2\` runs (publisher token) and, the moment it exits, every device calls \`sync(force: true)\` on 64 threads. A figure is from just before patchctl starts to that device's sync returning with patch 1 (the revoke lifted the server's interval for devices that checked before it; the 429 of the interval is device-scoped, so a forced sync goes through). The clients and patchd share the machine's 2 cores: the tail is the fleet's own TUF verification queueing (1,000 devices' signature checks and cache writes on 2 cores, where a real fleet has one phone each). Row 10b, \`bench/revoke_landing_http.py\`, runs first on the same patchd: 1,000 other device IDs fetch timestamp.json once, patch 3 is revoked, and each fetches it again; it counts the answers that carry the newer version."
 
+# -- row 10c: the same revoke landing, woken by push (issue 15) ---------------------------------------
+
+say "row 10c: 1,000 devices woken by push after patchctl revoke --notify (bench/revoke_push.py)"
+PATCHCTL="$BIN/patchctl" PATCHD="$BIN/patchd" "$PY" "$REPO/bench/revoke_push.py" 1000 32 >"$WORK/push.json" || die "bench/revoke_push.py failed"
+rp() { json_field "$WORK/push.json" "$1"; }
+row "10c. Revoke lands by push: from \`patchctl revoke --notify\` starting to each woken device holding the new timestamp (its one pass through the interval), 1,000 devices inside their one-hour interval (lower is better)" \
+    "p50 $(rp p50_ms) ms / p99 $(rp p99_ms) ms ($(rp landed) of 1000 landed, $(rp throttled) throttled; the revoke with its 1,000 pushes $(rp revoke_ms) ms)" "2000 ms p99 (row 10's goal)" "$(ratio "$(rp p99_ms)" 2000)"
+note "Row 10c: \`bench/revoke_push.py\`. A real patchd on a SQLite registry; 1,000 devices check once (so each is inside its hour) and register a push token; \`patchctl revoke --patch 2 --notify\` runs on the registry and pushes through the tests' APNs stand-in (Tests/interop/apns_standin.py: HTTP/2 over TLS on loopback, every ES256 provider token verified; Apple cannot be reached from here). Each accepted push wakes its device, which asks for timestamp.json with \`X-Push-Timestamp\` as PatchClient.handlePush does (32 at a time). A push can arrive before patchd has reloaded the commit; the request then makes it catch up first. The devices are plain HTTP requests, not PatchClients (row 10 measures the clients' own TUF work)."
+
 # -- rows 11-13: device reports ------------------------------------------------------------------------
 
 say "row 11: report ingest beside publishes (bench/reports_flood.py, 2 × 10 s)"

@@ -140,6 +140,25 @@ struct PushThrottleTests {
         #expect(status(f) == 429, "without a push, the interval as ever")
     }
 
+    @Test("a push that reaches the device before this instance reloaded the change (patchctl pushes on commit): it catches up and serves the new timestamp, once")
+    func pushAheadOfTheReload() throws {
+        let f = try ServiceFixture(minInterval: 3600)
+        #expect(f.publish("one()").status == 201)
+        f.clock.advance(1)
+        #expect(status(f) == 200)
+        f.clock.advance(5)
+        // The change is committed by another process (patchctl publish --notify): this
+        // service has not reloaded it when the pushed device asks.
+        let other = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        _ = try other.publish(app: try AppName("demo"), appVersion: try AppVersion("2.3"), bundle: Array("two()".utf8), actor: Actor("cli"))
+        let announced = try SignedTimestamp(bytes: try other.latestMetadata(app: try AppName("demo"), role: .timestamp).bytes).body.version
+        let answer = f.get(Self.timestamp, headers: ["X-Device-ID": "d1", "X-App-Version": "2.3", "X-Push-Timestamp": String(announced)])
+        #expect(answer.status == 200, "\(answer.status) \(answer.bodyString)")
+        #expect(try SignedTimestamp(bytes: answer.body).body.version == announced)
+        f.clock.advance(1)
+        #expect(status(f, push: String(announced)) == 429, "one check per device per change")
+    }
+
     @Test("a device that checked after the change is not let through by a push announcing it")
     func checkedAfter() throws {
         let f = try ServiceFixture(minInterval: 3600)

@@ -97,8 +97,13 @@ public final class PatchService: HTTPResponder {
                 try refuseBody(request, limit: 0)
                 switch file.kind {
                 case .file(let prepared, let isCheck):
-                    if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
-                    response = prepared
+                    if isCheck, let caughtUp = try caughtUpForPush(request, file.app) {
+                        try throttleDevice(request, catalog: caughtUp)
+                        response = caughtUp.metadata["timestamp.json"] ?? prepared
+                    } else {
+                        if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
+                        response = prepared
+                    }
                 case .simpleCheck(let version):
                     response = try check(request, app: file.app, version: version)
                 }
@@ -346,6 +351,25 @@ public final class PatchService: HTTPResponder {
         let before = lastDataVersion.load
         reloadChanged()
         return lastDataVersion.load != before
+    }
+
+    /// A push can reach a device before this instance has reloaded the change it announces
+    /// (patchctl sends it the moment its commit lands). For a timestamp request carrying
+    /// `X-Push-Timestamp` of a version this instance does not serve yet: the app's catalog
+    /// after catching up, so the device's one pass through its interval gets the new timestamp,
+    /// not a 429 or the old one. nil otherwise (the common case costs one header lookup).
+    func caughtUpForPush(_ request: HTTPRequest, _ catalog: AppCatalog) throws(HTTPError) -> AppCatalog? {
+        guard let announced = try PatchService.pushAnnounced(request),
+              devices.servedSince(app: catalog.app.rawValue, announced: announced) == nil else { return nil }
+        catchUpOrWait()
+        return servedApp(catalog.app)
+    }
+
+    /// `catchUp`, or, when another request's catch-up (or the upkeep's reload) holds the
+    /// registry, waiting for it to finish: a burst of pushed devices all arrive within the
+    /// same 50 ms, and each must see the reload the first one started.
+    func catchUpOrWait() {
+        if !catchUp() { registry.withLock { _ in } }
     }
 
     /// `N.snapshot.json`, `N.targets.json`: the files a sync asks for by version after reading

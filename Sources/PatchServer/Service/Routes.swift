@@ -82,8 +82,13 @@ extension PatchService {
     // MARK: TUF repository
 
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"])
-        if p["file"] == "timestamp.json" { try throttleDevice(request, catalog: app) } else { try checkMetadataHeaders(request) }
+        var app = try appCatalog(p["app"])
+        if p["file"] == "timestamp.json" {
+            app = try caughtUpForPush(request, app) ?? app
+            try throttleDevice(request, catalog: app)
+        } else {
+            try checkMetadataHeaders(request)
+        }
         if let response = app.metadata[p["file"]] { return response }
         // A versioned file this instance does not have yet may have been committed through
         // another instance a moment ago (the device's timestamp came from there): catch up
