@@ -17,10 +17,9 @@ final class PostgresStore: SQLStore {
     let conninfo: String
     private var connection: PostgresConnection
     private(set) var changes = 0
-    /// Names the registry: database and schema (a `search_path` in the connection string puts
-    /// several registries in one database, as the tests do).
-    let identity: String
-    /// The NOTIFY channel and the advisory lock keys of this registry.
+    /// The NOTIFY channel and the advisory lock keys of this registry, derived from its name:
+    /// database and schema (a `search_path` in the connection string puts several registries
+    /// in one database, as the tests do).
     let channel: String
     private let lockKey: Int32
 
@@ -39,7 +38,6 @@ final class PostgresStore: SQLStore {
         guard let name = where_.scalar?.text else {
             throw StorageError(kind: .unavailable, code: "PostgreSQL", message: "the connection has no current schema (is search_path empty?)", sql: nil)
         }
-        identity = name
         lockKey = Self.key(name)
         channel = "hotpatch_" + String(UInt32(bitPattern: lockKey), radix: 16)
     }
