@@ -12,23 +12,30 @@ import PatchServer
 ///   --tls-cert FILE --tls-key FILE (HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY)
 ///   --threads N (HOTPATCH_THREADS)
 ///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
-///   front-door limits: --max-conns-per-ip, --header-timeout, --request-timeout, --idle-timeout,
-///   --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS_PER_IP, …; see `usage`)
+///   front-door limits: --max-conns, --max-conns-per-ip, --max-new-conns-per-ip, --header-timeout,
+///   --request-timeout, --idle-timeout, --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS, …; see `usage`)
 let usage = """
     Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
-                  [--trusted-proxy CIDR[,CIDR...]] [--max-conns-per-ip N] [--header-timeout S]
+                  [--trusted-proxy CIDR[,CIDR...]] [--max-conns N] [--max-conns-per-ip N] [--max-new-conns-per-ip N] [--header-timeout S]
                   [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
-    HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
+    HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_MAX_NEW_CONNS_PER_IP,
+    HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
     HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX.
     --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
     serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
     (addresses or networks, like 10.0.0.0/8 or fd00::/8); without it the header is ignored.
-    They are also exempt from --max-conns-per-ip.
-    --max-conns-per-ip N     open connections per client address, IPv6 per network (default 128; 0: no limit)
-    --header-timeout S       from a request's first byte to the end of its head (default 10)
+    They are also exempt from --max-conns-per-ip and --max-new-conns-per-ip.
+    --max-conns N            open connections in all (default 10000); at the cap the oldest idle
+                             connection is closed to admit a new one
+    --max-conns-per-ip N     open connections per client address, IPv6 per network; the /56 and /48
+                             around it hold 2x and 8x as many (default 128; 0: no limit)
+    --max-new-conns-per-ip N new connections (TLS handshakes) per second per address, bursting to
+                             5 s worth; past it 429 and closed (default 50; 0: no limit)
+    --header-timeout S       from a request's first byte to the end of its head, and from the
+                             accept to the end of the first head, TLS handshake included (default 10)
     --request-timeout S      from a request's first byte to the end of its body (default 60)
     --idle-timeout S         between requests on a keep-alive connection, or a stalled write (default 30)
     --body-budget BYTES      request-body bytes all uploads in flight may hold together; past it
@@ -48,7 +55,8 @@ var options: [String: String] = [:]
 let environment = ProcessInfo.processInfo.environment
 let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DATABASE"), ("--keys", "HOTPATCH_KEYS"), ("--listen", "HOTPATCH_LISTEN"),
                        ("--tls-cert", "HOTPATCH_TLS_CERT"), ("--tls-key", "HOTPATCH_TLS_KEY"), ("--threads", "HOTPATCH_THREADS"),
-                       ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES"), ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"),
+                       ("--trusted-proxy", "HOTPATCH_TRUSTED_PROXIES"), ("--max-conns", "HOTPATCH_MAX_CONNS"),
+                       ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"), ("--max-new-conns-per-ip", "HOTPATCH_MAX_NEW_CONNS_PER_IP"),
                        ("--header-timeout", "HOTPATCH_HEADER_TIMEOUT"), ("--request-timeout", "HOTPATCH_REQUEST_TIMEOUT"),
                        ("--idle-timeout", "HOTPATCH_IDLE_TIMEOUT"), ("--body-budget", "HOTPATCH_BODY_BUDGET"),
                        ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX")]
@@ -85,7 +93,9 @@ if let threads = options["--threads"] {
     guard let n = Int(raw), range.contains(n) else { fail("\(flag) must be an integer from \(range.lowerBound) to \(range.upperBound)", code: 64) }
     return n
 }
+if let n = integer("--max-conns", in: 1...1_000_000) { configuration.maxConnections = n }
 if let n = integer("--max-conns-per-ip", in: 0...1_000_000) { configuration.maxConnectionsPerIP = n }
+if let n = integer("--max-new-conns-per-ip", in: 0...1_000_000) { configuration.maxNewConnectionsPerIPPerSecond = n }
 if let n = integer("--header-timeout", in: 1...3600) { configuration.headerTimeout = Double(n) }
 if let n = integer("--request-timeout", in: 1...86_400) { configuration.requestTimeout = Double(n) }
 if let n = integer("--idle-timeout", in: 1...86_400) { configuration.idleTimeout = Double(n) }

@@ -115,7 +115,16 @@ public final class PatchService: HTTPResponder {
         let match = router.match(method: request.method, path: request.path)
         switch match.result {
         case .failure(let error):
-            return .answer(record(error.response, route: match.metric, since: started))
+            // 404 and 405 cost a token of the global bucket like any other request: answering
+            // them is work, and free answers let one connection hold its event loop.
+            let response: HTTPResponse
+            do throws(HTTPError) {
+                try limitIP(request, app: nil)
+                response = error.response
+            } catch {
+                response = error.response
+            }
+            return .answer(record(response, route: match.metric, since: started))
         case .success(let (route, found)):
             var params = found
             do throws(HTTPError) {
@@ -137,6 +146,15 @@ public final class PatchService: HTTPResponder {
                 return record(response, route: metric, since: started)
             }
         }
+    }
+
+    /// A request the transport refused (bad framing, a head too large, a deadline) takes a
+    /// token of the sender's global bucket, as a 404 does. A trusted proxy is not charged:
+    /// its clients' refusals would spend one bucket for all of them.
+    public func refused(peer: IPAddress) {
+        let rate = configuration.globalIPRatePerMinute
+        guard rate > 0, !configuration.trustedProxies.trusts(peer) else { return }
+        _ = ipLimiter.take(scope: "*", ip: peer.limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate)
     }
 
     private func record(_ response: HTTPResponse, route: Metrics.Route, since started: Double) -> HTTPResponse {

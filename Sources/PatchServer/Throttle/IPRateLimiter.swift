@@ -32,8 +32,9 @@ public final class IPRateLimiter: Sendable {
 
     /// nil when allowed, else the seconds until one token is available. A rate of 0 is off.
     /// `ip` is the client's key: a parsed address (grouped, see `IPAddress.limitKey`), or
-    /// any other identity a scope counts by (a token).
-    public func take(scope: String, ip: some Hashable, ratePerMinute: Int) -> Int? {
+    /// any other identity a scope counts by (a token). The bucket holds `burst` tokens (a
+    /// minute's worth unless given).
+    public func take(scope: String, ip: some Hashable, ratePerMinute: Int, burst: Int? = nil) -> Int? {
         guard ratePerMinute > 0 else { return nil }
         var hasher = Hasher()
         hasher.combine(seed)
@@ -42,7 +43,7 @@ public final class IPRateLimiter: Sendable {
         let key = UInt64(bitPattern: Int64(hasher.finalize()))
         let now = clock()
         let rate = Double(ratePerMinute) / 60
-        let burst = Double(ratePerMinute)
+        let burst = Double(max(1, burst ?? ratePerMinute))
         return shards[Int(key % UInt64(IPRateLimiter.shardCount))].withLock { buckets in
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) * rate)

@@ -35,7 +35,8 @@ final class Connection {
 
     let fd: Int32
     let peer: IPAddress
-    /// The key this connection is counted under, nil when the peer is exempt.
+    /// The address this connection is counted under (`ConnectionCounter`), nil when the peer
+    /// is exempt.
     let countedAs: IPAddress?
     let tls: TLSSession?
     private(set) var phase = Phase.idle
@@ -48,6 +49,16 @@ final class Connection {
     private var after = After.keepAlive
     private var reservedBody = 0
     private(set) var closed = false
+    /// Since when the connection has waited for a request (monotonic seconds): the oldest
+    /// idle one is shed first at the connection cap.
+    private(set) var idleSince: Double
+    /// No head has been completed yet: the first one's deadline runs from the accept.
+    private var fresh = true
+    /// The work done in the loop's current turn (`EventLoop.turn`), bounded by
+    /// `maxRequestsPerWakeup` and `maxReadPerWakeup`.
+    private var turn = (number: -1, requests: 0, bytes: 0)
+    /// On the loop's list of connections to resume next turn.
+    private var awaitingResume = false
 
     /// A response being written: its head bytes and body, and how much has gone out.
     private struct Output {
@@ -57,12 +68,13 @@ final class Connection {
         var total: Int { head.count + (response?.body.count ?? 0) }
     }
 
-    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, now: Double, idleTimeout: Double) {
+    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, now: Double, firstDeadline: Double) {
         self.fd = fd
         self.peer = peer
         self.countedAs = countedAs
         self.tls = tls
-        deadline = now + idleTimeout
+        deadline = firstDeadline
+        idleSince = now
     }
 
     /// Whether a request is between its first byte and its answer being written (what a
@@ -76,6 +88,38 @@ final class Connection {
 
     var wantsWrite: Bool { if case .writing = phase { return true } else { return false } }
 
+    /// Waiting for a request (or for its first byte), so closing it loses nothing.
+    var isIdle: Bool { if case .idle = phase { return !closed } else { return false } }
+
+    // MARK: Work per turn
+
+    /// Starts the counts afresh when the loop is on a new turn.
+    private func countTurn(_ loop: EventLoop) {
+        if turn.number != loop.turn { turn = (loop.turn, 0, 0) }
+    }
+
+    /// Whether this turn's budget allows another request or read; when it does not, the
+    /// connection is resumed on the next turn (its bytes may be buffered here, where epoll
+    /// cannot see them).
+    private func mayWork(_ loop: EventLoop) -> Bool {
+        countTurn(loop)
+        let limits = loop.shared.configuration
+        if turn.requests < limits.maxRequestsPerWakeup, turn.bytes < limits.maxReadPerWakeup { return true }
+        if !awaitingResume {
+            awaitingResume = true
+            loop.resumeLater(self)
+        }
+        return false
+    }
+
+    /// Goes on where the last turn's budget stopped: buffered requests, then the socket.
+    func resume(_ loop: EventLoop) {
+        awaitingResume = false
+        guard !closed, !wantsWrite else { return }
+        process(loop)
+        if !closed, !wantsWrite { readable(loop) }
+    }
+
     // MARK: Reading
 
     /// Reads what the socket has and acts on it. Called when epoll reports the socket readable
@@ -83,13 +127,19 @@ final class Connection {
     func readable(_ loop: EventLoop) {
         guard !closed, !wantsWrite else { return }
         if case .lingering = phase { return discard(loop) }
-        while !closed, !wantsWrite, unreadBytes < loop.shared.maxBufferedInput {
+        while !closed, !wantsWrite, mayWork(loop) {
+            // What was parsed goes before more is read, so the buffer holds at most
+            // `maxBufferedInput` bytes, parsed or not, however many requests are pipelined.
+            compactInput()
+            let room = loop.shared.maxBufferedInput - input.count
+            // Full: only while this turn's requests are used up (a full head is refused).
+            guard room > 0 else { return }
             // Into the loop's scratch buffer, then only the bytes received are kept: no
             // per-read allocation or zero-filling.
-            let result = loop.scratch.withUnsafeMutableBytes { receive(into: $0) }
+            let result = loop.scratch.withUnsafeMutableBytes { receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<min(room, $0.count)])) }
             switch result {
             case .bytes(let n):
-                if inputStart == input.count { input.removeAll(keepingCapacity: true); inputStart = 0 }
+                turn.bytes += n
                 loop.scratch.withUnsafeBytes { input.append(contentsOf: $0[..<n]) }
             case .wouldBlock:
                 return
@@ -102,6 +152,13 @@ final class Connection {
     }
 
     private var unreadBytes: Int { input.count - inputStart }
+
+    /// Drops the bytes already parsed.
+    private func compactInput() {
+        guard inputStart > 0 else { return }
+        if inputStart == input.count { input.removeAll(keepingCapacity: true) } else { input.removeFirst(inputStart) }
+        inputStart = 0
+    }
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         if let tls { return tls.read(into: buffer) }
@@ -118,10 +175,11 @@ final class Connection {
             case .writing, .lingering:
                 return
             case .idle:
-                guard unreadBytes > 0 else { return }
+                guard unreadBytes > 0, mayWork(loop) else { return }
                 phase = .head
                 requestStarted = loop.now
-                deadline = requestStarted + loop.shared.configuration.headerTimeout
+                // A first request keeps the deadline its accept set.
+                if !fresh { deadline = requestStarted + loop.shared.configuration.headerTimeout }
             case .head:
                 guard let head = parseHead(loop) else { return }
                 admit(head, loop)
@@ -163,6 +221,7 @@ final class Connection {
     }
 
     private func admit(_ head: RequestHead, _ loop: EventLoop) {
+        fresh = false
         let framing: BodyFraming
         let expectsContinue: Bool
         do throws(FramingError) {
@@ -247,8 +306,12 @@ final class Connection {
 
     // MARK: Answering
 
-    /// Answers a request the transport itself refuses, then closes.
-    private func fail(_ error: FramingError, _ loop: EventLoop) { refuse(error.httpError, loop) }
+    /// Answers a request the transport itself refuses, then closes. The refusal is charged
+    /// to the peer (`HTTPResponder.refused`), so malformed requests cost their sender.
+    private func fail(_ error: FramingError, _ loop: EventLoop) {
+        loop.shared.responder.refused(peer: peer)
+        refuse(error.httpError, loop)
+    }
 
     private func refuse(_ error: HTTPError, _ loop: EventLoop) {
         after = .close
@@ -261,6 +324,7 @@ final class Connection {
             reservedBody = 0
         }
         if loop.draining { after = .close }
+        turn.requests += 1
         var head = ResponseHead.of(response).bytes
         head += loop.date.refresh()
         head += Array((after == .close ? "Connection: close\r\n\r\n" : "\r\n").utf8)
@@ -274,12 +338,9 @@ final class Connection {
     /// with the next request (bytes of it may be buffered already).
     func writable(_ loop: EventLoop) {
         guard !closed, output != nil else { return }
-        if flush(loop) { resume(loop) }
-    }
-
-    /// Acts on buffered bytes after an answer went out; for TLS also reads what OpenSSL
-    /// already decrypted, which the socket will never signal again.
-    private func resume(_ loop: EventLoop) {
+        guard flush(loop) else { return }
+        // Buffered bytes of a pipelined request; for TLS also what OpenSSL already
+        // decrypted, which the socket will never signal again.
         process(loop)
         if tls != nil, !closed, !wantsWrite { readable(loop) }
     }
@@ -308,6 +369,7 @@ final class Connection {
             return false
         }
         phase = .idle
+        idleSince = loop.now
         deadline = loop.now + loop.shared.configuration.idleTimeout
         return true
     }

@@ -9,6 +9,8 @@ final class ServerShared: Sendable {
     let responder: any HTTPResponder
     let budget: BodyBudget
     let perAddress: ConnectionCounter
+    /// New connections per address (`maxNewConnectionsPerIPPerSecond`).
+    let connectionRate = IPRateLimiter()
     let tls: TLSContext?
     let listener: Int32
     let open = Atomic<Int>(0)
@@ -16,14 +18,16 @@ final class ServerShared: Sendable {
     /// 0 serving, 1 draining (no new connections, close after the answer), 2 stopping.
     let state = Atomic<Int>(0)
 
-    /// Bytes of a request (or of pipelined requests) held unparsed at most.
+    /// Bytes of input one connection holds at most, parsed or not, whatever it pipelines: a
+    /// head at its limit plus room for the start of the next. (A body moves out of this
+    /// buffer into its own, reserved from `budget`.)
     var maxBufferedInput: Int { configuration.headLimits.head + 16 * 1024 }
 
     init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, tls: TLSContext?, listener: Int32) {
         self.configuration = configuration
         self.responder = responder
         self.budget = BodyBudget(capacity: configuration.bodyBudget)
-        self.perAddress = ConnectionCounter(limit: configuration.maxConnectionsPerIP)
+        self.perAddress = ConnectionCounter(limit: configuration.maxConnectionsPerIP, ipv6Prefix: configuration.ipv6Prefix)
         self.tls = tls
         self.listener = listener
     }
@@ -41,6 +45,12 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var lastSweep = 0.0
     private(set) var now = 0.0
+    /// Counts the loop's turns: a connection's work budget (`Connection.Turn`) is per turn.
+    private(set) var turn = 0
+    /// Connections that used up their budget with work left (bytes buffered, or a socket
+    /// or TLS record still readable): resumed on the next turn, after `epoll_wait` has
+    /// looked at every other socket, so none waits behind them.
+    private var resumeNextTurn: [Connection] = []
     var date = DateLine()
     /// Every read of this loop lands here first.
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
@@ -76,10 +86,17 @@ final class EventLoop: @unchecked Sendable {
         now = IPRateLimiter.monotonicTime()
         while shared.state.load(ordering: .acquiring) < 2 {
             if draining, listening { stopListening() }
+            let resuming = resumeNextTurn
+            resumeNextTurn.removeAll(keepingCapacity: true)
             // Deadlines are checked a few times a second: their resolution is what a
-            // trickling client can gain, at most.
-            let n = hp_epoll_wait(epoll, &fds, &events, Int32(fds.count), 250)
+            // trickling client can gain, at most. With work left over, only a look.
+            let n = hp_epoll_wait(epoll, &fds, &events, Int32(fds.count), resuming.isEmpty ? 250 : 0)
             now = IPRateLimiter.monotonicTime()
+            turn &+= 1
+            for connection in resuming where !connection.closed {
+                connection.resume(self)
+                if !connection.closed { watch(connection) }
+            }
             for i in 0..<max(0, Int(n)) {
                 let fd = fds[i]
                 if fd == wake {
@@ -142,27 +159,37 @@ final class EventLoop: @unchecked Sendable {
 
     private func admit(_ fd: Int32, peer: IPAddress) {
         let configuration = shared.configuration
-        let exempt = configuration.connectionLimitExempt.trusts(peer)
-        let key = exempt ? nil : peer.limitKey(ipv6Prefix: configuration.ipv6Prefix)
-        if shared.open.load(ordering: .relaxed) >= configuration.maxConnections {
-            return reject(fd, "the server has too many open connections; retry")
+        let counted = configuration.connectionLimitExempt.trusts(peer) ? nil : peer
+        if let counted, configuration.maxNewConnectionsPerIPPerSecond > 0 {
+            let rate = configuration.maxNewConnectionsPerIPPerSecond
+            if let wait = shared.connectionRate.take(scope: "connect", ip: counted.limitKey(ipv6Prefix: configuration.ipv6Prefix),
+                                                     ratePerMinute: rate * 60, burst: rate * max(1, configuration.newConnectionBurstSeconds)) {
+                return reject(fd, .throttled(retryAfter: wait, "too many new connections from this address; retry in \(wait) s"))
+            }
         }
-        if let key, !shared.perAddress.open(key) {
-            return reject(fd, "too many open connections from this address; retry")
+        if let counted, !shared.perAddress.open(counted) {
+            return reject(fd, HTTPError(503, "too_many_connections", "too many open connections from this address; retry", headers: [("Retry-After", "1")]))
+        }
+        // At the cap, the oldest idle connection makes room: a crowd of silent sockets cannot
+        // keep out a client that has something to ask.
+        if shared.open.load(ordering: .relaxed) >= configuration.maxConnections, !shedOldestIdle() {
+            if let counted { shared.perAddress.close(counted) }
+            return reject(fd, HTTPError(503, "too_many_connections", "the server has too many open connections; retry", headers: [("Retry-After", "1")]))
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var tls: TLSSession?
         if let context = shared.tls {
             guard let session = TLSSession(context: context, socket: fd) else {
-                if let key { shared.perAddress.close(key) }
+                if let counted { shared.perAddress.close(counted) }
                 Foundation.close(fd)
                 return
             }
             tls = session
         }
         shared.open.add(1, ordering: .relaxed)
-        let connection = Connection(fd: fd, peer: peer, countedAs: key, tls: tls, now: now, idleTimeout: configuration.idleTimeout)
+        // The first head (and TLS handshake) must be in within the header timeout.
+        let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, now: now, firstDeadline: now + configuration.headerTimeout)
         connections[fd] = connection
         interest[fd] = EPOLLIN.rawValue
         _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue)
@@ -171,10 +198,28 @@ final class EventLoop: @unchecked Sendable {
         if !connection.closed { watch(connection) }
     }
 
-    /// 503 in JSON, best effort, then close: for connections over a limit. Never blocks.
-    private func reject(_ fd: Int32, _ message: String) {
+    /// Closes this loop's connection that has been idle longest (between requests, or never
+    /// sent a byte); false if it has none. An O(n) scan, run only at the cap.
+    private func shedOldestIdle() -> Bool {
+        var oldest: Connection?
+        for connection in connections.values where connection.isIdle {
+            if oldest == nil || connection.idleSince < oldest!.idleSince { oldest = connection }
+        }
+        guard let oldest else { return false }
+        oldest.close(self)
+        return true
+    }
+
+    /// Asks for `connection.resume` on the next turn.
+    func resumeLater(_ connection: Connection) {
+        resumeNextTurn.append(connection)
+    }
+
+    /// The error in JSON, best effort, then close: for connections over a limit, refused
+    /// before a byte of them is read. Never blocks; a TLS connection is closed unanswered.
+    private func reject(_ fd: Int32, _ error: HTTPError) {
         if shared.tls == nil {
-            let response = HTTPError(503, "too_many_connections", message, headers: [("Retry-After", "1")]).response
+            let response = error.response
             var bytes = ResponseHead(response).bytes + date.refresh() + Array("Connection: close\r\n\r\n".utf8)
             bytes += response.body
             _ = send(fd, &bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
@@ -210,6 +255,6 @@ final class EventLoop: @unchecked Sendable {
         connections[connection.fd] = nil
         interest[connection.fd] = nil
         shared.open.subtract(1, ordering: .relaxed)
-        if let key = connection.countedAs { shared.perAddress.close(key) }
+        if let counted = connection.countedAs { shared.perAddress.close(counted) }
     }
 }

@@ -15,6 +15,14 @@ public enum HTTPAdmission: Sendable {
 /// The application side of the transport.
 public protocol HTTPResponder: Sendable {
     func admit(_ head: HTTPRequest) -> HTTPAdmission
+    /// The transport refused a request from `peer` before any route saw it (malformed
+    /// framing, a head too large, a deadline): the application may charge it to the peer's
+    /// limits, so refusals are not free to repeat.
+    func refused(peer: IPAddress)
+}
+
+extension HTTPResponder {
+    public func refused(peer: IPAddress) {}
 }
 
 /// A responder that takes every request with a body up to `maxBody`: for tests and small
@@ -50,30 +58,67 @@ final class BodyBudget: Sendable {
     var inUse: Int { reserved.load(ordering: .relaxed) }
 }
 
-/// Open connections per client address (IPv6 grouped by prefix), so one address cannot take
-/// every connection slot. Addresses the server trusts as proxies are not counted.
+/// Open connections per client address, so one address cannot take every connection slot.
+/// IPv4 addresses count one each; IPv6 ones by their `ipv6Prefix` network and also by the
+/// wider networks one holder is usually given (a subscriber's /56, a site's /48), each with
+/// a proportionally larger limit: otherwise one /48 would hold 65,536 × the limit. A
+/// connection is counted under every group or none. Peers the server trusts as proxies are
+/// not counted at all (the caller does not ask).
 final class ConnectionCounter: Sendable {
-    private let counts = Mutex<[IPAddress: Int]>([:])
+    /// One counted network: its masked address and its prefix length (a /56 and a /64 can
+    /// mask to the same bits, so the length is part of the key).
+    private struct Group: Hashable {
+        let network: IPAddress
+        let bits: Int
+    }
+
+    /// IPv6 networks wider than the per-address one, and how many times `limit` each holds.
+    static let widerIPv6Networks: [(bits: Int, factor: Int)] = [(56, 2), (48, 8)]
+
+    private let counts = Mutex<[Group: Int]>([:])
     let limit: Int
+    let ipv6Prefix: Int
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, ipv6Prefix: Int = 64) {
+        self.limit = limit
+        self.ipv6Prefix = ipv6Prefix
+    }
 
-    /// Counts a new connection from `key`; false (and nothing counted) past the limit.
-    func open(_ key: IPAddress) -> Bool {
-        counts.withLock { counts in
-            let n = counts[key, default: 0]
-            guard limit <= 0 || n < limit else { return false }
-            counts[key] = n + 1
+    private func groups(_ peer: IPAddress) -> [(group: Group, limit: Int)] {
+        if peer.isIPv4 { return [(Group(network: peer, bits: 32), limit)] }
+        var groups = [(Group(network: peer.limitKey(ipv6Prefix: ipv6Prefix), bits: ipv6Prefix), limit)]
+        for wider in ConnectionCounter.widerIPv6Networks where wider.bits < ipv6Prefix {
+            groups.append((Group(network: peer.limitKey(ipv6Prefix: wider.bits), bits: wider.bits), limit * wider.factor))
+        }
+        return groups
+    }
+
+    /// Counts a new connection from `peer`; false (and nothing counted) when any of its
+    /// groups is at its limit.
+    func open(_ peer: IPAddress) -> Bool {
+        guard limit > 0 else { return true }
+        let groups = groups(peer)
+        return counts.withLock { counts in
+            guard groups.allSatisfy({ counts[$0.group, default: 0] < $0.limit }) else { return false }
+            for (group, _) in groups { counts[group, default: 0] += 1 }
             return true
         }
     }
 
-    func close(_ key: IPAddress) {
+    func close(_ peer: IPAddress) {
+        guard limit > 0 else { return }
+        let groups = groups(peer)
         counts.withLock { counts in
-            let n = counts[key, default: 1] - 1
-            counts[key] = n > 0 ? n : nil
+            for (group, _) in groups {
+                let n = counts[group, default: 1] - 1
+                counts[group] = n > 0 ? n : nil
+            }
         }
     }
 
-    func count(_ key: IPAddress) -> Int { counts.withLock { $0[key, default: 0] } }
+    /// Connections counted for `peer`'s own group (its address, or its `ipv6Prefix` network).
+    func count(_ peer: IPAddress) -> Int {
+        let group = groups(peer)[0].group
+        return counts.withLock { $0[group, default: 0] }
+    }
 }

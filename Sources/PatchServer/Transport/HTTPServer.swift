@@ -9,16 +9,30 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: UInt16 = 8080
     /// Worker threads, each with its own epoll loop.
     public var threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    /// Open connections in all. At the cap a newcomer is admitted by closing the oldest idle
+    /// connection of the worker that accepts it; it is refused only if that worker has none.
     public var maxConnections: Int = 10_000
-    /// Open connections per client address (IPv6: per `ipv6Prefix` network); 0 is no limit.
+    /// Open connections per client address (IPv6: per `ipv6Prefix` network, and wider networks
+    /// in proportion, see `ConnectionCounter.widerIPv6Networks`); 0 is no limit.
     public var maxConnectionsPerIP: Int = 128
+    /// New connections (hence TLS handshakes) per second per client address, bursting to
+    /// `newConnectionBurstSeconds` of them; 0 is no limit. Past it a connection is refused
+    /// before any byte of it is read.
+    public var maxNewConnectionsPerIPPerSecond: Int = 50
+    public var newConnectionBurstSeconds: Int = 5
+    /// Work one connection may do per wakeup of its event loop before the others get their
+    /// turn: requests answered, and bytes read.
+    public var maxRequestsPerWakeup: Int = 16
+    public var maxReadPerWakeup: Int = 256 * 1024
     /// Peers not counted against `maxConnectionsPerIP` (the load balancers in front).
     public var connectionLimitExempt: [IPNetwork] = []
     /// How IPv6 clients are grouped for per-address limits.
     public var ipv6Prefix: Int = 64
     /// Seconds a connection may wait between requests, or make no progress reading an answer.
     public var idleTimeout: Double = 30
-    /// Seconds from a request's first byte to the end of its head.
+    /// Seconds from a request's first byte to the end of its head; for a connection's first
+    /// request, from its accept (the TLS handshake included), so a socket that sends nothing
+    /// is closed after this long, not after `idleTimeout`.
     public var headerTimeout: Double = 10
     /// Seconds from a request's first byte to the end of its body.
     public var requestTimeout: Double = 60
