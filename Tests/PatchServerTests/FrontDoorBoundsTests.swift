@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+@testable import PatchServer
+
+/// The bounds an anonymous peer meets (issue 19): work per wakeup, the first head's deadline
+/// from the accept, shedding the oldest idle connection at the cap, new connections per
+/// address per second, IPv6 networks wider than the per-address one, and 404s and refusals
+/// charged to the global per-IP bucket. The memory bound per connection is measured from
+/// outside (RSS) by Tests/interop/test_front_door_bounds.py.
+@Suite("HTTP front door: bounds per connection, per address and per wakeup", .serialized)
+struct FrontDoorBoundsTests {
+    @Test("a connection that pipelines without pause on a one-thread server does not keep another client waiting")
+    func workPerWakeup() throws {
+        let server = try FrontDoorTests.server {
+            $0.threads = 1
+            $0.maxNewConnectionsPerIPPerSecond = 0
+        }
+        let flooder = try RawConnection(port: server.port, from: "127.0.0.3", timeout: 1)
+        let stop = Locked(false)
+        // Thousands of pipelined requests, re-sent while they are answered and read.
+        let batch = Array(String(repeating: "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n", count: 2_000).utf8)
+        let fd = flooder.fd
+        let sender = Thread {
+            while !stop.withLock({ $0 }), batch.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 {}
+        }
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while !stop.withLock({ $0 }), recv(fd, &buffer, buffer.count, 0) > 0 {}
+        }
+        sender.start()
+        reader.start()
+        defer { stop.withLock { $0 = true } }
+        usleep(300_000)
+        var waits: [Double] = []
+        for _ in 0..<10 {
+            let started = Date()
+            let probe = try RawConnection(port: server.port, from: "127.0.0.4", timeout: 5)
+            probe.send("GET /healthz HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            #expect(probe.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+            waits.append(Date().timeIntervalSince(started))
+        }
+        // Before the bound the flooding connection held the loop: probes waited for the 5 s
+        // receive timeout. Within it they are answered between two of its turns.
+        #expect(waits.max()! < 2, "probe waits \(waits)")
+    }
+
+    @Test("a socket that sends nothing is closed at the header timeout, counted from its accept; a keep-alive one is not")
+    func firstHeadDeadline() throws {
+        let server = try FrontDoorTests.server {
+            $0.headerTimeout = 1
+            $0.idleTimeout = 30
+        }
+        let silent = try RawConnection(port: server.port, timeout: 5)
+        let started = Date()
+        let answer = silent.read()
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(answer.closed && answer.text.isEmpty)
+        #expect(elapsed < 2.5, "closed after \(elapsed) s, not after the 30 s idle timeout")
+
+        // Bytes trickled into a first head do not extend the deadline its accept set.
+        let trickling = try RawConnection(port: server.port, timeout: 5)
+        usleep(700_000)
+        let (late, seconds) = trickling.trickle { _ in "G" }
+        #expect(late.hasPrefix("HTTP/1.1 408"))
+        #expect(seconds < 1.5, "cut \(seconds) s after its first byte")
+
+        let kept = try RawConnection(port: server.port, timeout: 5)
+        kept.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(kept.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+        usleep(1_600_000)
+        kept.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(kept.read(until: "ok").text.hasPrefix("HTTP/1.1 200"), "idle between requests: the idle timeout applies")
+    }
+
+    @Test("at the connection cap the oldest idle connection is closed to admit a newcomer")
+    func shedsOldestIdle() throws {
+        let server = try FrontDoorTests.server {
+            $0.threads = 1
+            $0.maxConnections = 20
+            $0.maxNewConnectionsPerIPPerSecond = 0
+        }
+        var idle: [RawConnection] = []
+        for i in 0..<20 {
+            let c = try RawConnection(port: server.port, from: "127.0.0.\(10 + i)", timeout: 2)
+            c.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(c.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+            idle.append(c)
+            usleep(2_000)
+        }
+        #expect(server.openConnections == 20)
+        let newcomer = try RawConnection(port: server.port, from: "127.0.0.50", timeout: 5)
+        newcomer.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(newcomer.read(until: "ok").text.hasPrefix("HTTP/1.1 200"), "served, not refused with 503")
+        #expect(idle[0].read().closed, "the connection idle longest made room")
+        idle[1].send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(idle[1].read(until: "ok").text.hasPrefix("HTTP/1.1 200"), "the others are kept")
+        #expect(server.openConnections == 20)
+    }
+
+    @Test("new connections from one address past its rate get 429 and are closed; another address is served")
+    func newConnectionRate() throws {
+        let server = try FrontDoorTests.server {
+            $0.maxNewConnectionsPerIPPerSecond = 5
+            $0.newConnectionBurstSeconds = 2
+        }
+        var statuses: [String] = []
+        for _ in 0..<20 {
+            let c = try RawConnection(port: server.port, from: "127.0.0.5", timeout: 2)
+            c.send("GET /healthz HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            statuses.append(String(c.read().text.prefix(12)))
+        }
+        let served = statuses.filter { $0 == "HTTP/1.1 200" }.count
+        #expect((10...12).contains(served), "a burst of 2 s at 5 a second: \(statuses)")
+        #expect(statuses.last == "HTTP/1.1 429")
+        let other = try RawConnection(port: server.port, from: "127.0.0.6", timeout: 2)
+        other.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(other.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+    }
+
+    @Test("IPv6 peers are also counted by their /56 and /48, with 2× and 8× the per-address limit")
+    func widerIPv6Networks() throws {
+        let counter = ConnectionCounter(limit: 2, ipv6Prefix: 64)
+        // Two connections from each of two /64s of one /56 fill it (2 × 2).
+        for address in ["2001:db8:0:100::1", "2001:db8:0:100::2", "2001:db8:0:101::1", "2001:db8:0:101::2"] {
+            #expect(counter.open(IPAddress(address)!), "\(address)")
+        }
+        #expect(!counter.open(IPAddress("2001:db8:0:102::1")!), "a third /64 of the full /56")
+        #expect(counter.count(IPAddress("2001:db8:0:102::1")!) == 0, "refused: counted nowhere")
+        // Other /56s of the /48 fill it up to 8 × 2.
+        var opened = 4
+        for subnet in 2..<8 {
+            for host in 1...2 where counter.open(IPAddress("2001:db8:0:\(subnet)00::\(host)")!) { opened += 1 }
+        }
+        #expect(opened == 16)
+        #expect(!counter.open(IPAddress("2001:db8:0:900::1")!), "the /48 is full")
+        #expect(counter.open(IPAddress("2001:db8:1::1")!), "another /48 is not")
+        counter.close(IPAddress("2001:db8:0:100::1")!)
+        #expect(counter.open(IPAddress("2001:db8:0:102::1")!), "a close frees every group it was counted in")
+        #expect(counter.open(IPAddress("192.0.2.1")!) && counter.open(IPAddress("192.0.2.1")!) && !counter.open(IPAddress("192.0.2.1")!),
+                "IPv4: per address")
+    }
+}
+
+@Suite("404, 405 and transport refusals are charged to the global per-IP bucket")
+struct RefusalChargeTests {
+    @Test("unrouted paths take tokens of the global bucket, which /healthz shares; another address is unaffected")
+    func unroutedIsCharged() throws {
+        let t = try ServiceFixture()
+        let rate = ServiceConfiguration().globalIPRatePerMinute
+        for _ in 0..<rate { #expect(t.get("/no/such/route", from: "198.51.100.7").status == 404) }
+        let over = t.get("/no/such/route", from: "198.51.100.7")
+        #expect(over.status == 429)
+        #expect(over.headers.contains { $0.0 == "Retry-After" })
+        #expect(t.get("/healthz", from: "198.51.100.7").status == 429)
+        #expect(t.get("/healthz", from: "198.51.100.8").status == 200)
+    }
+
+    @Test("a wrong method (405) is charged too, and so is each request the transport refuses")
+    func refusalsAreCharged() throws {
+        let t = try ServiceFixture()
+        let rate = ServiceConfiguration().globalIPRatePerMinute
+        let peer = IPAddress("198.51.100.9")!
+        for _ in 0..<(rate - 1) { t.service.refused(peer: peer) }
+        let wrong = t.service.respond(to: HTTPRequest(method: "DELETE", path: "/healthz", headers: [:], remoteAddress: "198.51.100.9"))
+        #expect(wrong.status == 405)
+        #expect(t.get("/healthz", from: "198.51.100.9").status == 429)
+    }
+}
