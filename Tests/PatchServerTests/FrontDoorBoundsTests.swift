@@ -166,3 +166,43 @@ struct RefusalChargeTests {
         #expect(t.get("/healthz", from: "198.51.100.9").status == 429)
     }
 }
+
+@Suite("Heads that arrive a byte at a time")
+struct TrickledHeadTests {
+    /// Sends `text` one byte per write, a millisecond apart.
+    static func trickle(_ text: String, to c: RawConnection) {
+        for byte in text.utf8 {
+            c.send(String(decoding: [byte], as: UTF8.self))
+            usleep(1_000)
+        }
+    }
+
+    @Test("a head sent a byte at a time is parsed as one sent whole (it is looked at again only when a line may have ended)")
+    func byteByByte() throws {
+        let server = try FrontDoorTests.server()
+        let c = try RawConnection(port: server.port)
+        Self.trickle("GET /healthz HTTP/1.1\r\nHost: h\r\nX-Long: \(String(repeating: "v", count: 300))\r\n\r\n", to: c)
+        #expect(c.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+    }
+
+    @Test("a bare CR sent a byte at a time is refused at once, not at a deadline")
+    func bareCRTrickled() throws {
+        let server = try FrontDoorTests.server { $0.headerTimeout = 30 }
+        let c = try RawConnection(port: server.port, timeout: 5)
+        let started = Date()
+        Self.trickle("GET /healthz HTTP/1.1\r\nHost: h\rX", to: c)
+        #expect(c.read().text.hasPrefix("HTTP/1.1 400"))
+        #expect(Date().timeIntervalSince(started) < 3)
+    }
+
+    @Test("a request line that grows past its limit a byte at a time is 414 as soon as it passes it")
+    func longLineTrickled() throws {
+        let server = try FrontDoorTests.server {
+            $0.maxRequestLineSize = 64
+            $0.headerTimeout = 30
+        }
+        let c = try RawConnection(port: server.port, timeout: 5)
+        Self.trickle("GET /" + String(repeating: "a", count: 70), to: c)
+        #expect(c.read().text.hasPrefix("HTTP/1.1 414"))
+    }
+}

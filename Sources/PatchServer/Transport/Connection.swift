@@ -177,6 +177,7 @@ final class Connection {
             case .idle:
                 guard unreadBytes > 0, mayWork(loop) else { return }
                 phase = .head
+                headScan = (0, false)
                 requestStarted = loop.now
                 // A first request keeps the deadline its accept set.
                 if !fresh { deadline = requestStarted + loop.shared.configuration.headerTimeout }
@@ -205,13 +206,33 @@ final class Connection {
         }
     }
 
+    /// How many unread bytes the last incomplete parse of a head saw, and whether a line had
+    /// ended in them. A head is parsed again only once a line may have ended (a CR or LF
+    /// arrived) or a limit is passed, so bytes trickled one at a time cost a scan of
+    /// themselves, not a rescan of everything before them.
+    private var headScan = (seen: 0, lineEnded: false)
+
     private func parseHead(_ loop: EventLoop) -> RequestHead? {
+        let limits = loop.shared.configuration.headLimits
+        let unread = unreadBytes
+        // From one byte back: a CR that ended the last look may be followed by a non-LF now.
+        let lineEnd = input.withUnsafeBytes { raw in
+            raw[(inputStart + max(0, headScan.seen - 1))...].contains { $0 == cr || $0 == lf }
+        }
+        if !lineEnd, unread <= limits.head, headScan.lineEnded || unread <= limits.requestLine {
+            headScan.seen = unread
+            return nil
+        }
+        headScan.lineEnded = headScan.lineEnded || lineEnd
         do throws(FramingError) {
-            let limits = loop.shared.configuration.headLimits
             let parsed = try input.withUnsafeBytes { raw in
                 Result { () throws(FramingError) in try RequestHead.parse(UnsafeRawBufferPointer(rebasing: raw[inputStart...]), limits: limits) }
             }.get()
-            guard let head = parsed else { return nil }
+            guard let head = parsed else {
+                headScan.seen = unread
+                return nil
+            }
+            headScan = (0, false)
             inputStart += head.size
             return head
         } catch {
