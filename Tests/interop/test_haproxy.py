@@ -151,7 +151,10 @@ Sync = namedtuple("Sync", "kind start end ok detail")
 
 # What a PatchClient sync fails with when its requests reach an instance that is behind the one
 # that answered its timestamp (see the kill test).
-LAGGING_INSTANCE = re.compile(r"HTTP 404 for \d+\.(?:snapshot|targets)\.json|/targets/\S+ exceeds \d+ bytes"
+# A target's 404 is reported as "exceeds N bytes" when the error page is longer than the
+# target, else as the 404 itself (both seen: the catch-up on a miss is rate-limited, so a
+# second miss in the same instant answers 404 at once).
+LAGGING_INSTANCE = re.compile(r"HTTP 404 for \S*(?:\d+\.(?:snapshot|targets)\.json|/targets/\S+)|/targets/\S+ exceeds \d+ bytes"
                               r"|timestamp metadata version \d+ is older than the trusted version")
 
 
