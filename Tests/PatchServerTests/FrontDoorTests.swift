@@ -183,6 +183,20 @@ struct FrontDoorTests {
         #expect(answer.closed)
     }
 
+    @Test("an absolute-form target is served; the configured header-line limit refuses the next line with 431 before the head ends")
+    func absoluteFormAndFieldLimit() throws {
+        let server = try Self.server { $0.maxHeaderFields = 5 }
+        let c = try RawConnection(port: server.port)
+        c.send("GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(c.read(until: "\r\n\r\nok").text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        // Host and five more: the sixth line is refused although the head has not ended.
+        c.send("GET /healthz HTTP/1.1\r\nHost: h\r\n" + (1...5).map { "X-\($0): v\r\n" }.joined())
+        let answer = c.read()
+        #expect(answer.text.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"), "\(answer.text)")
+        #expect(answer.text.contains("headers_too_large"))
+        #expect(answer.closed)
+    }
+
     @Test("pipelined requests are answered in order on one connection; HEAD gets headers only")
     func pipelined() throws {
         let server = try Self.server()

@@ -75,7 +75,7 @@ struct RequestHeadTests {
         ("GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505),
         ("GET / http/1.1\r\nHost: h\r\n\r\n", 400),
         ("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400),
-        ("GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+        ("GET http://x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400),  // absolute form, but Host names another host
         ("G(T / HTTP/1.1\r\nHost: h\r\n\r\n", 400),
         ("GET / HTTP/1.1\r\nHost: h\r\nBad Header: x\r\n\r\n", 400),
         ("GET / HTTP/1.1\r\nHost: h\r\nno colon\r\n\r\n", 400),
@@ -99,6 +99,117 @@ struct RequestHeadTests {
             try Self.parse("GET / HTTP/1.1\r\n" + String(repeating: "X-A: 1234567890\r\n", count: 20) + "\r\n", limits: limits)
         }
         #expect(try Self.parse("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 100))", limits: limits) == nil)
+    }
+
+    @Test("a header line past the field limit is 431 as soon as it begins, before the head ends; the limit itself is served")
+    func fieldLimit() throws {
+        let lines = { (n: Int) in (0..<n).map { "X-F\($0): v\r\n" }.joined() }
+        #expect(try Self.parse("GET / HTTP/1.1\r\n" + lines(100) + "\r\n")?.fields.count == 100)
+        #expect(throws: FramingError.tooManyFields(100)) { try Self.parse("GET / HTTP/1.1\r\n" + lines(101) + "\r\n") }
+        // Its first byte is enough: no CRLF, no rest of the head.
+        #expect(throws: FramingError.tooManyFields(100)) { try Self.parse("GET / HTTP/1.1\r\n" + lines(100) + "X") }
+        // A CR after the 100th line may be the empty line that ends the head: wait for it.
+        #expect(try Self.parse("GET / HTTP/1.1\r\n" + lines(100) + "\r") == nil)
+        let three = RequestHead.Limits(fields: 3)
+        #expect(throws: FramingError.tooManyFields(3)) { try Self.parse("GET / HTTP/1.1\r\n" + lines(4) + "\r\n", limits: three) }
+        #expect(FramingError.tooManyFields(100).httpError.status == 431)
+        #expect(FramingError.tooManyFields(100).httpError.code == "headers_too_large")
+    }
+
+    /// The 400 message for a target, nil when its head is accepted.
+    static func refusal(_ target: String, host: String = "h") -> String? {
+        do throws(FramingError) {
+            guard let head = try parse("GET \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n") else { return "incomplete" }
+            try head.checkHost()
+            return nil
+        } catch {
+            return error.httpError.status == 400 ? error.httpError.message : "status \(error.httpError.status)"
+        }
+    }
+
+    @Test("a path that percent-encodes an unreserved byte, / or \\ is 400: routes match the path as received", arguments: [
+        "/%6detrics", "/%6Detrics", "/%68ealthz", "/%4Detrics", "/healthz%2F", "/v1%2Fapps/demo/metadata/1.root.json",
+        "/v1%2fapps/demo/metadata/1.root.json", "/console/%2e%2e/Package.swift", "/console/..%2fPackage.swift", "/a%5Cb", "/a%5cb",
+        "/%30", "/%39", "/%41", "/%5A", "/%61", "/%7a", "/%2D", "/%2E", "/%5F", "/%7E", "/%7e", "/ok/%6d?x=1",
+        "http://h/%6detrics", "http://h/v1%2Fapps",
+    ])
+    func refusedEscapes(target: String) throws {
+        let message = try #require(Self.refusal(target), "\(target) was accepted")
+        #expect(message.contains("%"), "\(target): \(message)")
+    }
+
+    @Test("other escapes in the path, and every escape in the query, are accepted and decoded as before")
+    func allowedEscapes() throws {
+        for (target, path) in [("/a%20b", "/a b"), ("/a%25", "/a%"), ("/a%2561", "/a%61"), ("/%00", "/%00"), ("/caf%C3%A9", "/café"),
+                               ("/a%3Fb", "/a?b"), ("/a%2B", "/a+"), ("/a%zz%2", "/a%zz%2"), ("/a%", "/a%"), ("/%2", "/%2")] {
+            #expect(Self.refusal(target) == nil, "\(target)")
+            let head = try #require(try Self.parse("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n"))
+            #expect(head.request(peer: .loopback, declaredBody: .none).path == path, "\(target)")
+        }
+        let head = try #require(try Self.parse("GET /healthz?a=%6d%2F%5C%2e&%6e=1 HTTP/1.1\r\nHost: h\r\n\r\n"))
+        let request = head.request(peer: .loopback, declaredBody: .none)
+        #expect(request.path == "/healthz")
+        #expect(request.query("a") == "m/\\.")
+        #expect(request.query("n") == "1")
+    }
+
+    @Test("an absolute-form target is served (RFC 9112 §3.2.2): its path and query, the scheme in any case, an empty path as /")
+    func absoluteForm() throws {
+        for (target, host, path, query) in [
+            ("http://127.0.0.1/healthz", "127.0.0.1", "/healthz", nil),
+            ("HTTP://Example.COM:80?x=1", "example.com", "/", "1"),
+            ("http://example.com:8080/v1/apps/demo/metadata/1.root.json?x=%6d", "EXAMPLE.com:8080", "/v1/apps/demo/metadata/1.root.json", "m"),
+            ("hTTpS://h:443/a%20b", "h", "/a b", nil),
+            ("https://h/", "h:443", "/", nil),
+            ("http://h", "h:", "/", nil),
+            ("http://[::1]:8080/healthz", "[0:0::1]:8080", "/healthz", nil),
+            ("http://[2001:DB8::1]/", "[2001:db8:0::1]:80", "/", nil),
+            ("http://a-b_c.example./x//y", "a-b_c.example.", "/x//y", nil),
+        ] {
+            #expect(Self.refusal(target, host: host) == nil, "\(target) with Host \(host): \(Self.refusal(target, host: host) ?? "")")
+            let head = try #require(try Self.parse("GET \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
+            #expect(head.authority != nil)
+            let request = head.request(peer: .loopback, declaredBody: .none)
+            #expect(request.path == path, "\(target)")
+            #expect(request.query("x") == query, "\(target)")
+        }
+        // HTTP/1.0 need not send Host; the target's host is enough.
+        #expect(Self.status("GET http://h/healthz HTTP/1.0\r\n\r\n") == 0)
+        // The target re-serialises as sent.
+        #expect(try Self.parse("GET HTTP://H:80 HTTP/1.1\r\nHost: h\r\n\r\n")?.target == Array("HTTP://H:80".utf8))
+    }
+
+    @Test("absolute form is refused (400) when Host names another host or port, or the authority is not a valid host[:port]", arguments: [
+        ("http://a/healthz", "b"), ("http://a/healthz", "a:8080"), ("http://a:8080/healthz", "a"), ("https://a/", "a:80"),
+        ("http://a/healthz", ""), ("http://[::1]/", "[::2]"),
+        ("http://user@h/", "h"), ("http://user:pw@h/", "h"), ("http:///healthz", "h"), ("http://:80/", "h"), ("http://h:99999/", "h"),
+        ("http://h:123456/", "h"), ("http://h:8o/", "h"), ("http://h:80:80/", "h"), ("http://h%2eexample/", "h.example"),
+        ("http://a,b/", "a,b"), ("http://a;b/", "h"), ("http://[::1/", "h"), ("http://[v1.x]/", "h"), ("http://[fe80::1%25eth0]/", "h"),
+        ("http://[127.0.0.1]/", "h"), ("http://127.1/", "127.1"), ("http://010.0.0.1/", "h"), ("http://0x7f.0.0.1/", "h"),
+        ("http://256.0.0.1/", "h"), ("http://1.2.3.4.5/", "h"), ("http://a..b/", "h"), ("http://.a/", "h"), ("http://h#x/", "h"),
+        // Other forms and schemes stay refused.
+        ("ftp://h/", "h"), ("h:443", "h"), ("*", "h"), ("http:/h/", "h"), ("http:h/", "h"), ("httpx://h/", "h"), ("//h/x", "h"),
+    ])
+    func refusedAbsoluteForm(target: String, host: String) {
+        if target == "//h/x" {
+            // `//h/x` is an origin-form path (an empty first segment), not an authority.
+            #expect(Self.refusal(target, host: host) == nil)
+            return
+        }
+        #expect(Self.refusal(target, host: host) != nil, "\(target) with Host \(host)")
+    }
+
+    @Test("Host is one valid host[:port] (RFC 9110 §7.2), or empty with an origin-form target; anything else is 400")
+    func hostSyntax() {
+        for good in ["h", "x", "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:80", "[::ffff:127.0.0.1]:1", "Example.COM",
+                     "a-b_c.d.", "localhost:", "0.0.0.0:65535", "1.2.3.4a", ""] {
+            #expect(Self.status("GET / HTTP/1.1\r\nHost: \(good)\r\n\r\n") == 0, "Host: \(good)")
+        }
+        for bad in ["a b", "a@b", "u:p@h", "a,b", "a:b:c", "::1", "[::1", "[::1]x", "h:65536", "h:123456", "h:-1",
+                    "999.1.1.1", "1.2.3", "01.2.3.4", "a..b", ".a", "%61", "a/b", "a?b", "h:80/x", "[v1.x]", ":80",
+                    String(repeating: "a", count: 64), String(repeating: "a.", count: 130) + "a"] {
+            #expect(Self.status("GET / HTTP/1.1\r\nHost: \(bad)\r\n\r\n") == 400, "Host: \(bad)")
+        }
     }
 
     @Test("path and query are percent-decoded, except %00, which stays literal; + is a space in the query only")
@@ -159,5 +270,15 @@ struct RequestHeadTests {
             #expect(throws: FramingError.self, "\(bad.debugDescription)") { try Self.decode(bad) }
         }
         #expect(throws: FramingError.self) { try Self.decode(String(repeating: "1", count: 5000)) }
+    }
+
+    @Test("leading zeros in a chunk size do not count toward its 15 digits; 16 significant digits are still refused")
+    func chunkSizeLeadingZeros() throws {
+        let (body, done, _) = try Self.decode("000000000000000000005\r\nhello\r\n" + String(repeating: "0", count: 40) + "\r\n\r\n")
+        #expect(String(decoding: body, as: UTF8.self) == "hello")
+        #expect(done)
+        #expect(try Self.decode("00000000000000000000" + "fffffffffffffff" + "\r\n", limit: Int.max).done == false, "15 digits wait for data")
+        #expect(throws: FramingError.chunkTooLarge(Int.max)) { try Self.decode("0001000000000000000\r\n", limit: Int.max) }
+        #expect(throws: FramingError.chunkTooLarge(10)) { try Self.decode("000000000000000000000b\r\n", limit: 10) }
     }
 }

@@ -263,3 +263,65 @@ def test_per_ip_limit_is_applied_before_the_body_is_read(server):
 
 
 
+
+
+# -- the request target and head limits (issue 19, items 2, 5 and 6) -------------------------
+
+@pytest.mark.parametrize("path", ["/%6detrics", "/%6Detrics", "/%68ealthz", "/v1%2Fapps/demo/metadata/1.root.json",
+                                  "/v1/apps/demo%2fmetadata/1.root.json", "/v1%5Capps/demo/metadata/1.root.json",
+                                  "/v1/apps/demo/metadata/%31.root.json", "/console/%2e%2e/Package.swift"],
+                         ids=["m", "M", "h", "slash", "slash-lower", "backslash", "digit", "dots"])
+def test_a_path_that_encodes_an_unreserved_byte_or_a_separator_is_400_and_closed(server, path):
+    """A proxy ACL keeping /metrics off the public network reads `/%6detrics` as another path
+    than /metrics: patchd must not serve it as /metrics (before: 200 with the metrics)."""
+    resp = refused(server.url, msg(f"GET {path} HTTP/1.1", "Host: x"), 400)
+    assert b"hotpatch_" not in resp.body and b"\"status\"" not in resp.body, resp.body[:300]
+
+
+def test_the_routes_those_paths_decode_to_answer_and_other_escapes_are_decoded(server):
+    assert answered(server.url, msg("GET /metrics HTTP/1.1", "Host: x")).status == 200
+    assert answered(server.url, msg("GET /healthz HTTP/1.1", "Host: x")).status == 200
+    # The query is decoded as before (no route is chosen by it), and so are escapes of
+    # reserved bytes or spaces in a path: they name no route, so 404 JSON, not a refusal.
+    assert answered(server.url, msg("GET /healthz?x=%6d%2F HTTP/1.1", "Host: x")).status == 200
+    json_error(answered(server.url, msg("GET /healthz%20 HTTP/1.1", "Host: x")), 404)
+
+
+@pytest.mark.parametrize("target,host", [("http://127.0.0.1/healthz", "127.0.0.1"), ("HTTP://LOCALHOST:80/healthz", "localhost"),
+                                         ("http://127.0.0.1:{port}/v1/apps/demo/metadata/1.root.json", "127.0.0.1:{port}"),
+                                         ("https://[::1]/healthz", "[0:0::1]:443")],
+                         ids=["http", "scheme-case-default-port", "port", "https-ipv6"])
+def test_an_absolute_form_target_is_served(server, target, host):
+    port = server.url.rsplit(":", 1)[1]
+    resp = answered(server.url, msg(f"GET {target.format(port=port)} HTTP/1.1", f"Host: {host.format(port=port)}"))
+    assert resp.status == 200, resp
+
+
+@pytest.mark.parametrize("target,host", [("http://127.0.0.1/healthz", "evil.example"), ("http://127.0.0.1:8080/healthz", "127.0.0.1"),
+                                         ("http://user@127.0.0.1/healthz", "127.0.0.1"), ("http://127.1/healthz", "127.1"),
+                                         ("http://127.0.0.1/healthz", ""), ("/healthz", "a@b"), ("/healthz", "a,b"),
+                                         ("/healthz", "x:99999")],
+                         ids=["other-host", "other-port", "userinfo", "short-ipv4", "empty-host", "host-userinfo",
+                              "host-list", "host-port"])
+def test_an_invalid_or_disagreeing_host_is_400(server, target, host):
+    refused(server.url, msg(f"GET {target} HTTP/1.1", f"Host: {host}"), 400)
+
+
+def test_the_status_line_of_an_accepted_report_is_202_accepted(server):
+    body = b'{"events": [{"id": "e1", "type": "installed", "appVersion": "2.3", "patch": 1, "at": "2026-12-01T10:00:00Z"}]}'
+    with RawConn(server.url) as conn:
+        conn.send(msg("POST /v1/apps/demo/reports HTTP/1.1", "Host: x", "X-Device-ID: status-line",
+                      "Content-Type: application/json", f"Content-Length: {len(body)}", body=body))
+        resp = conn.response(3.0)
+        assert resp is not None and resp.status == 202, resp
+        assert conn.received.startswith(b"HTTP/1.1 202 Accepted\r\n"), conn.received[:100]
+
+
+def test_100_header_lines_are_served_and_the_101st_is_431_before_the_head_ends(server):
+    lines = [f"X-Line-{i:03}: v" for i in range(99)]
+    assert answered(server.url, msg("GET /healthz HTTP/1.1", "Host: x", *lines)).status == 200
+    refused(server.url, msg("GET /healthz HTTP/1.1", "Host: x", *lines, "X-Line-099: v"), 431)
+    # The 101st line's first bytes are enough: no empty line is ever sent.
+    head = "\r\n".join(["GET /healthz HTTP/1.1", "Host: x", *lines, "X-Line-099: v", "X-Line-100"]).encode()
+    resp = refused(server.url, head, 431)
+    assert json_error(resp, 431)["code"] == "headers_too_large"

@@ -74,19 +74,18 @@ struct ChunkedDecoder {
 
     /// `1*HEXDIG [ ";" chunk-ext ]`; the size must fit what is left of the limit.
     private func chunkSize(_ line: UnsafeRawBufferPointer) throws(FramingError) -> Int {
-        var size = 0, digits = 0
+        // Only significant digits count toward the 15 that keep `size` from overflowing:
+        // leading zeros are part of a valid size (`0000000000000000005` is 5, RFC 9112
+        // §7.1 puts no bound on them) and add nothing to it. The line itself stays
+        // within `maxLineLength`.
+        var size = 0, digits = 0, significant = 0
         for b in line {
-            let value: Int
-            switch b {
-            case 0x30...0x39: value = Int(b) - 0x30
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(b) - 87
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(b) - 55
-            default: value = -1
-            }
-            if value < 0 { break }
+            guard let value = hexValue(b) else { break }
             digits += 1
-            if digits > 15 { throw .chunkTooLarge(limit) }
-            size = size * 16 + value
+            if size == 0, value == 0 { continue }
+            significant += 1
+            if significant > 15 { throw .chunkTooLarge(limit) }
+            size = size * 16 + Int(value)
         }
         guard digits > 0 else { throw .malformed("a chunk size must be hexadecimal") }
         let rest = line[digits...]

@@ -39,6 +39,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Bytes of a request line, and of a whole head (request line and header fields).
     public var maxRequestLineSize: Int = 8 * 1024
     public var maxHeadSize: Int = 32 * 1024
+    /// Header field lines of a head; past it 431, as soon as the next line begins.
+    public var maxHeaderFields: Int = 100
     /// The body limit of the closure-based server (a responder sets its own per request).
     public var maxBodySize: Int = 11 << 20
     /// Request-body bytes all requests in flight may reserve together.
@@ -49,7 +51,7 @@ public struct HTTPServerConfiguration: Sendable {
 
     public init() {}
 
-    var headLimits: RequestHead.Limits { RequestHead.Limits(requestLine: maxRequestLineSize, head: maxHeadSize) }
+    var headLimits: RequestHead.Limits { RequestHead.Limits(requestLine: maxRequestLineSize, head: maxHeadSize, fields: maxHeaderFields) }
 }
 
 public struct HTTPServerError: Error, CustomStringConvertible {

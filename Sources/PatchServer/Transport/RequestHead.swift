@@ -6,8 +6,15 @@ struct RequestHead: Sendable {
     enum Version: Sendable { case http10, http11 }
 
     var method: String
-    /// The request target exactly as sent (origin form: `/path?query`), visible ASCII only.
+    /// The request target exactly as sent, visible ASCII only: origin form (`/path?query`)
+    /// or absolute form (`http://host:port/path?query`, RFC 9112 §3.2.2).
     var target: [UInt8]
+    /// The host an absolute-form target names; nil in origin form. It is the request's host
+    /// (RFC 9112 §3.3); `checkHost` refuses a `Host` field that names another.
+    var authority: Authority?
+    /// Where the path starts in `target`: 0 in origin form, after the authority in absolute
+    /// form (where the path may be empty, which is `/`).
+    var pathStart: Int
     var version: Version
     /// Field lines in order, names lowercased.
     var fields: [(name: String, value: String)]
@@ -18,6 +25,10 @@ struct RequestHead: Sendable {
     struct Limits: Sendable {
         var requestLine = 8 * 1024
         var head = 32 * 1024
+        /// Header field lines. Every line is a name, a value and a scan for each field
+        /// lookup; real clients send about a dozen and a proxy adds a few, while 32 KiB of
+        /// `a:b` lines would be 6,000.
+        var fields = 100
     }
 
     /// Parses a head from the start of `bytes`: nil while it is incomplete (and within the
@@ -34,9 +45,13 @@ struct RequestHead: Sendable {
         }
         let (method, target, version) = try requestLine(p.slice(lineStart, lineEnd))
         if method.isEmpty { throw .malformed("empty method") }
+        let (authority, pathStart) = try requestTarget(target)
         p.index = lineEnd + 2
         var fields: [(name: String, value: String)] = []
         while true {
+            // Refused as soon as a line past the limit begins (its first byte is not the CR
+            // of the empty line), not once the whole head has been sent.
+            if fields.count == limits.fields, p.remaining > 0, p.peek(0) != cr { throw .tooManyFields(limits.fields) }
             guard let end = try p.lineEnd(limit: limits.head) else {
                 if bytes.count > limits.head { throw .headTooLarge }
                 return nil
@@ -50,7 +65,8 @@ struct RequestHead: Sendable {
             p.index = end + 2
         }
         if p.index > limits.head { throw .headTooLarge }
-        return RequestHead(method: method, target: target, version: version, fields: fields, size: p.index)
+        return RequestHead(method: method, target: target, authority: authority, pathStart: pathStart, version: version,
+                           fields: fields, size: p.index)
     }
 
     private static func requestLine(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (String, [UInt8], Version) {
@@ -65,7 +81,6 @@ struct RequestHead: Sendable {
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .malformed("the request target must be visible ASCII without spaces or control bytes")
         }
-        guard target.first == UInt8(ascii: "/") else { throw .malformed("the request target must be a path starting with /") }
         let parsedVersion: Version
         switch Array(version) {
         case Array("HTTP/1.1".utf8): parsedVersion = .http11
@@ -75,6 +90,58 @@ struct RequestHead: Sendable {
         default: throw .malformed("the HTTP version must be HTTP/1.1 or HTTP/1.0")
         }
         return (String(decoding: method, as: UTF8.self), Array(target), parsedVersion)
+    }
+
+    /// Where the path of a target starts and the authority before it. Origin form
+    /// (`/path?query`) and absolute form (`http://authority/path?query`, which a server must
+    /// accept, RFC 9112 §3.2.2) are served; authority form (CONNECT) and asterisk form
+    /// (`OPTIONS *`) are not. The path is then held to `checkPathEscapes`.
+    private static func requestTarget(_ target: [UInt8]) throws(FramingError) -> (Authority?, Int) {
+        if target.first == UInt8(ascii: "/") {
+            try checkPathEscapes(target[..<(target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)])
+            return (nil, 0)
+        }
+        // The scheme is case-insensitive (RFC 3986 §3.1); only http and https are HTTP's.
+        let defaultPort: Int
+        let scheme = target.prefix(8).map { $0 | 0x20 }
+        if scheme.starts(with: Array("http://".utf8)) {
+            defaultPort = 80
+        } else if scheme.starts(with: Array("https://".utf8)) {
+            defaultPort = 443
+        } else {
+            throw .malformed("the request target must be a path starting with / or an absolute http:// or https:// URI")
+        }
+        let authorityStart = defaultPort == 80 ? 7 : 8
+        let rest = target[authorityStart...]
+        let pathStart = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? target.endIndex
+        let authority = try Authority(target[authorityStart..<pathStart], defaultPort: defaultPort, what: "the request target")
+        try checkPathEscapes(target[pathStart..<(target[pathStart...].firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)])
+        return (authority, pathStart)
+    }
+
+    /// Routes match the path as received: the only escapes decoded are those that cannot
+    /// change which route a path is. A proxy in front (an ACL keeping `/metrics` off the public network)
+    /// reads the path as sent; had patchd decoded `/%6detrics` to `/metrics`, or `%2F` to a
+    /// segment separator, the two would disagree on which route a request is. So a path
+    /// that percent-encodes an unreserved byte (ALPHA, DIGIT, `-` `.` `_` `~`, which
+    /// RFC 3986 §6.2.2.2 says are never to be encoded), `/`, or `\` (a separator to WHATWG
+    /// URL parsers and some proxies) is refused. Other escapes (`%20`, `%25`, non-ASCII
+    /// UTF-8) are decoded as before; `%00` is kept as its three characters (see
+    /// `percentDecoded`). The query is not held to this: no route is chosen by it.
+    static func checkPathEscapes(_ path: ArraySlice<UInt8>) throws(FramingError) {
+        var i = path.startIndex
+        while let percent = path[i...].firstIndex(of: UInt8(ascii: "%")) {
+            i = percent + 1
+            guard path.endIndex - percent >= 3, let high = hexValue(path[percent + 1]), let low = hexValue(path[percent + 2]) else { continue }
+            let byte = high << 4 | low
+            let escape = String(decoding: path[percent..<(percent + 3)], as: UTF8.self)
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") {
+                throw .malformed("the path has an encoded separator (\(escape)); send the path as it is meant to be split")
+            }
+            if isUnreserved(byte) {
+                throw .malformed("the path encodes \"\(Character(Unicode.Scalar(byte)))\" as \(escape); send it unencoded")
+            }
+        }
     }
 
     private static func field(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (name: String, value: String) {
@@ -120,11 +187,20 @@ struct RequestHead: Sendable {
         return n == 0 ? .none : .length(n)
     }
 
-    /// Host is required in HTTP/1.1 and may be sent once (RFC 9112 §3.2).
+    /// Host is required in HTTP/1.1 and may be sent once (RFC 9112 §3.2), with a valid
+    /// `host[:port]` (RFC 9110 §7.2) or empty. With an absolute-form target it must name the
+    /// target's host: RFC 9112 §3.2.2 has the target win, so a proxy that judged the request
+    /// by its Host field would have judged another request than the one patchd serves.
     func checkHost() throws(FramingError) {
         let hosts = values("host")
         if hosts.count > 1 { throw .malformed("Host must be sent once") }
         if version == .http11, hosts.isEmpty { throw .malformed("HTTP/1.1 requests must send Host") }
+        guard let value = hosts.first else { return }
+        // An empty Host is what a client sends for a target URI without an authority; a
+        // target with one must be repeated in Host (RFC 9112 §3.2).
+        if value.isEmpty, authority == nil { return }
+        let host = try Authority(Array(value.utf8)[...], defaultPort: authority?.defaultPort, what: "the Host field")
+        if let authority, host != authority { throw .malformed("Host names another host than the request target") }
     }
 
     /// Whether the client asked for `100 Continue` before sending its body; any expectation
@@ -157,6 +233,8 @@ enum FramingError: Error, Equatable {
     case malformed(String)
     case uriTooLong
     case headTooLarge
+    /// More header field lines than the limit (the limit).
+    case tooManyFields(Int)
     case versionNotSupported
     case unsupportedCoding
     case expectationFailed
@@ -168,6 +246,7 @@ enum FramingError: Error, Equatable {
         case .malformed(let message): return HTTPError(400, "bad_request", message)
         case .uriTooLong: return HTTPError(414, "uri_too_long", "the request line is too long")
         case .headTooLarge: return HTTPError(431, "headers_too_large", "the request head is too large")
+        case .tooManyFields(let limit): return HTTPError(431, "headers_too_large", "the request head has more than \(limit) header lines")
         case .versionNotSupported: return HTTPError(505, "version_not_supported", "only HTTP/1.1 and HTTP/1.0 are served")
         case .unsupportedCoding: return HTTPError(501, "not_implemented", "the only transfer coding accepted is chunked")
         case .expectationFailed: return HTTPError(417, "expectation_failed", "the only expectation that can be met is 100-continue")
@@ -180,6 +259,24 @@ enum FramingError: Error, Equatable {
 let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n"), space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
 
 func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+/// The value of a hex digit, either case.
+func hexValue(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 0x30...0x39: return b - 0x30
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - 87
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - 55
+    default: return nil
+    }
+}
+
+/// unreserved (RFC 3986 §2.3): ALPHA / DIGIT / "-" / "." / "_" / "~".
+func isUnreserved(_ b: UInt8) -> Bool {
+    switch b {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), 0x30...0x39: return true
+    default: return b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "~")
+    }
+}
 
 /// tchar (RFC 9110 §5.6.2): the bytes of methods and header names.
 func isTokenByte(_ b: UInt8) -> Bool {
@@ -218,10 +315,14 @@ private struct HeadScanner {
 }
 
 extension RequestHead {
-    /// The request the router sees: path and query arguments percent-decoded, fields as sent.
+    /// The request the router sees: path and query arguments percent-decoded (the path was
+    /// held to `checkPathEscapes` by `parse`), fields as sent. This is the one place a target
+    /// becomes a path; in-process callers build `HTTPRequest` from a path already decoded.
     func request(peer: IPAddress, declaredBody: HTTPRequest.DeclaredBody) -> HTTPRequest {
-        let question = target.firstIndex(of: UInt8(ascii: "?"))
-        let path = RequestHead.percentDecoded(target[..<(question ?? target.endIndex)], plusIsSpace: false)
+        let question = target[pathStart...].firstIndex(of: UInt8(ascii: "?"))
+        let rawPath = target[pathStart..<(question ?? target.endIndex)]
+        // An absolute-form target may have an empty path: it is "/" (RFC 9112 §3.2.1).
+        let path = rawPath.isEmpty ? "/" : RequestHead.percentDecoded(rawPath, plusIsSpace: false)
         var arguments: [(name: String, value: String)] = []
         if let question {
             for pair in target[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
@@ -239,21 +340,13 @@ extension RequestHead {
     /// `appVersion=2.3%00evil` read as `2.3`); kept literal it fails validation like any
     /// other bad character. A `%` not followed by two hex digits is kept as is.
     static func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> String {
-        func hex(_ b: UInt8) -> UInt8? {
-            switch b {
-            case 0x30...0x39: return b - 0x30
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - 87
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - 55
-            default: return nil
-            }
-        }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
         while i < bytes.endIndex {
             let b = bytes[i]
             if b == UInt8(ascii: "%"), bytes.distance(from: i, to: bytes.endIndex) >= 3,
-                let high = hex(bytes[i + 1]), let low = hex(bytes[i + 2]), high << 4 | low != 0 {
+                let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]), high << 4 | low != 0 {
                 out.append(high << 4 | low)
                 i += 3
             } else {

@@ -21,40 +21,39 @@ final class ResponseHead: Sendable {
         return response.nativeSlot.object(as: ResponseHead.self, orInstall: { ResponseHead(response) }) ?? ResponseHead(response)
     }
 
+    /// The reason phrase of a status line. Every code of the IANA HTTP Status Code
+    /// Registry (RFC 9110 §15 and the RFCs that registered the rest) has its own, so a
+    /// status the code adds later cannot go out as a made-up phrase; an unregistered code
+    /// gets its class's name (RFC 9110 §15: a client treats it as x00 of that class).
     static func reason(_ status: Int) -> String {
+        if let phrase = reasons[status] { return phrase }
         switch status {
-        case 100: return "Continue"
-        case 200: return "OK"
-        case 201: return "Created"
-        case 204: return "No Content"
-        case 206: return "Partial Content"
-        case 301: return "Moved Permanently"
-        case 302: return "Found"
-        case 304: return "Not Modified"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 408: return "Request Timeout"
-        case 409: return "Conflict"
-        case 410: return "Gone"
-        case 413: return "Content Too Large"
-        case 414: return "URI Too Long"
-        case 415: return "Unsupported Media Type"
-        case 417: return "Expectation Failed"
-        case 422: return "Unprocessable Content"
-        case 429: return "Too Many Requests"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 501: return "Not Implemented"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 505: return "HTTP Version Not Supported"
-        case 507: return "Insufficient Storage"
-        default: return "Status"
+        case 100...199: return "Informational"
+        case 200...299: return "Successful"
+        case 300...399: return "Redirection"
+        case 400...499: return "Client Error"
+        case 500...599: return "Server Error"
+        default: return ""  // not an HTTP status; reason-phrase may be empty (RFC 9112 §4)
         }
     }
+
+    static let reasons: [Int: String] = [
+        100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints",
+        200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content",
+        205: "Reset Content", 206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
+        300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+        305: "Use Proxy", 306: "Unused", 307: "Temporary Redirect", 308: "Permanent Redirect",
+        400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+        405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
+        409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+        414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
+        418: "Unused", 421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked", 424: "Failed Dependency",
+        425: "Too Early", 426: "Upgrade Required", 428: "Precondition Required", 429: "Too Many Requests",
+        431: "Request Header Fields Too Large", 451: "Unavailable For Legal Reasons",
+        500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+        504: "Gateway Timeout", 505: "HTTP Version Not Supported", 506: "Variant Also Negotiates",
+        507: "Insufficient Storage", 508: "Loop Detected", 510: "Not Extended", 511: "Network Authentication Required",
+    ]
 }
 
 /// `Date: …\r\n`, formatted at most once a second per event loop (RFC 9110 §6.6.1: an origin
