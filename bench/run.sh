@@ -157,12 +157,18 @@ EOF
 # (its addresses come from the environment) in front of two HOST:PORT. Returns once /healthz
 # answered 200 through it four times in a row: without X-Device-ID haproxy round-robins, so
 # both servers answered.
+# wrk is a load test from one address (127.0.0.1, thousands of requests a second): the
+# config's per-source limits (600 requests per 10 s, ...) would answer most of it 429, so
+# this haproxy runs with them raised out of the way. The shipped defaults stay protective.
+HAPROXY_BENCH_LIMITS=(HOTPATCH_HAPROXY_CONN_PER_SRC=100000000 HOTPATCH_HAPROXY_CONN_RATE_PER_SRC=100000000
+                      HOTPATCH_HAPROXY_REQ_RATE_PER_SRC=100000000)
 start_haproxy() {
   local name=$1 log=$WORK/haproxy-$1.log i up
   HAPROXY_PORT=$(free_port)
-  HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 haproxy -c -q -f "$REPO/deploy/haproxy.cfg" >"$log" 2>&1 \
-    || die "haproxy rejected deploy/haproxy.cfg: $(cat "$log")"
-  HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 haproxy -db -f "$REPO/deploy/haproxy.cfg" >>"$log" 2>&1 </dev/null &
+  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
+    haproxy -c -q -f "$REPO/deploy/haproxy.cfg" >"$log" 2>&1 || die "haproxy rejected deploy/haproxy.cfg: $(cat "$log")"
+  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
+    haproxy -db -f "$REPO/deploy/haproxy.cfg" >>"$log" 2>&1 </dev/null &
   HAPROXY_PID=$!; PIDS+=("$HAPROXY_PID")
   up=0
   for ((i = 0; i < 100; i++)); do
@@ -468,7 +474,7 @@ for l in pgts pgnm hxts hxdd; do
   done
 done
 note "Rows 14-16: a PostgreSQL cluster started for this run by \`scripts/pg-test-cluster.sh start\` ($("$PG_BIN/postgres" --version | sed 's/^postgres (PostgreSQL) /PostgreSQL /'), Unix socket, default fsync and synchronous_commit on, data directory on the same disk as the SQLite registries), each registry in its own schema (\`options=-csearch_path\` in the URL). Row 14: \`hotpatch-bench publish --database URL\` and \`--data DIR\`, each into a fresh registry, 4 rounds of 25, which goes first alternating; median and p95 (nearest rank) over the 100 times of each. Row 15: a fresh patchd on each backend (\`--database\` / \`--data\`, 2 worker threads each), same apps, same bundle, each registry with its own keys; compared like rows 1-2 (alternating, one discarded 1 s warm-up each); only one is loaded at a time. Rows 14-16 run before row 9, whose seeding gets the time left."
-note "Row 16: $(haproxy -v | head -1 | awk '{ print "HAProxy", $3 }') on \`deploy/haproxy.cfg\` as shipped (balance on X-Device-ID, consistent hashing, /healthz checks every second), twice: one in front of two patchd (\`--database\` on the same schema, \`--trusted-proxy 127.0.0.1\`, 2 worker threads each), one in front of two nginx configured as in rows 1-4 (2 workers each) serving \`patchctl export\` of that registry; byte-identical \`timestamp.json\` and bundle checked through both proxies first. wrk drives each proxy like rows 1 and 3. The two patchd, the two nginx, PostgreSQL, both proxies and wrk share the 2 cores. In row 16b the two instances tracked ${hx_dev1:-?} and ${hx_dev2:-?} devices."
+note "Row 16: $(haproxy -v | head -1 | awk '{ print "HAProxy", $3 }') on \`deploy/haproxy.cfg\` as shipped (balance on X-Device-ID, consistent hashing, /healthz checks every second) but for its per-source limits, raised out of the way (wrk is one address), twice: one in front of two patchd (\`--database\` on the same schema, \`--trusted-proxy 127.0.0.1\`, 2 worker threads each), one in front of two nginx configured as in rows 1-4 (2 workers each) serving \`patchctl export\` of that registry; byte-identical \`timestamp.json\` and bundle checked through both proxies first. wrk drives each proxy like rows 1 and 3. The two patchd, the two nginx, PostgreSQL, both proxies and wrk share the 2 cores. In row 16b the two instances tracked ${hx_dev1:-?} and ${hx_dev2:-?} devices."
 
 # -- row 5: publish latency ---------------------------------------------------------------------------
 

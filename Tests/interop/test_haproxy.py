@@ -8,16 +8,21 @@ python-tuf and PatchClient syncing through it, a publish through one instance se
 other (how long that takes is printed, not asserted), and `kill -9` of one instance while
 devices sync and a publisher publishes through the proxy: the failed syncs are counted against
 those in flight at the kill, no acknowledged publish is lost, and `verify` and `audit --verify`
-pass after."""
+pass after. And the proxy's own per-source limits (issue 19): patchd exempts the proxy from its
+per-address limits, so the shipped config enforces them per source address at the front; one
+address holding connections and flooding requests cannot keep another address from being
+served."""
 
 import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections import namedtuple
@@ -26,6 +31,7 @@ import pytest
 
 from hotpatch_testing import ON_POSTGRES, REPO_ROOT, fetch, repo_updater
 from patchd_support import Patchd, poll, remote, request, token_file
+from raw_http import RawConn, json_error
 
 HAPROXY = shutil.which("haproxy")
 BACKEND = "PostgreSQL" if ON_POSTGRES else "SQLite"
@@ -37,17 +43,52 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The shipped per-source limits, read from deploy/haproxy.cfg's presetenv lines (each a default
+# the environment overrides).
+CONFIG = REPO_ROOT / "deploy" / "haproxy.cfg"
+LIMITS = {name: int(value) for name, value in
+          re.findall(r"^\s*presetenv (HOTPATCH_HAPROXY_\w+) (\d+)\s*$", CONFIG.read_text(), re.M)}
+assert set(LIMITS) == {"HOTPATCH_HAPROXY_CONN_PER_SRC", "HOTPATCH_HAPROXY_CONN_RATE_PER_SRC",
+                       "HOTPATCH_HAPROXY_REQ_RATE_PER_SRC", "HOTPATCH_HAPROXY_IPV6_PREFIX"}, LIMITS
+# For a test that is a load test from one address (127.0.0.1, thousands of requests in a few
+# seconds): the per-source limits out of the way. Everything else runs on the shipped ones.
+UNLIMITED = {name: "100000000" for name in LIMITS if name != "HOTPATCH_HAPROXY_IPV6_PREFIX"}
+
+
 class Haproxy:
-    def __init__(self, tmp, backends):
+    """haproxy on deploy/haproxy.cfg as shipped, plus a second file that only adds a stats
+    socket (in a short directory of its own: a socket path is at most 107 bytes), which the
+    tests read the stick table through."""
+
+    def __init__(self, tmp, backends, limits=None):
         self.port = free_port()
-        env = {**os.environ, "HOTPATCH_LISTEN": f"127.0.0.1:{self.port}",
+        env = {**{k: v for k, v in os.environ.items() if k not in LIMITS}, **(limits or {}),
+               "HOTPATCH_LISTEN": f"127.0.0.1:{self.port}",
                "PATCHD1": backends[0].url.split("//")[1], "PATCHD2": backends[1].url.split("//")[1]}
         self.log = open(tmp / "haproxy.log", "wb")
         assert HAPROXY, "haproxy must be installed: make test installs it"
-        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", str(REPO_ROOT / "deploy" / "haproxy.cfg")], env=env,
+        self.stats_dir = tempfile.mkdtemp(prefix="hx-")
+        self.stats = os.path.join(self.stats_dir, "stats.sock")
+        stats_cfg = tmp / "haproxy-stats.cfg"
+        stats_cfg.write_text(f"global\n    stats socket {self.stats} mode 600 level operator\n")
+        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", str(CONFIG), "-f", str(stats_cfg)], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
         poll(lambda: self._up(), timeout=10)
+
+    def command(self, line):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(self.stats)
+            s.sendall(line.encode() + b"\n")
+            return b"".join(iter(lambda: s.recv(65536), b"")).decode()
+
+    def table_entry(self, address):
+        """The frontend's stick-table counters for one source: {"conn_cur": 0, "conn_rate": 8100, ...}."""
+        key = address if ":" in address else f"::ffff:{address}"
+        out = self.command(f"show table hotpatch key {key}")
+        return {name: int(value) for name, value in re.findall(r"(\w+)\(?\d*\)?=(\d+)", out.split(" key=", 1)[-1])
+                if name in ("conn_cur", "conn_rate", "http_req_rate")}
 
     def _up(self):
         try:
@@ -62,18 +103,38 @@ class Haproxy:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        shutil.rmtree(self.stats_dir, ignore_errors=True)
 
 
-@pytest.fixture
-def cluster(workspace, tmp_path):
-    """The workspace's registry with demo 2.3 patch 1, two patchd on it and haproxy in front."""
-    ws = workspace
+def start_cluster(ws, tmp_path, limits=None):
     ws.create_app("demo")
     ws.publish("demo", "2.3", "first();\n")
     args = ["--trusted-proxy", "127.0.0.1"]
     servers = [Patchd(ws, args=args), Patchd(ws, args=args)]
-    proxy = Haproxy(tmp_path, servers)
-    yield ws, servers, proxy
+    try:
+        return servers, Haproxy(tmp_path, servers, limits)
+    except BaseException:
+        for s in servers:
+            s.stop()
+        raise
+
+
+@pytest.fixture
+def cluster(workspace, tmp_path):
+    """The workspace's registry with demo 2.3 patch 1, two patchd on it and haproxy in front
+    (on the shipped per-source limits)."""
+    servers, proxy = start_cluster(workspace, tmp_path)
+    yield workspace, servers, proxy
+    proxy.stop()
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def loaded_cluster(workspace, tmp_path):
+    """The same, for a load test from the one address 127.0.0.1: the per-source limits off."""
+    servers, proxy = start_cluster(workspace, tmp_path, UNLIMITED)
+    yield workspace, servers, proxy
     proxy.stop()
     for s in servers:
         s.stop()
@@ -190,8 +251,10 @@ class Load:
             t.join(timeout=60)
 
 
-def test_kill_9_of_one_instance_under_load_fails_only_what_was_in_flight_and_loses_no_publish(cluster, tmp_path):
-    ws, servers, proxy = cluster
+def test_kill_9_of_one_instance_under_load_fails_only_what_was_in_flight_and_loses_no_publish(loaded_cluster, tmp_path):
+    # Every client here is 127.0.0.1, a few thousand requests in 4.5 s: past the shipped
+    # per-source request rate, so haproxy runs with those limits off (loaded_cluster).
+    ws, servers, proxy = loaded_cluster
     ws.ok("apps", "throttle", "demo", "--min-interval", "0", "--ip-rate", "off")
     for server in servers:  # both instances have the new throttle: a device may check again at once
         poll(lambda: check(server.url, "warm").status == 200 and check(server.url, "warm").status == 200, timeout=5)
@@ -282,3 +345,193 @@ def test_kill_9_of_one_instance_under_load_fails_only_what_was_in_flight_and_los
     assert verify.rc == 0, verify.stdout + verify.stderr
     export = ws.export("demo")
     assert ws.run("verify", "--repo", export, "--root", root, "--app", "demo", registry=False).rc == 0
+
+
+# -- the proxy's per-source limits (issue 19) -------------------------------------------------
+
+CHECK = "/v1/apps/demo/versions/2.3/patch"
+HALF = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"  # a head never finished (the proxy waits for it)
+
+
+def get(path, device=None):
+    lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1"] + ([f"X-Device-ID: {device}"] if device else [])
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def state(conn):
+    """'open', or 'closed' if the proxy closed (or reset) it; nothing is read off an open one."""
+    conn.sock.setblocking(False)  # a socket with a timeout would wait for something to read
+    try:
+        data = conn.sock.recv(1, socket.MSG_PEEK)
+        return "closed" if data == b"" else "open"
+    except BlockingIOError:
+        return "open"
+    except (ConnectionResetError, BrokenPipeError):
+        return "closed"
+
+
+def closed_unread(url, source):
+    """Whether a new connection from SOURCE is closed by the proxy without an answer (the reset
+    can arrive before connect() returns)."""
+    try:
+        conn = RawConn(url, source=source, timeout=5)
+    except ConnectionResetError:
+        return True
+    with conn:
+        conn.send(get("/healthz"))
+        return conn.response(2) is None and conn.closed
+
+
+class Prober:
+    """Another address's devices while the flood runs: one probe every 50 ms, /healthz and a
+    device check in turn, each on a new connection, answered within `timeout` or failed."""
+
+    def __init__(self, url, source, timeout=5.0):
+        self.url, self.source, self.timeout = url, source, timeout
+        self.results, self.stop = [], threading.Event()  # (what, status or error, seconds)
+        self.thread = threading.Thread(target=self.run, name="prober")
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            what, data = ("healthz", get("/healthz")) if n % 2 == 0 else ("check", get(CHECK, f"probe-{n}"))
+            started = time.monotonic()
+            try:
+                with RawConn(self.url, source=self.source, timeout=self.timeout) as conn:
+                    conn.send(data)
+                    resp = conn.response(self.timeout - (time.monotonic() - started))
+                    outcome = resp.status if resp else "no answer"
+            except OSError as error:
+                outcome = repr(error)
+            self.results.append((what, outcome, time.monotonic() - started))
+            n += 1
+            self.stop.wait(0.05)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+def p99(seconds):
+    ordered = sorted(seconds)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def test_one_address_cannot_shut_others_out_through_the_proxy(cluster):
+    """The issue's attack through haproxy: 8,100 connections from one address (more than the
+    proxy's maxconn of 8000), each sending half a head and holding on, then a flood of checks
+    on a keep-alive connection from another. patchd cannot refuse either (the proxy is exempt
+    from its per-address limits and its per-IP bucket is off here), so whatever refuses them is
+    the proxy. Meanwhile a third address's devices must all be answered."""
+    ws, servers, proxy = cluster
+    conn_limit, rate_limit = LIMITS["HOTPATCH_HAPROXY_CONN_PER_SRC"], LIMITS["HOTPATCH_HAPROXY_REQ_RATE_PER_SRC"]
+    ws.ok("apps", "throttle", "demo", "--min-interval", "0", "--ip-rate", "off")
+    for server in servers:  # both instances serve the new throttle before the flood starts
+        poll(lambda: check(server.url, "warm").status == 200 and check(server.url, "warm").status == 200, timeout=5)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 4096:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+
+    held, batch, attempts, refused_at_connect, connect_errors = [], [], 0, 0, {}
+    flood_statuses, throttled = [], None
+    try:
+        with Prober(proxy.url, "127.0.0.3") as prober:
+            time.sleep(0.3)  # a few probes before the flood
+            # 1. Connections: 8,100 attempts from 127.0.0.2 in batches of 300; after each batch
+            # the ones the proxy closed are dropped (so this process holds at most the limit
+            # plus a batch), the open ones kept.
+            started = time.monotonic()
+            while attempts < 8100 and time.monotonic() - started < 30:
+                batch = []
+                for _ in range(min(300, 8100 - attempts)):
+                    attempts += 1
+                    try:
+                        conn = RawConn(proxy.url, source="127.0.0.2", timeout=3)
+                    except OSError as error:  # reset by the proxy before connect() returned
+                        refused_at_connect += 1
+                        connect_errors[type(error).__name__] = connect_errors.get(type(error).__name__, 0) + 1
+                        continue
+                    batch.append(conn)
+                    conn.send(HALF)
+                time.sleep(0.05)
+                for conn in batch:
+                    if state(conn) == "open":
+                        held.append(conn)
+                    else:
+                        conn.close()
+                batch = []
+            opening_s = time.monotonic() - started
+            time.sleep(0.3)  # any connection the proxy had not yet looked at has been by now
+            still_open = [conn for conn in held if state(conn) == "open"]
+            holding = proxy.table_entry("127.0.0.2")
+
+            # 2. Requests: device checks from 127.0.0.4 on one keep-alive connection, as fast as
+            # the proxy answers, until 200 in a row were refused (at most 5 s, 5,000 requests).
+            flood_started = time.monotonic()
+            with RawConn(proxy.url, source="127.0.0.4", timeout=5) as conn:
+                refused_in_a_row = 0
+                while refused_in_a_row < 200 and len(flood_statuses) < 5000 and time.monotonic() - flood_started < 5:
+                    if not conn.send(get(CHECK, f"flood-{len(flood_statuses)}")):
+                        break
+                    resp = conn.response(5)
+                    if resp is None:
+                        break
+                    flood_statuses.append(resp.status)
+                    if resp.status == 429:
+                        throttled = throttled or resp
+                        refused_in_a_row += 1
+                    else:
+                        refused_in_a_row = 0
+            flood_s = time.monotonic() - flood_started
+            flooding = proxy.table_entry("127.0.0.4")
+            time.sleep(0.3)  # a few probes after the flood
+    finally:
+        for conn in held + batch:
+            conn.close()
+
+    probes = prober.results
+    answered = [r for r in probes if r[1] == 200]
+    failed = [r for r in probes if r[1] != 200]
+    latencies = [r[2] for r in answered]
+    passed = flood_statuses.index(429) if 429 in flood_statuses else len(flood_statuses)
+    print(f"\n[{BACKEND}] one address through haproxy: {attempts} connection attempts from 127.0.0.2 in "
+          f"{opening_s:.2f} s, {len(still_open)} held open (limit {conn_limit}), "
+          f"the other {attempts - len(still_open)} closed by the proxy at once ({refused_at_connect} of them already during "
+          f"connect: {connect_errors}); "
+          f"{len(flood_statuses)} checks from 127.0.0.4 in {flood_s:.2f} s: {passed} answered before the first 429 "
+          f"(limit {rate_limit} per 10 s), {flood_statuses.count(429)} refused 429, "
+          f"statuses {sorted(set(flood_statuses))}; proxy's table: 127.0.0.2 {holding}, 127.0.0.4 {flooding}")
+    if latencies:
+        print(f"[{BACKEND}] probes from 127.0.0.3 meanwhile: {len(answered)} of {len(probes)} answered, "
+              f"p50 {1000 * sorted(latencies)[len(latencies) // 2]:.1f} ms, p99 {1000 * p99(latencies):.1f} ms, "
+              f"worst {1000 * max(latencies):.1f} ms; failed: {failed}")
+
+    # The other address was served throughout: every probe answered 200.
+    assert len(probes) >= 18 and not failed, failed
+    assert {r[0] for r in answered} == {"healthz", "check"}
+    # One address holds the per-source limit, never more: the rest closed unread.
+    assert len(still_open) == conn_limit, (len(still_open), conn_limit)
+    assert attempts == 8100 and holding["conn_cur"] == conn_limit, holding
+    # The flood: the first `rate_limit` answered, then patchd's own 429, from the proxy.
+    assert passed >= rate_limit and all(status == 200 for status in flood_statuses[:passed]), flood_statuses[:passed + 5]
+    # haproxy's rate is a sliding 10 s window: within a few seconds of a fresh start at most
+    # the limit plus its share of those seconds get through.
+    assert flood_statuses.count(200) <= rate_limit * (1 + flood_s / 10) + 1, flood_statuses.count(200)
+    assert throttled is not None and json_error(throttled, 429)["code"] == "throttled"
+    assert throttled.header("retry-after") == "10" and throttled.header("cache-control") == "no-store", throttled.headers
+    assert "proxy limit" in json_error(throttled, 429)["message"]
+    assert flooding["http_req_rate"] >= len(flood_statuses), flooding
+    # 127.0.0.2 has let go of every connection, but it tried 8,100 in a few seconds: past the
+    # new-connection rate, so its next one is still closed unread, while a new address is served.
+    assert opening_s < 8, f"8,100 attempts took {opening_s:.1f} s: the 10 s rate window no longer holds them all"
+    poll(lambda: proxy.table_entry("127.0.0.2")["conn_cur"] == 0, timeout=3)
+    assert proxy.table_entry("127.0.0.2")["conn_rate"] > LIMITS["HOTPATCH_HAPROXY_CONN_RATE_PER_SRC"]
+    assert closed_unread(proxy.url, "127.0.0.2")
+    with RawConn(proxy.url, source="127.0.0.5", timeout=5) as other:
+        other.send(get("/healthz"))
+        resp = other.response(5)
+        assert resp is not None and resp.status == 200, resp
