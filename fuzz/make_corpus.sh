@@ -50,7 +50,7 @@ lines() {
 }
 
 rm -rf "$OUT"
-mkdir -p "$OUT"/{FuzzJSON,FuzzTUF,FuzzIdentifiers,FuzzRouter,FuzzBundle}
+mkdir -p "$OUT"/{FuzzJSON,FuzzTUF,FuzzIdentifiers,FuzzRouter,FuzzBundle,FuzzHTTPHead}
 
 # A real repository: one encrypted app with a published patch, exported as static files.
 ctl() { "$PATCHCTL" "$@" --data "$work/data" --keys "$work/keys" >/dev/null; }
@@ -201,6 +201,26 @@ GET /console/%2e%2e
 GET /v1/whoami\nAuthorization: Bearer $AUD
 GET /v1/apps/demo/versions/2.3/patches/1/script\nAuthorization: Bearer $AUD
 HTTP
+
+# --- FuzzHTTPHead: raw bytes of a connection, each seed "NAME TEXT" with \r\n escapes (the
+# harness caps a head at 16 field lines, 2 KiB).
+while read -r name text; do
+  printf '%b' "$text" >"$OUT/FuzzHTTPHead/$name"
+done <<'HEADS'
+get GET /v1/apps/demo/metadata/timestamp.json HTTP/1.1\r\nHost: x\r\nX-Device-ID: a\r\n\r\n
+chunked POST /v1/apps/demo/patches?appVersion=2.3 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n5;a=b\r\nhello\r\n0\r\nX: y\r\n\r\n
+pipelined \r\nGET /a%00b?x=1+2&y HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.1\r\n
+smuggle POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding : chunked\r\n X-Fold: y\r\n\r\n
+escaped-unreserved GET /%6detrics HTTP/1.1\r\nHost: x\r\n\r\n
+escaped-separator GET /v1%2Fapps/demo%5cmetadata/%2e%2e HTTP/1.1\r\nHost: x\r\n\r\n
+escaped-allowed GET /a%20b%25%3F%C3%A9%zz?q=%6d%2F&%5C HTTP/1.1\r\nHost: x\r\n\r\n
+absolute-form GET http://127.0.0.1:8080/healthz?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n
+absolute-form-ipv6 GET HTTPS://[::1]?x HTTP/1.1\r\nHost: [0:0::1]:443\r\n\r\n
+absolute-form-mismatch GET http://user@a/ HTTP/1.1\r\nHost: b\r\n\r\n
+host-forms GET / HTTP/1.1\r\nHost: 127.1:99999\r\n\r\nGET / HTTP/1.1\r\nHost: Example.COM.:\r\n\r\n
+many-fields GET / HTTP/1.1\r\na:1\r\nb:2\r\nc:3\r\nd:4\r\ne:5\r\nf:6\r\ng:7\r\nh:8\r\ni:9\r\nj:10\r\nk:11\r\nl:12\r\nm:13\r\nn:14\r\no:15\r\nHost: x\r\nq:17\r\n\r\n
+chunk-leading-zeros POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n000000000000000000005\r\nhello\r\n0000000000000000000000\r\n\r\n
+HEADS
 
 # --- FuzzBundle: key file, app, version, patch number, encrypted bundle.
 seedfile FuzzBundle export-bundle "" "$key" demo "" 2.3 "" 1 "" "" "$bundle"

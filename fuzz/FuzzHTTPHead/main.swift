@@ -11,7 +11,8 @@ import FuzzSupport
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzInput(data, size).bytes
-    let limits = RequestHead.Limits(requestLine: 512, head: 2048)
+    // 16 field lines, so the field cap is reached inside 2 KiB.
+    let limits = RequestHead.Limits(requestLine: 512, head: 2048, fields: 16)
     let whole = parse(bytes, limits)
     guard case .success(let parsed?) = whole else { return 0 }
     let head = parsed
@@ -21,7 +22,22 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             invariant(false, "a prefix of \(cut) bytes of an accepted head was refused: \(error)")
         }
     }
-    invariant(head.target.first == UInt8(ascii: "/") && head.target.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "target with a forbidden byte")
+    invariant(head.target.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "target with a forbidden byte")
+    invariant(head.authority == nil ? head.pathStart == 0 && head.target.first == UInt8(ascii: "/")
+              : head.target.prefix(4).map { $0 | 0x20 } == Array("http".utf8) && head.pathStart > 7, "target neither origin nor absolute form")
+    invariant(head.fields.count <= limits.fields, "\(head.fields.count) field lines")
+    // The path as received never percent-encodes an unreserved byte, / or \\ (written out
+    // here, not by calling the parser's own check).
+    let rawPath = head.target[head.pathStart...].prefix { $0 != UInt8(ascii: "?") }
+    for i in rawPath.indices where rawPath[i] == UInt8(ascii: "%") && i + 2 < rawPath.endIndex {
+        let pair = String(decoding: rawPath[(i + 1)...(i + 2)], as: UTF8.self)
+        if pair.allSatisfy(\.isHexDigit), let byte = UInt8(pair, radix: 16) {
+            let c = Character(Unicode.Scalar(byte))
+            invariant(!(c.isASCII && (c.isLetter || c.isNumber)) && !"-._~/\\".contains(c), "path with %\(pair) accepted")
+        }
+    }
+    // Host checks never trap, whatever the Host field and authority hold.
+    _ = try? head.checkHost()
     invariant(!head.method.isEmpty && head.method.utf8.allSatisfy(isTokenByte), "method not a token")
     for field in head.fields {
         invariant(!field.name.isEmpty && field.name.utf8.allSatisfy(isTokenByte) && field.name == field.name.lowercased(), "field name \(field.name.debugDescription)")
@@ -40,6 +56,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
 
     let request = head.request(peer: .loopback, declaredBody: .none)
+    invariant(request.path.first == "/", "a decoded path \(request.path.debugDescription) not starting with /")
     invariant(!request.path.utf8.contains(0), "a decoded path holds a NUL")
     invariant(!request.arguments.contains { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }, "a decoded query holds a NUL")
 

@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// `$PUB`, `$AUD`, `$OTHER` stand for a publisher token of demo, an auditor token of every
 /// app and a publisher token of another app; `$TARGET` for the path of a live demo target.
-/// The path and query values are percent-decoded by the transport's own decoder first.
+/// The path and query values are percent-decoded by the transport's own decoder first; a
+/// path the transport refuses (an encoded unreserved byte or separator: 400) goes no further.
 /// Invariants: no crash, never a 5xx, every error is the JSON error body, no token secret in
 /// any answer, and the router hands a handler only non-empty, slash-free path parameters.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -26,6 +27,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let fixture = Fixture.shared
     let request = FuzzRequest(FuzzInput(data, size).bytes, fixture: fixture)
     fixture.clock.advance()
+    // The transport answers 400 before routing; nothing here would see the request.
+    if request.refusedByTransport { return 0 }
 
     let match = fixture.router.match(method: request.method, path: request.path)
     switch match.result {
@@ -67,6 +70,8 @@ struct FuzzRequest {
     var query: [String: String] = [:]
     var address = "127.0.0.1"
     var body: [UInt8] = []
+    /// The path percent-encodes an unreserved byte, `/` or `\\` (RequestHead.checkPathEscapes).
+    var refusedByTransport = false
 
     init(_ bytes: [UInt8], fixture: Fixture) {
         let blank = bytes.indices.dropLast().first { bytes[$0] == 0x0A && bytes[$0 + 1] == 0x0A }
@@ -77,6 +82,7 @@ struct FuzzRequest {
             let parts = first.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
             method = String(parts[0])
             path = parts.count > 1 ? FuzzRequest.unescape(String(parts[1])) : ""
+            refusedByTransport = parts.count > 1 && FuzzRequest.refusedPath(String(parts[1]))
         }
         for line in lines.dropFirst() {
             if line.hasPrefix("?") {
@@ -95,6 +101,17 @@ struct FuzzRequest {
     /// target with a byte outside `!`..`~` (400, before routing), so such bytes are dropped
     /// here and the rest is still routed; then percent-decoded by the transport's own
     /// decoder, which keeps `%00` literal.
+    /// Whether the transport refuses this path before routing (400), by the same check.
+    static func refusedPath(_ text: String) -> Bool {
+        let visible = text.utf8.filter { $0 > 0x20 && $0 < 0x7F }
+        do throws(FramingError) {
+            try RequestHead.checkPathEscapes(ArraySlice(visible))
+            return false
+        } catch {
+            return true
+        }
+    }
+
     static func unescape(_ text: String, plusIsSpace: Bool = false) -> String {
         let visible = text.utf8.filter { $0 > 0x20 && $0 < 0x7F }
         let decoded = RequestHead.percentDecoded(ArraySlice(visible), plusIsSpace: plusIsSpace)
@@ -155,7 +172,7 @@ final class Fixture: Sendable {
         try registry.setThrottleRules(app: demo, ThrottleRules(minInterval: 60, ipRatePerMinute: 120), actor: actor)
         for (app, version, rollout) in [(demo, "2.3", 100), (demo, "2.3", 50), (demo, "10.0.0-beta.2", 100), (secret, "1.0", 100), (js, "2.3", 100)] {
             _ = try registry.publish(app: app, appVersion: try AppVersion(version),
-                                     bundle: Array("console.log('\(app) \(version)')\n".utf8), rollout: rollout, actor: actor)
+                                     bundle: Array("console.log('\(app) \(version) \(rollout)')\n".utf8), rollout: rollout, actor: actor)
         }
         publisher = try registry.createToken(app: demo, role: .publisher, name: "ci", actor: actor).secret
         auditor = try registry.createToken(app: nil, role: .auditor, name: "auditor", actor: actor).secret
