@@ -309,7 +309,8 @@ def test_kill_9_of_one_instance_under_load_fails_only_what_was_in_flight_and_los
     # Not the kill: a PatchClient sync sends X-Device-ID on its timestamp request only, so
     # haproxy spreads its other requests over both instances, and one that has not yet loaded
     # the latest publish answers 404 for the N.snapshot.json or target the other's timestamp
-    # named (PatchClient reports a target's 404 body as "exceeds N bytes"), or serves an
+    # named (PatchClient reports a target's 404 as "server answered HTTP 404 for URL", or
+    # once did as "exceeds N bytes"), or serves an
     # older timestamp than the one the client trusts. Counted apart, and reported.
     behind = [s for s in failed if s.kind == "patchclient" and LAGGING_INSTANCE.search(str(s.detail))]
     by_kill = [s for s in failed if s not in behind]

@@ -120,10 +120,10 @@ struct RequestHead: Sendable {
     }
 
     /// Routes match the path as received: the only escapes decoded are those that cannot
-    /// change which route a path is. A proxy in front (an ACL keeping `/metrics` off the public network)
-    /// reads the path as sent; had patchd decoded `/%6detrics` to `/metrics`, or `%2F` to a
-    /// segment separator, the two would disagree on which route a request is. So a path
-    /// that percent-encodes an unreserved byte (ALPHA, DIGIT, `-` `.` `_` `~`, which
+    /// change which route a path is. A proxy in front (an ACL keeping `/metrics` off the
+    /// public network) reads the path as sent; had patchd decoded `/%6detrics` to
+    /// `/metrics`, or `%2F` to a segment separator, the two would disagree on which route a
+    /// request is. So a path that percent-encodes an unreserved byte (ALPHA, DIGIT, `-` `.` `_` `~`, which
     /// RFC 3986 §6.2.2.2 says are never to be encoded), `/`, or `\` (a separator to WHATWG
     /// URL parsers and some proxies) is refused. Other escapes (`%20`, `%25`, non-ASCII
     /// UTF-8) are decoded as before; `%00` is kept as its three characters (see
@@ -200,7 +200,7 @@ struct RequestHead: Sendable {
         // target with one must be repeated in Host (RFC 9112 §3.2).
         if value.isEmpty, authority == nil { return }
         let host = try Authority(Array(value.utf8)[...], defaultPort: authority?.defaultPort, what: "the Host field")
-        if let authority, host != authority { throw .malformed("Host names another host than the request target") }
+        if let authority, host != authority { throw .malformed("Host names another host or port than the request target") }
     }
 
     /// Whether the client asked for `100 Continue` before sending its body; any expectation
