@@ -131,12 +131,13 @@ class Answers(threading.Thread):
 
     def run(self):
         buf, pos = b"", 0
-        self.sock.settimeout(0.2)
+        # select, not a socket timeout: the timeout is the socket's, so setting one here would
+        # also cut the sender's sendall short whenever the server paused reading for 0.2 s.
         while not self.halt.is_set():
+            if not select.select([self.sock], [], [], 0.2)[0]:
+                continue
             try:
                 chunk = self.sock.recv(1 << 18)
-            except socket.timeout:
-                continue
             except OSError:
                 chunk = b""
             if not chunk:
