@@ -49,7 +49,8 @@ CONFIG = REPO_ROOT / "deploy" / "haproxy.cfg"
 LIMITS = {name: int(value) for name, value in
           re.findall(r"^\s*presetenv (HOTPATCH_HAPROXY_\w+) (\d+)\s*$", CONFIG.read_text(), re.M)}
 assert set(LIMITS) == {"HOTPATCH_HAPROXY_CONN_PER_SRC", "HOTPATCH_HAPROXY_CONN_RATE_PER_SRC",
-                       "HOTPATCH_HAPROXY_REQ_RATE_PER_SRC", "HOTPATCH_HAPROXY_IPV6_PREFIX"}, LIMITS
+                       "HOTPATCH_HAPROXY_REQ_RATE_PER_SRC", "HOTPATCH_HAPROXY_IPV6_PREFIX",
+                       "HOTPATCH_HAPROXY_CONN_PER_IPV6_56", "HOTPATCH_HAPROXY_CONN_PER_IPV6_48"}, LIMITS
 # For a test that is a load test from one address (127.0.0.1, thousands of requests in a few
 # seconds): the per-source limits out of the way. Everything else runs on the shipped ones.
 UNLIMITED = {name: "100000000" for name in LIMITS if name != "HOTPATCH_HAPROXY_IPV6_PREFIX"}
