@@ -49,9 +49,9 @@ final class Connection {
     private var after = After.keepAlive
     private var reservedBody = 0
     private(set) var closed = false
-    /// Since when the connection has waited for a request (monotonic seconds): the oldest
-    /// idle one is shed first at the connection cap.
-    private(set) var idleSince: Double
+    /// When the connection last went idle, as the loop counts (`EventLoop.nextIdleOrder`):
+    /// the one idle longest is shed first at the connection cap.
+    private(set) var idleOrder: UInt64
     /// No head has been completed yet: the first one's deadline runs from the accept.
     private var fresh = true
     /// The work done in the loop's current turn (`EventLoop.turn`), bounded by
@@ -68,13 +68,13 @@ final class Connection {
         var total: Int { head.count + (response?.body.count ?? 0) }
     }
 
-    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, now: Double, firstDeadline: Double) {
+    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, idleOrder: UInt64, firstDeadline: Double) {
         self.fd = fd
         self.peer = peer
         self.countedAs = countedAs
         self.tls = tls
         deadline = firstDeadline
-        idleSince = now
+        self.idleOrder = idleOrder
     }
 
     /// Whether a request is between its first byte and its answer being written (what a
@@ -390,7 +390,7 @@ final class Connection {
             return false
         }
         phase = .idle
-        idleSince = loop.now
+        idleOrder = loop.nextIdleOrder()
         deadline = loop.now + loop.shared.configuration.idleTimeout
         return true
     }

@@ -51,6 +51,15 @@ final class EventLoop: @unchecked Sendable {
     /// or TLS record still readable): resumed on the next turn, after `epoll_wait` has
     /// looked at every other socket, so none waits behind them.
     private var resumeNextTurn: [Connection] = []
+    /// Numbers the moments connections of this loop go idle, in order (`Connection.idleOrder`):
+    /// a clock would tie, since one turn serves many connections at the same `now`.
+    private var idleCount: UInt64 = 0
+
+    /// The next number for a connection going idle.
+    func nextIdleOrder() -> UInt64 {
+        idleCount &+= 1
+        return idleCount
+    }
     var date = DateLine()
     /// Every read of this loop lands here first.
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
@@ -189,7 +198,7 @@ final class EventLoop: @unchecked Sendable {
         }
         shared.open.add(1, ordering: .relaxed)
         // The first head (and TLS handshake) must be in within the header timeout.
-        let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, now: now, firstDeadline: now + configuration.headerTimeout)
+        let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, idleOrder: nextIdleOrder(), firstDeadline: now + configuration.headerTimeout)
         connections[fd] = connection
         interest[fd] = EPOLLIN.rawValue
         _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue)
@@ -203,7 +212,7 @@ final class EventLoop: @unchecked Sendable {
     private func shedOldestIdle() -> Bool {
         var oldest: Connection?
         for connection in connections.values where connection.isIdle {
-            if oldest == nil || connection.idleSince < oldest!.idleSince { oldest = connection }
+            if oldest == nil || connection.idleOrder < oldest!.idleOrder { oldest = connection }
         }
         guard let oldest else { return false }
         oldest.close(self)

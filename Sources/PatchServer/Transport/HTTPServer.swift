@@ -23,7 +23,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Work one connection may do per wakeup of its event loop before the others get their
     /// turn: requests answered, and bytes read.
     public var maxRequestsPerWakeup: Int = 16
-    public var maxReadPerWakeup: Int = 256 * 1024
+    public var maxReadPerWakeup: Int = 64 * 1024
     /// Peers not counted against `maxConnectionsPerIP` (the load balancers in front).
     public var connectionLimitExempt: [IPNetwork] = []
     /// How IPv6 clients are grouped for per-address limits.
