@@ -273,7 +273,7 @@ def test_100_mb_pipelined_over_one_connection_leaves_rss_bounded(ws, start):
     time.sleep(0.3)
     watch = RssWatch(s.proc.pid)
     conn = RawConn(s.url, source="127.0.0.3", timeout=10)
-    answers = Answers(conn.sock)
+    answers = Answers(conn.sock.dup())  # its own socket object: its 0.2 s timeout is not the sender's 10 s
     answers.start()
     sent, error, started = 0, None, time.monotonic()
     try:
@@ -296,6 +296,7 @@ def test_100_mb_pipelined_over_one_connection_leaves_rss_bounded(ws, start):
         answers.halt.set()
         conn.abort()
         answers.join(2)
+        answers.sock.close()
         watch.stop()
     print(f"\n[pipeline] {sent / 1e6:.0f} MB ({sent // len(BIG_HEALTHZ)} requests of {len(BIG_HEALTHZ)} B) "
           f"sent in {send_s:.1f} s over one connection; {answers.count} answered {dict(answers.statuses)}; "
