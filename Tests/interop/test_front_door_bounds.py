@@ -365,11 +365,12 @@ def test_500_connections_that_pipeline_and_never_read_leave_rss_bounded(ws, star
             if not progress:
                 time.sleep(0.02)
         time.sleep(0.5)  # what the sockets hold is read meanwhile
-        probes = prober.stop()  # waits for the probe in flight (its answer, or its timeout)
+        prober.halt.set()
     finally:
         for sock in conns:
             sock.close()
-        watch.stop()
+        watch.stop()  # before waiting for the last probe: what the kernel held is gone with the sockets
+    probes = prober.stop()  # waits for the probe in flight (its answer, or its timeout)
     by_kind = [sum(sent[k::2]) for k in (0, 1)]
     latencies = [p[1] for p in probes]
     failed = [p for p in probes if p[0] != 200]
