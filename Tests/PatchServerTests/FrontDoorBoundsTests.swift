@@ -44,6 +44,33 @@ struct FrontDoorBoundsTests {
         #expect(waits.max()! < 2, "probe waits \(waits)")
     }
 
+    @Test("a client that pipelines and never reads is read no more once its answers wait unsent in the kernel")
+    func nonReaderIsStopped() throws {
+        let server = try FrontDoorTests.server {
+            $0.maxUnsentOutput = 16 * 1024
+            $0.maxNewConnectionsPerIPPerSecond = 0
+        }
+        let c = try RawConnection(port: server.port, from: "127.0.0.7")
+        let request = "GET /healthz HTTP/1.1\r\nHost: h\r\nX-Pad: \(String(repeating: "p", count: 1_000))\r\n\r\n"
+        let batch = Array(String(repeating: request, count: 64).utf8)
+        var pushed = 0, lastProgress = 0.0
+        let started = Date()
+        while Date().timeIntervalSince(started) < 4 {
+            let offset = pushed % request.utf8.count  // whole requests on the wire, however a send is cut
+            let n = batch.withUnsafeBytes { send(c.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if n > 0 {
+                pushed += n
+                lastProgress = Date().timeIntervalSince(started)
+            } else {
+                usleep(10_000)
+            }
+        }
+        // Before the bound the server parsed and answered as fast as the client sent, its
+        // answers piling up in the kernel (a debug build took 158 MB in 8 s).
+        #expect(lastProgress < 2.5, "still read at \(lastProgress) s")
+        #expect(pushed < 48 << 20, "\(pushed) bytes taken")
+    }
+
     @Test("a socket that sends nothing is closed at the header timeout, counted from its accept; a keep-alive one is not")
     func firstHeadDeadline() throws {
         let server = try FrontDoorTests.server {

@@ -299,7 +299,9 @@ def test_a_thousand_connections_from_many_addresses_do_not_delay_another_address
 @pytest.mark.parametrize("args, allowed", [((), 128), (("--max-conns-per-ip", "0"), 300)], ids=["default-128", "0-is-off"])
 def test_max_conns_per_ip_defaults_to_128_and_0_turns_it_off(ws, start, args, allowed):
     raise_nofile(1024)
-    s = start(ws, args=args)
+    # 301 connections from one address in a moment is past the new-connection rate's burst
+    # (250); that limit is tested in test_front_door_bounds.py, this one counts open ones.
+    s = start(ws, args=[*args, "--max-new-conns-per-ip", "0"])
     conns = hold(s.url, allowed, source="127.0.0.5")
     try:
         time.sleep(0.3)

@@ -106,13 +106,17 @@ final class EventLoop: @unchecked Sendable {
                 connection.resume(self)
                 if !connection.closed { watch(connection) }
             }
-            for i in 0..<max(0, Int(n)) {
+            let ready = max(0, Int(n))
+            // Newcomers first: a request that came with its connection is answered before the
+            // busy connections take their turns, so a crowd of them cannot delay it by a turn.
+            if listening, fds[..<ready].contains(shared.listener) { accept() }
+            for i in 0..<ready {
                 let fd = fds[i]
                 if fd == wake {
                     var value: UInt64 = 0
                     _ = read(wake, &value, 8)
                 } else if fd == shared.listener {
-                    if listening { accept() }
+                    continue
                 } else if let connection = connections[fd] {
                     let bits = events[i]
                     if bits & (EPOLLOUT.rawValue) != 0 { connection.writable(self) }
@@ -187,6 +191,10 @@ final class EventLoop: @unchecked Sendable {
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // A write fails with EAGAIN (and EPOLLOUT waits) while this much is unsent: the
+        // kernel's queue counts toward what a connection holds, so backpressure starts there.
+        var unsent = Int32(clamping: configuration.maxUnsentOutput)
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NOTSENT_LOWAT, &unsent, socklen_t(MemoryLayout<Int32>.size))
         var tls: TLSSession?
         if let context = shared.tls {
             guard let session = TLSSession(context: context, socket: fd) else {

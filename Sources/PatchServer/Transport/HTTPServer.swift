@@ -24,6 +24,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// turn: requests answered, and bytes read.
     public var maxRequestsPerWakeup: Int = 16
     public var maxReadPerWakeup: Int = 64 * 1024
+    /// Bytes of answers one connection may have in the kernel's send queue, not yet sent,
+    /// before its answers stop being written, and so its requests read (TCP_NOTSENT_LOWAT):
+    /// a client that pipelines and never reads is stopped here, not after megabytes.
+    public var maxUnsentOutput: Int = 128 * 1024
     /// Peers not counted against `maxConnectionsPerIP` (the load balancers in front).
     public var connectionLimitExempt: [IPNetwork] = []
     /// How IPv6 clients are grouped for per-address limits.
