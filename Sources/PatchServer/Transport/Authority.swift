@@ -24,35 +24,42 @@ struct Authority: Sendable {
 
     /// `what` names the bytes in the error ("the Host field", "the request target").
     init(_ bytes: ArraySlice<UInt8>, defaultPort: Int?, what: String) throws(FramingError) {
+        let (hostEnd, ipv6, port) = try Authority.check(bytes, defaultPort: defaultPort, what: what)
         self.defaultPort = defaultPort
+        self.port = port
+        host = ipv6.map { "[\($0)]" } ?? String(decoding: bytes[..<hostEnd], as: UTF8.self).lowercased()
+    }
+
+    /// Checks `bytes` as an authority without building its strings (what a Host field beside
+    /// an origin-form target needs, on every request): where the host ends, the canonical
+    /// text of a bracketed IPv6 address, and the port as compared (see `port`).
+    @discardableResult
+    static func check(_ bytes: ArraySlice<UInt8>, defaultPort: Int?, what: String) throws(FramingError) -> (hostEnd: Int, ipv6: String?, port: Int?) {
         guard let first = bytes.first else { throw .malformed("\(what) names no host") }
         if bytes.contains(UInt8(ascii: "@")) { throw .malformed("\(what) has userinfo (user@host), which is not accepted") }
         let hostEnd: Int
+        var ipv6: String?
         if first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
                   let address = Authority.ipv6(bytes[(bytes.startIndex + 1)..<close]) else {
                 throw .malformed("\(what) has an invalid IPv6 literal (only [IPv6 address] is accepted)")
             }
-            host = "[\(address)]"
+            ipv6 = address
             hostEnd = close + 1
         } else {
             hostEnd = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
-            guard let name = Authority.nameOrIPv4(bytes[..<hostEnd]) else {
+            guard Authority.isNameOrIPv4(bytes[..<hostEnd]) else {
                 throw .malformed("\(what) is not a valid host name or IPv4 address")
             }
-            host = name
         }
-        guard hostEnd < bytes.endIndex else {
-            port = nil
-            return
-        }
+        guard hostEnd < bytes.endIndex else { return (hostEnd, ipv6, nil) }
         let digits = bytes[(hostEnd + 1)...]
         guard bytes[hostEnd] == UInt8(ascii: ":"), digits.count <= 5, digits.allSatisfy(isDigit) else {
             throw .malformed("\(what) has something other than :port after the host")
         }
         let value = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
         guard value <= 65535 else { throw .malformed("\(what) has a port over 65535") }
-        port = digits.isEmpty || value == defaultPort ? nil : value
+        return (hostEnd, ipv6, digits.isEmpty || value == defaultPort ? nil : value)
     }
 
     /// The canonical text of an IPv6 address, or nil (IPvFuture and zone IDs included).
@@ -66,24 +73,33 @@ struct Authority: Sendable {
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// A DNS-like name (lowercased) or a dotted-quad IPv4 address, or nil.
-    private static func nameOrIPv4(_ bytes: ArraySlice<UInt8>) -> String? {
-        var labels = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+    /// Whether `bytes` is a DNS-like name or a dotted-quad IPv4 address, in one pass over its
+    /// labels (no array of them is built).
+    private static func isNameOrIPv4(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let dot = UInt8(ascii: ".")
+        guard bytes.count <= 254 else { return false }
         // One trailing dot (a fully qualified name) is allowed, not an empty name or label.
-        if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
-        guard bytes.count <= 254, let last = labels.last, !last.isEmpty else { return nil }
-        if last.allSatisfy(isDigit) {
-            // dec-octet (RFC 3986 §3.2.2): 0-255 without leading zeros, four of them.
-            guard labels.count == 4, bytes.last != UInt8(ascii: "."), labels.allSatisfy({ label in
-                (1...3).contains(label.count) && label.allSatisfy(isDigit) && (label.count == 1 || label.first != 0x30)
-                    && label.reduce(0) { $0 * 10 + Int($1 - 0x30) } <= 255
-            }) else { return nil }
-            return String(decoding: bytes, as: UTF8.self)
+        let trailingDot = bytes.count > 1 && bytes.last == dot
+        let end = trailingDot ? bytes.endIndex - 1 : bytes.endIndex
+        var labels = 0, start = bytes.startIndex
+        var lastIsNumber = false, allOctets = true, allNameLabels = true
+        while true {
+            let labelEnd = bytes[start..<end].firstIndex(of: dot) ?? end
+            let label = bytes[start..<labelEnd]
+            labels += 1
+            lastIsNumber = !label.isEmpty && label.allSatisfy(isDigit)
+            // dec-octet (RFC 3986 §3.2.2): 0-255 without leading zeros.
+            if !(lastIsNumber && label.count <= 3 && (label.count == 1 || label.first != 0x30)
+                    && label.reduce(0, { $0 * 10 + Int($1 - 0x30) }) <= 255) { allOctets = false }
+            if !((1...63).contains(label.count) && label.allSatisfy({ isUnreserved($0) && $0 != dot && $0 != UInt8(ascii: "~") })) {
+                allNameLabels = false
+            }
+            if labelEnd == end { break }
+            start = labelEnd + 1
         }
-        guard labels.allSatisfy({ label in
-            (1...63).contains(label.count) && label.allSatisfy { isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }
-        }) else { return nil }
-        return String(decoding: bytes, as: UTF8.self).lowercased()
+        // A last label that is a number makes the whole an IPv4 address: four octets exactly.
+        if lastIsNumber { return labels == 4 && !trailingDot && allOctets }
+        return allNameLabels
     }
 }
 

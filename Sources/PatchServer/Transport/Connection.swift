@@ -215,20 +215,29 @@ final class Connection {
     private func parseHead(_ loop: EventLoop) -> RequestHead? {
         let limits = loop.shared.configuration.headLimits
         let unread = unreadBytes
-        // From one byte back: a CR that ended the last look may be followed by a non-LF now.
-        let lineEnd = input.withUnsafeBytes { raw in
-            raw[(inputStart + max(0, headScan.seen - 1))...].contains { $0 == cr || $0 == lf }
+        // A head's first look parses at once (most heads arrive whole); a later one only if
+        // the new bytes hold a CR or LF, looking from one byte back: a CR that ended the last
+        // look may be followed by a non-LF now.
+        if headScan.seen > 0 {
+            let lineEnd = input.withUnsafeBytes { raw in
+                raw[(inputStart + headScan.seen - 1)...].contains { $0 == cr || $0 == lf }
+            }
+            if !lineEnd, unread <= limits.head, headScan.lineEnded || unread <= limits.requestLine {
+                headScan.seen = unread
+                return nil
+            }
+            headScan.lineEnded = headScan.lineEnded || lineEnd
         }
-        if !lineEnd, unread <= limits.head, headScan.lineEnded || unread <= limits.requestLine {
-            headScan.seen = unread
-            return nil
-        }
-        headScan.lineEnded = headScan.lineEnded || lineEnd
         do throws(FramingError) {
             let parsed = try input.withUnsafeBytes { raw in
                 Result { () throws(FramingError) in try RequestHead.parse(UnsafeRawBufferPointer(rebasing: raw[inputStart...]), limits: limits) }
             }.get()
             guard let head = parsed else {
+                if headScan.seen == 0 {
+                    // An incomplete first look: whether a line has ended decides which limit a
+                    // later look waits for (paid only by heads that did not arrive whole).
+                    headScan.lineEnded = input.withUnsafeBytes { $0[inputStart...].contains { $0 == cr || $0 == lf } }
+                }
                 headScan.seen = unread
                 return nil
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An HTTP/1.x request head as received, parsed strictly (RFC 9112). Strict because patchd
 /// may sit behind a proxy: wherever two parsers could read the same bytes differently
 /// (whitespace before a colon, folded lines, a NUL in the target, bare LF, two lengths) a
@@ -98,7 +100,7 @@ struct RequestHead: Sendable {
     /// (`OPTIONS *`) are not. The path is then held to `checkPathEscapes`.
     private static func requestTarget(_ target: [UInt8]) throws(FramingError) -> (Authority?, Int) {
         if target.first == UInt8(ascii: "/") {
-            try checkPathEscapes(target[..<(target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)])
+            try checkPathEscapes(target[..<(RequestHead.firstIndex(of: UInt8(ascii: "?"), in: target[...]) ?? target.endIndex)])
             return (nil, 0)
         }
         // The scheme is case-insensitive (RFC 3986 §3.1); only http and https are HTTP's.
@@ -129,6 +131,7 @@ struct RequestHead: Sendable {
     /// UTF-8) are decoded as before; `%00` is kept as its three characters (see
     /// `percentDecoded`). The query is not held to this: no route is chosen by it.
     static func checkPathEscapes(_ path: ArraySlice<UInt8>) throws(FramingError) {
+        guard RequestHead.firstIndex(of: UInt8(ascii: "%"), in: path) != nil else { return }  // the common case, at memchr's speed
         var i = path.startIndex
         while let percent = path[i...].firstIndex(of: UInt8(ascii: "%")) {
             i = percent + 1
@@ -141,6 +144,14 @@ struct RequestHead: Sendable {
             if isUnreserved(byte) {
                 throw .malformed("the path encodes \"\(Character(Unicode.Scalar(byte)))\" as \(escape); send it unencoded")
             }
+        }
+    }
+
+    /// `bytes.firstIndex(of: byte)` with memchr: every request's target is searched this way.
+    static func firstIndex(of byte: UInt8, in bytes: ArraySlice<UInt8>) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress, let found = memchr(base, Int32(byte), buffer.count) else { return nil }
+            return bytes.startIndex + UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
         }
     }
 
@@ -167,14 +178,25 @@ struct RequestHead: Sendable {
     /// Every value of field `name` (lowercase), in order.
     func values(_ name: String) -> [String] { fields.compactMap { $0.name == name ? $0.value : nil } }
 
+    /// How many lines field `name` (lowercase) has, and the first one's value: what most
+    /// rules need, found without building an array (they run on every request).
+    func lines(_ name: String) -> (count: Int, first: String?) {
+        var count = 0
+        var first: String?
+        for field in fields where field.name == name {
+            if count == 0 { first = field.value }
+            count += 1
+        }
+        return (count, first)
+    }
+
     /// How the body is framed (RFC 9112 §6.1–6.3), and the rules that keep that unambiguous.
     func framing() throws(FramingError) -> BodyFraming {
-        let encodings = values("transfer-encoding")
-        let lengths = values("content-length")
-        if !encodings.isEmpty {
-            if !lengths.isEmpty { throw .malformed("Content-Length and Transfer-Encoding must not both be sent") }
+        let lengths = lines("content-length")
+        if lines("transfer-encoding").count > 0 {
+            if lengths.count > 0 { throw .malformed("Content-Length and Transfer-Encoding must not both be sent") }
             if version == .http10 { throw .malformed("Transfer-Encoding is not allowed in HTTP/1.0") }
-            let codings = encodings.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
+            let codings = values("transfer-encoding").joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
                 .map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
             guard codings == ["chunked"] else { throw .unsupportedCoding }
             return .chunked
@@ -192,28 +214,33 @@ struct RequestHead: Sendable {
     /// target's host: RFC 9112 §3.2.2 has the target win, so a proxy that judged the request
     /// by its Host field would have judged another request than the one patchd serves.
     func checkHost() throws(FramingError) {
-        let hosts = values("host")
+        let hosts = lines("host")
         if hosts.count > 1 { throw .malformed("Host must be sent once") }
-        if version == .http11, hosts.isEmpty { throw .malformed("HTTP/1.1 requests must send Host") }
+        if version == .http11, hosts.count == 0 { throw .malformed("HTTP/1.1 requests must send Host") }
         guard let value = hosts.first else { return }
         // An empty Host is what a client sends for a target URI without an authority; a
         // target with one must be repeated in Host (RFC 9112 §3.2).
         if value.isEmpty, authority == nil { return }
-        let host = try Authority(Array(value.utf8)[...], defaultPort: authority?.defaultPort, what: "the Host field")
-        if let authority, host != authority { throw .malformed("Host names another host or port than the request target") }
+        guard let authority else {
+            try Authority.check(Array(value.utf8)[...], defaultPort: nil, what: "the Host field")
+            return
+        }
+        let host = try Authority(Array(value.utf8)[...], defaultPort: authority.defaultPort, what: "the Host field")
+        if host != authority { throw .malformed("Host names another host or port than the request target") }
     }
 
     /// Whether the client asked for `100 Continue` before sending its body; any expectation
     /// other than 100-continue cannot be met (RFC 9110 §10.1.1).
     func expectsContinue() throws(FramingError) -> Bool {
-        let expect = values("expect")
-        if expect.isEmpty { return false }
-        guard expect.count == 1, expect[0].lowercased() == "100-continue" else { throw .expectationFailed }
+        let expect = lines("expect")
+        guard let value = expect.first else { return false }
+        guard expect.count == 1, value.lowercased() == "100-continue" else { throw .expectationFailed }
         return version == .http11
     }
 
     /// Whether the connection may carry another request after this one.
     var keepAlive: Bool {
+        if lines("connection").count == 0 { return version == .http11 }
         let tokens = values("connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
         if tokens.contains("close") { return false }
         return version == .http11 || tokens.contains("keep-alive")
