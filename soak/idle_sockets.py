@@ -18,7 +18,8 @@ import sys
 import time
 import urllib.parse
 
-HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+from support import HEALTHZ, healthz, percentile
+
 LENGTH = re.compile(rb"(?im)^content-length:\s*(\d+)")
 
 
@@ -32,22 +33,6 @@ def raise_nofile(n):
 def address(i, per, base=10):
     k = i // per
     return f"127.0.{base + k // 250}.{1 + k % 250}"
-
-
-def healthz(host, port, source, timeout=2.0):
-    started = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout, source_address=(source, 0)) as s:
-            s.sendall(HEALTHZ)
-            data = s.recv(4096)
-            return (int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else "no answer"), time.monotonic() - started
-    except OSError as e:
-        return type(e).__name__, time.monotonic() - started
-
-
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
 
 
 def silent(host, port, count, per, header_timeout, client):

@@ -20,6 +20,8 @@ import threading
 import time
 import urllib.parse
 
+from support import healthz
+
 REQUEST = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 16000 + b"\r\n\r\n"
 HEAD = re.compile(rb"HTTP/1\.[01] (\d{3})[^\r\n]*\r\n(.*?)\r\n\r\n", re.S)
 LENGTH = re.compile(rb"(?im)^content-length:\s*(\d+)")
@@ -50,23 +52,6 @@ class Peak(threading.Thread):
         self.halt.set()
         self.join(1)
         self.peak = max(self.peak, rss_kb(self.pid))
-
-
-def healthz(host, port, source, timeout=2.0):
-    """(status or error, seconds) of /healthz on a new connection from SOURCE."""
-    started = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=timeout, source_address=(source, 0)) as s:
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-            return (int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else "no answer"), time.monotonic() - started
-    except OSError as e:
-        return type(e).__name__, time.monotonic() - started
 
 
 def one(host, port, pid, megabytes, limit):

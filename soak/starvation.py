@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.parse
 
+from support import healthz, percentile
+
 FIELD = "a" * 290
 HEAD = ("GET /no/such/path HTTP/1.1\r\nHost: x\r\n" + "".join(f"X-Flood-{i:02d}: {FIELD}\r\n" for i in range(98)) + "\r\n").encode()
 LIMIT_S = 2.0
@@ -77,23 +79,6 @@ class Flooder:
             t.join(2)
 
 
-def healthz(host, port, source):
-    started = time.monotonic()
-    try:
-        with socket.create_connection((host, port), timeout=LIMIT_S, source_address=(source, 0)) as s:
-            s.settimeout(max(0.01, LIMIT_S - (time.monotonic() - started)))
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            data = s.recv(4096)
-            return (int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.") else "no answer"), time.monotonic() - started
-    except OSError as e:
-        return type(e).__name__, time.monotonic() - started
-
-
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
 def main():
     url, count, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     clients = int(sys.argv[4]) if len(sys.argv) > 4 else 20
@@ -106,7 +91,7 @@ def main():
             time.sleep(0.5)  # under way before the next connects, so it lands on another loop
         started = time.monotonic()
         while time.monotonic() - started < seconds:
-            probes.append(healthz(parts.hostname, parts.port, f"127.0.8.{1 + len(probes) % clients}"))
+            probes.append(healthz(parts.hostname, parts.port, f"127.0.8.{1 + len(probes) % clients}", LIMIT_S))
             time.sleep(0.05)
         still = [f.error is None and time.monotonic() - f.last_answer < 2.0 for f in flooders]
     finally:
