@@ -42,6 +42,10 @@ public struct HTTPError: Error, Equatable {
         HTTPError(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
     }
     public static func tooLarge(_ limit: Int) -> HTTPError { HTTPError(413, "too_large", "the request body exceeds \(limit) bytes") }
+    /// 503 for a connection over a connection limit, refused before a byte of it is read.
+    static func tooManyConnections(_ message: String) -> HTTPError {
+        HTTPError(503, "too_many_connections", message, headers: [("Retry-After", "1")])
+    }
     public static func throttled(retryAfter: Int, _ message: String) -> HTTPError {
         HTTPError(429, "throttled", message, headers: [("Retry-After", String(max(1, retryAfter)))])
     }

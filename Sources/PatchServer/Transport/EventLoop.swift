@@ -45,7 +45,7 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var lastSweep = 0.0
     private(set) var now = 0.0
-    /// Counts the loop's turns: a connection's work budget (`Connection.Turn`) is per turn.
+    /// Counts the loop's turns: a connection's work budget (`Connection.turn`) is per turn.
     private(set) var turn = 0
     /// Connections that used up their budget with work left (bytes buffered, or a socket
     /// or TLS record still readable): resumed on the next turn, after `epoll_wait` has
@@ -181,13 +181,13 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         if let counted, !shared.perAddress.open(counted) {
-            return reject(fd, HTTPError(503, "too_many_connections", "too many open connections from this address; retry", headers: [("Retry-After", "1")]))
+            return reject(fd, .tooManyConnections("too many open connections from this address; retry"))
         }
         // At the cap, the oldest idle connection makes room: a crowd of silent sockets cannot
         // keep out a client that has something to ask.
         if shared.open.load(ordering: .relaxed) >= configuration.maxConnections, !shedOldestIdle() {
             if let counted { shared.perAddress.close(counted) }
-            return reject(fd, HTTPError(503, "too_many_connections", "the server has too many open connections; retry", headers: [("Retry-After", "1")]))
+            return reject(fd, .tooManyConnections("the server has too many open connections; retry"))
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -218,11 +218,7 @@ final class EventLoop: @unchecked Sendable {
     /// Closes this loop's connection that has been idle longest (between requests, or never
     /// sent a byte); false if it has none. An O(n) scan, run only at the cap.
     private func shedOldestIdle() -> Bool {
-        var oldest: Connection?
-        for connection in connections.values where connection.isIdle {
-            if oldest == nil || connection.idleOrder < oldest!.idleOrder { oldest = connection }
-        }
-        guard let oldest else { return false }
+        guard let oldest = connections.values.lazy.filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
         oldest.close(self)
         return true
     }

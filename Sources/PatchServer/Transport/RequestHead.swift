@@ -117,7 +117,7 @@ struct RequestHead: Sendable {
         let rest = target[authorityStart...]
         let pathStart = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? target.endIndex
         let authority = try Authority(target[authorityStart..<pathStart], defaultPort: defaultPort, what: "the request target")
-        try checkPathEscapes(target[pathStart..<(target[pathStart...].firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)])
+        try checkPathEscapes(target[pathStart..<(RequestHead.firstIndex(of: UInt8(ascii: "?"), in: target[pathStart...]) ?? target.endIndex)])
         return (authority, pathStart)
     }
 
