@@ -518,9 +518,14 @@ def test_404_and_405_flood_spends_the_global_bucket_and_healthz_is_429_for_that_
                 else:
                     assert resp.status == (404 if j % 2 == 0 else 405), (j, resp.status, resp.body[:200])
     elapsed = time.monotonic() - started
+    # The bucket refills at 10 tokens a second, so one /healthz sent a moment later can find a
+    # token (seen once: 200). Twenty at once can find at most a couple: the rest are 429.
     with RawConn(s.url, source="127.0.0.21") as conn:
-        conn.send(HEALTHZ)
-        healthz_same = conn.response(2.0)
+        conn.send(HEALTHZ * 20)
+        burst = [conn.response(2.0) for _ in range(20)]
+    assert all(r is not None for r in burst), burst
+    healthz_same = next((r for r in burst if r.status == 429), burst[0])
+    assert sum(r.status == 429 for r in burst) >= 15, [r.status for r in burst]
     healthz_other = probe(s.url, "127.0.0.22")
     counts = Counter(statuses)
     print(f"\n[bucket] {n} pipelined 404/405 from one address in {elapsed:.2f} s: {dict(counts)}, first 429 at "
@@ -549,11 +554,16 @@ def test_transport_refusals_spend_the_global_bucket(ws, start):
             seen[resp.status if resp else "no answer"] += 1
         sent += 1
     elapsed = time.monotonic() - started
-    same, other = probe(s.url, "127.0.0.23"), probe(s.url, "127.0.0.24")
+    # Twenty /healthz at once: the bucket's refill (10 a second) can give one or two a token.
+    with RawConn(s.url, source="127.0.0.23", timeout=3) as conn:
+        conn.send(HEALTHZ * 20)
+        burst = [conn.response(2.0) for _ in range(20)]
+    same = [r.status if r else "no answer" for r in burst]
+    other = probe(s.url, "127.0.0.24")
     print(f"\n[bucket] {sent} refused requests in {elapsed:.1f} s ({dict(seen)}); /healthz then: "
-          f"same address {same[0]}, another address {other[0]}")
+          f"same address {Counter(same)}, another address {other[0]}")
     assert set(seen) <= {400, 429}, seen
-    assert same[0] == 429, "transport refusals did not spend the address's global bucket"
+    assert same.count(429) >= 15, f"transport refusals did not spend the address's global bucket: {same}"
     assert other[0] == 200
 
 
