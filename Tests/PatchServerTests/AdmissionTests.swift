@@ -98,6 +98,10 @@ struct AdmissionTests {
         #expect(a.limitKey(ipv6Prefix: 64) == b.limitKey(ipv6Prefix: 64))
         #expect(a.limitKey(ipv6Prefix: 128) != b.limitKey(ipv6Prefix: 128))
         #expect(a.limitKey(ipv6Prefix: 48) == IPAddress("2001:db8:1:ffff::")?.limitKey(ipv6Prefix: 48))
+        #expect(IPAddress("203.0.113.77")?.network == "203.0.113.0/24")
+        #expect(IPAddress("::ffff:203.0.113.77")?.block == "203.0.0.0/16")
+        #expect(a.network == "2001:db8:1::/48")
+        #expect(a.block == "2001:db8::/32")
         #expect(a.limitKey(ipv6Prefix: 64).description == "2001:db8:1:2::")
         #expect(IPAddress("10.0.0.1")?.limitKey(ipv6Prefix: 64) == IPAddress("10.0.0.1"))
         for bad in ["", "1.2.3", "::g", "localhost", "1.2.3.4/8"] { #expect(IPAddress(bad) == nil, "\(bad)") }

@@ -65,6 +65,23 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         return IPAddress(high: mask(high, keep: bits), low: mask(low, keep: bits - 64), isIPv4: false)
     }
 
+    /// The network an address is counted under where one subscriber or site must not count
+    /// as many (device reports, push-token quotas): its /24 for IPv4, its /48 for IPv6 (what
+    /// one site is usually assigned), as text like `203.0.113.0/24` or `2001:db8:1::/48`.
+    public var network: String { prefix(ipv4: 24, ipv6: 48) }
+
+    /// The wider block around `network`: /16 for IPv4, /32 for IPv6 (an ISP's usual
+    /// allocation), where "evidence from several places" is counted.
+    public var block: String { prefix(ipv4: 16, ipv6: 32) }
+
+    private func prefix(ipv4: Int, ipv6: Int) -> String {
+        if isIPv4 {
+            let masked = IPAddress(ipv4: UInt32(truncatingIfNeeded: low) & ~(UInt32.max >> ipv4))
+            return "\(masked)/\(ipv4)"
+        }
+        return "\(limitKey(ipv6Prefix: ipv6))/\(ipv6)"
+    }
+
     private init(high: UInt64, low: UInt64, isIPv4: Bool) {
         self.high = high
         self.low = low
