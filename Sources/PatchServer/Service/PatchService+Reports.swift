@@ -43,16 +43,19 @@ extension PatchService {
 
     /// The report worker: counts the queued reports group by group, each in one transaction
     /// under the registry lock, then runs the guards of the patches each group moved, until
-    /// the queue is empty.
+    /// the queue is empty. A group leaves the queue only once the lock is held, so what waits
+    /// for the lock still counts against the queue's capacity.
     func countReports() {
         let rules = configuration.reportRules
-        while let group = reportQueue.nextGroup() {
-            registry.withLock { registry in
+        var more = true
+        while more {
+            more = registry.withLock { registry -> Bool in
+                guard let group = reportQueue.nextGroup() else { return false }
                 let outcomes: [ReportOutcome]
                 do { outcomes = try registry.ingestReports(group, rules: rules) } catch {
                     reportTally.failedEvents.add(group.reduce(0) { $0 + $1.events.count })
                     logOnce("cannot count device reports: \(error)")
-                    return
+                    return true
                 }
                 var touched: [AppName: Set<PatchKey>] = [:]
                 for (report, outcome) in zip(group, outcomes) {
@@ -62,6 +65,7 @@ extension PatchService {
                 for (app, patches) in touched.sorted(by: { $0.key < $1.key }) where !patches.isEmpty {
                     enforceGuards(registry, app: app, patches: patches)
                 }
+                return true
             }
         }
     }
