@@ -64,4 +64,11 @@ struct ReadableTextTests {
             #expect(try ReadableText.decode(Array(text.utf8), field: "message") == text)
         }
     }
+
+    @Test("a value echoed in an error shows what the rule refuses as ?, so the error reads as written")
+    func echoedValues() {
+        #expect("demo\u{202E}sj.x\n\u{200B}修复".debugSanitized == "demo?sj.x??修复")
+        #expect(throws: ValidationError.self) { try AppName("demo\u{202E}") }
+        do { _ = try AppName("x\u{202E}y") } catch { #expect(error.message.contains("\"x?y\"")) }
+    }
 }
