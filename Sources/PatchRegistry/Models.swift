@@ -115,15 +115,11 @@ public struct Actor: Sendable {
         name = literal.description
     }
 
-    /// Who runs this process, the default for local commands.
-    public static var current: Actor {
-        get throws(ValidationError) { try current(environment: ProcessInfo.processInfo.environment) }
-    }
-
-    /// `$HOTPATCH_ACTOR` when set, else `user@host`. The user is `$USER`, `$LOGNAME`, else the
-    /// account of the process's uid (a cron job or a container often has neither variable),
-    /// else `uid N`: never a bare "unknown" that says nothing about who changed a release.
-    /// A `$HOTPATCH_ACTOR` the rule refuses is an error naming it, not a silent fallback.
+    /// Who runs this process, the default for local commands: `$HOTPATCH_ACTOR` when set,
+    /// else `user@host`. The user is `$USER`, `$LOGNAME`, else the account of the process's
+    /// uid (a cron job or a container often has neither variable), else `uid N`: never a bare
+    /// "unknown" that says nothing about who changed a release. A `$HOTPATCH_ACTOR` the rule
+    /// refuses is an error naming it, not a silent fallback.
     public static func current(environment: [String: String]) throws(ValidationError) -> Actor {
         if let named = environment["HOTPATCH_ACTOR"], !named.isEmpty {
             do { return try Actor(validating: named) } catch { throw ValidationError("$HOTPATCH_ACTOR: \(error.message)") }
