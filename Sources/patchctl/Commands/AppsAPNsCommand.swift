@@ -14,7 +14,7 @@ struct AppsAPNsCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let pem = try Output.readFile(arguments.value("--key") ?? "", what: "APNs key", limit: 16 * 1024)
         let config: APNsConfig

@@ -29,7 +29,7 @@ struct AppsGuardCommand: Command {
         if !off, rate == nil, minDevices != nil || action != nil { throw .usage("--min-devices and --action need --max-rollback-rate") }
         let remote = try Remote.from(arguments)
         let registry = remote == nil ? try Context(arguments: arguments).openRegistry() : nil
-        let actor = Context(arguments: arguments).actor
+        let actor = try Context(arguments: arguments).actor
         var changed: Bool?
         if off {
             if let remote {
