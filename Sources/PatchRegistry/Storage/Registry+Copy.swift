@@ -19,7 +19,8 @@ extension Registry {
         ("report_devices", "app, app_version, channel, patch, event, reason, device"),
         ("report_counts", "app, app_version, channel, patch, event, reason"),
         ("report_hourly", "app, app_version, channel, patch, hour, event"), ("patch_guards", "app, channel"),
-        ("guard_trips", "app, app_version, number"), ("rollout_schedules", "app, app_version, number"),
+        ("guard_trips", "app, app_version, number"),
+        ("guard_trip_overrides", "app, app_version, number"), ("rollout_schedules", "app, app_version, number"),
         ("patch_conditions", "app, app_version, number"), ("push_devices", "app, token"), ("apns_config", "app"),
     ]
 

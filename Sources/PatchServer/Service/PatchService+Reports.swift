@@ -90,7 +90,8 @@ extension PatchService {
         do {
             let trips = if let patches { try registry.enforceGuards(app: app, patches: patches) } else { try registry.enforceGuards(app: app) }
             guard !trips.isEmpty else { return }
-            pushGuardTrips(registry, app: app, trips: trips)
+            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
+            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }

@@ -123,14 +123,12 @@ extension PatchService {
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         try throttleDevice(request, catalog: app, scope: (version, channel))
+        let tags = (request.header("If-None-Match") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
-                                    osVersion: request.header("X-OS-Version")) else {
+                                    osVersion: request.header("X-OS-Version"), etags: tags) else {
             return PatchService.noPatch
         }
-        if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
-            return entry.notModified
-        }
-        return entry.ok
+        return tags.contains { $0 == entry.etag } ? entry.notModified : entry.ok
     }
 
     /// 204: nothing is active for this version; the app must drop any cached patch.
