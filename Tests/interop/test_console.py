@@ -55,6 +55,11 @@ def site(tmp_path_factory):
     ws.create_app("vault", encrypt=True)
     ws.publish("vault", "1.0", "secret(1);\n")
     ws.publish("vault", "1.0", "secret(2);\n")
+    # An app whose guard is set to revoke, fed rollbacks: its only patch is halted instead (issue 20).
+    ws.create_app("crashy")
+    ws.ok("apps", "throttle", "crashy", "--ip-rate", "off")
+    ws.publish("crashy", "1.0", "crash(1);\n")
+    ws.ok("apps", "guard", "crashy", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
     auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
     publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
     server = Patchd(ws)
@@ -63,6 +68,12 @@ def site(tmp_path_factory):
                   for kind in (["downloaded", "installed", "confirmed"] if i < 10 else ["downloaded", "installed", "rolledBack"])]
         resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=json.dumps({"events": events}).encode(),
                        headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"})
+        assert resp.status == 202, resp.body
+    for i in range(60):
+        kinds = ["installed", "rolledBack"] if i % 5 == 0 else ["installed"]
+        events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "1.0", "channel": "production", "patch": 1} for kind in kinds]
+        resp = request(server.url, "/v1/apps/crashy/reports", method="POST", body=json.dumps({"events": events}).encode(),
+                       headers={"X-Device-ID": f"crashy-{i}", "Content-Type": "application/json"})
         assert resp.status == 202, resp.body
     yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second}
     server.stop()
@@ -356,4 +367,14 @@ def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
     assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]"), "a revoked patch offers no action"
     patch3 = site["ws"].json("list", "--app", "demo")[2]
     assert (patch3["state"], patch3["revokeMessage"]) == ("revoked", "QA found <b>a crash</b>")
+    assert errors(browser) == []
+
+
+def test_a_guard_trip_that_halted_instead_of_revoking_says_so(site, browser):
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#apps", "crashy")
+    go(browser, site, "#/apps/crashy")
+    text_in(browser, "#matrix", "guard: revoke above 2 % rolled back")
+    text_in(browser, "#matrix .trip",
+            "patch 1 halted by its guard (configured: revoke — revoke would leave 1.0 production with no patch)")
     assert errors(browser) == []

@@ -59,13 +59,6 @@ public struct GuardTrip: Sendable, Equatable {
         if let override { json["overrideReason"] = .string(override.reason) }
         return .object(json)
     }
-
-    /// "halted (configured: revoke — revoke would leave 2.3 production with no patch)", or the action done.
-    public var actionText: String {
-        let done = action == .halt ? "halted" : "revoked"
-        guard let override else { return done }
-        return "\(done) (configured: \(override.configured.rawValue) — \(override.reason))"
-    }
 }
 
 extension Registry {
