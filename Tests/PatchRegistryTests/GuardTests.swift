@@ -159,7 +159,7 @@ struct GuardTests {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
-        try t.registry.db.execute("DROP TABLE report_events; DROP TABLE report_devices; DROP TABLE report_counts; DROP TABLE report_hourly; DROP TABLE guard_trips; DROP TABLE patch_guards")
+        try t.registry.db.execute("DROP TABLE report_events; DROP TABLE report_devices; DROP TABLE report_counts; DROP TABLE report_hourly; DROP TABLE guard_trip_overrides; DROP TABLE guard_trips; DROP TABLE patch_guards")
         let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.patches(app: app, appVersion: nil, activeOnly: false).count == 1)
         #expect(try reopened.ingestReports(app: app, deviceID: "d", events: [try event("1", .installed)]).accepted == 1)
