@@ -101,7 +101,8 @@ extension PatchService {
             let rules = configuration.reportRules
             let trips = if let patches { try registry.enforceGuards(app: app, patches: patches, rules: rules) } else { try registry.enforceGuards(app: app, rules: rules) }
             guard !trips.isEmpty else { return }
-            pushGuardTrips(registry, app: app, trips: trips)
+            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
+            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }
