@@ -199,6 +199,6 @@ writeLine("patchd: draining (signal \(received))")
 server.stop(drainTimeout: 10)
 upkeep.stop()
 // Reports answered 202 and still queued are counted before exit.
-service.settleReports()
+service.settleReports(stopping: true)
 writeLine("patchd: stopped")
 exit(0)

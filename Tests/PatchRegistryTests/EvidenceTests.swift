@@ -59,6 +59,16 @@ struct EvidenceTests {
         #expect(try reopened.reportReceipts().receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "d1") == right)
     }
 
+    @Test("the receipt vector of docs/PROTOCOL.md, and HMAC-SHA256 against RFC 4231 test case 2")
+    func receiptVector() {
+        let receipts = ReportReceipt(key: Array(0..<32))
+        #expect(receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "device-0001") == "69d4b3ac97cf9d279a07dd55931bb028")
+        #expect(receipts.verify("69d4b3ac97cf9d279a07dd55931bb028", app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "device-0001"))
+        #expect(!receipts.verify("69d4b3ac97cf9d279a07dd55931bb029", app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "device-0001"))
+        #expect(Hex.encode(Digest.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
     @Test("one address cannot trip a default guard: 200 forged devices an hour for two days, 20 an hour admitted, all from one block")
     func oneAddress() throws {
         let t = try TempRegistry()

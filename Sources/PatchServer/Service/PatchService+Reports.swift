@@ -65,12 +65,13 @@ extension PatchService {
             }
             // The lock stays free as long as the group held it (ReportQueue).
             let held = IPRateLimiter.monotonicTime() - started
-            if more, held > 0 { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
+            if more, held > 0, !reportQueue.isHurrying { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
         }
     }
 
-    /// Waits until every report queued so far is counted (tests; patchd's shutdown).
-    public func settleReports() { reportQueue.waitUntilIdle() }
+    /// Waits until every report queued so far is counted (tests). `stopping`: patchd's stop,
+    /// after the last request: the queue is counted back to back.
+    public func settleReports(stopping: Bool = false) { reportQueue.waitUntilIdle(hurry: stopping) }
 
     /// The upkeep loop's part: every guard against every active patch of its channel (a
     /// guard set after the figures passed it acts within a minute), the staged rollout steps

@@ -22,6 +22,7 @@ final class ReportQueue: @unchecked Sendable {
     private var pending: [DeviceReport] = []
     private var events = 0
     private var draining = false
+    private var hurrying = false
 
     /// Events queued, at most.
     let capacity: Int
@@ -74,11 +75,21 @@ final class ReportQueue: @unchecked Sendable {
         return group
     }
 
-    /// Returns once every report queued before the call is counted.
-    func waitUntilIdle() {
+    /// Returns once every report queued before the call is counted. `hurry`: the counter stops
+    /// leaving the lock free between groups (patchd's stop: no request waits any more, and
+    /// every queued event was answered 202).
+    func waitUntilIdle(hurry: Bool = false) {
         condition.lock()
+        if hurry { hurrying = true }
         while draining { condition.wait() }
         condition.unlock()
+    }
+
+    /// Whether the counter should count back to back (`waitUntilIdle(hurry: true)`).
+    var isHurrying: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return hurrying
     }
 
     /// Events waiting to be counted (`hotpatch_report_queue_events`).
