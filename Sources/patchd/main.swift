@@ -14,15 +14,16 @@ import PatchServer
 ///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
 ///   front-door limits: --max-conns, --max-conns-per-ip, --max-new-conns-per-ip, --header-timeout,
 ///   --request-timeout, --idle-timeout, --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS, …; see `usage`)
+///   --push-new-per-network N (HOTPATCH_PUSH_NEW_PER_NETWORK)
 let usage = """
     Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns N] [--max-conns-per-ip N] [--max-new-conns-per-ip N] [--header-timeout S]
-                  [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
+                  [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N] [--push-new-per-network N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
     HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_MAX_NEW_CONNS_PER_IP,
     HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
-    HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX.
+    HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX, HOTPATCH_PUSH_NEW_PER_NETWORK.
     --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
     serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
@@ -42,6 +43,8 @@ let usage = """
                              uploads get 503 with Retry-After (default 67108864)
     --ipv6-prefix N          IPv6 clients are one client per network of N bits for the per-IP
                              limits (default 64)
+    --push-new-per-network N new device tokens per app an IPv4 /24 or IPv6 /48 may register per
+                             hour; past it 429 (default 100; 0: no quota)
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
 
     """
@@ -59,7 +62,7 @@ let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DAT
                        ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"), ("--max-new-conns-per-ip", "HOTPATCH_MAX_NEW_CONNS_PER_IP"),
                        ("--header-timeout", "HOTPATCH_HEADER_TIMEOUT"), ("--request-timeout", "HOTPATCH_REQUEST_TIMEOUT"),
                        ("--idle-timeout", "HOTPATCH_IDLE_TIMEOUT"), ("--body-budget", "HOTPATCH_BODY_BUDGET"),
-                       ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX")]
+                       ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX"), ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK")]
 for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
@@ -134,6 +137,7 @@ do {
 
 var serviceConfiguration = ServiceConfiguration()
 serviceConfiguration.ipv6Prefix = ipv6Prefix
+if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
 // Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
 // test-only HOTPATCH_APNS_URL.
 do { serviceConfiguration.apnsEndpoint = try APNsEndpoint.current() } catch { fail("\(error)", code: 64) }
