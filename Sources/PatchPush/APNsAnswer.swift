@@ -8,6 +8,13 @@ public struct APNsAnswer: Sendable, Equatable {
     public var apnsID: String?
     public var unanswered: String?
 
+    public init(status: Int, reason: String? = nil, apnsID: String? = nil, unanswered: String? = nil) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.unanswered = unanswered
+    }
+
     /// The name a round counts a token under when it was not sent: APNs' reason, else
     /// `HTTP {status}`, else `unreachable`.
     public var failure: String {
