@@ -21,6 +21,7 @@ extension Registry {
         ("report_hourly", "app, app_version, channel, patch, hour, event"), ("patch_guards", "app, channel"),
         ("guard_trips", "app, app_version, number"), ("rollout_schedules", "app, app_version, number"),
         ("patch_conditions", "app, app_version, number"), ("push_devices", "app, token"), ("apns_config", "app"),
+        ("push_device_owners", "app, token"),
     ]
 
     public struct CopyReport: Sendable {

@@ -85,7 +85,8 @@ extension PatchService {
                 do {
                     let result = try round.send()
                     try self.registry.withLock { registry throws(PushError) in try round.finish(registry: registry, result: result, actor: Actor("patchd guard")) }
-                    log("guard push for \(app) \(key.appVersion) \(key.channel): \(result.summary.text)")
+                    let reasons = result.summary.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                    log("guard push for \(app) \(key.appVersion) \(key.channel): \(result.summary.text)\(reasons.isEmpty ? "" : " (not sent: \(reasons))")")
                 } catch {
                     log("guard push for \(app) \(key.appVersion) failed: \(error)")
                 }
