@@ -162,6 +162,17 @@ struct PushRouteTests {
         #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(31)), from: "2001:db8:2::1", device: "v10").status == 201)
     }
 
+    @Test("patchd's upkeep prunes the tokens not registered again for 60 days, and only those")
+    func upkeepPrunesExpired() throws {
+        let f = try Self.fixture()
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1))).status == 201)
+        f.service.pushUpkeep(now: Date().addingTimeInterval(59 * 86_400))
+        #expect(try f.pushDevices().count == 1)
+        f.service.pushUpkeep(now: Date().addingTimeInterval(61 * 86_400))
+        #expect(try f.pushDevices().isEmpty)
+        #expect(f.registerDevice(f.deviceBody(ServiceFixture.token(1)), device: "a-new-owner").status == 201, "its binding went with it")
+    }
+
     @Test("the app's per-IP bucket applies: past its rate an address gets 429, another address still registers")
     func perIPBucket() throws {
         let f = try Self.fixture(ipRate: 5)

@@ -106,11 +106,14 @@ extension Registry {
         let cutoff = TUFTime.format(now.addingTimeInterval(-Registry.pushTokenLifetime))
         var pruned = 0
         for app in try apps() {
-            pruned += try write { () throws -> Int in
-                let expired = try db.query("SELECT token FROM push_devices WHERE app = ? AND registered_at < ? ORDER BY registered_at LIMIT ?",
-                                           [.text(app.name.rawValue), .text(cutoff), .int(Int64(Registry.pushDeleteBatch))]) { $0.text(0) }
-                return try deletePushDevices(app: app.name, tokens: expired)
+            let expired = try read { () throws(StorageError) in
+                try db.query("SELECT token FROM push_devices WHERE app = ? AND registered_at < ? ORDER BY registered_at LIMIT ?",
+                             [.text(app.name.rawValue), .text(cutoff), .int(Int64(Registry.pushDeleteBatch))]) { $0.text(0) }
             }
+            // A write only when there is something to delete: on PostgreSQL every write wakes
+            // every instance's reload.
+            guard !expired.isEmpty else { continue }
+            pruned += try write { () throws -> Int in try deletePushDevices(app: app.name, tokens: expired) }
         }
         return pruned
     }
