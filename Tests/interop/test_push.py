@@ -234,6 +234,13 @@ def test_nothing_sent_is_a_failure_with_its_reason(ws, apns, start, cause):
     assert "published demo 2.3 patch 2" in result.stdout and "push: 0 sent, 2 failed, 0 removed" in result.stdout
     assert [p["patch"] for p in ws.json("list") if p["appVersion"] == "2.3"][-1] == 2
     assert audit_reasons(ws)[-2:] == [{reason: 2}, {reason: 2}]
+    if cause == "topic":  # the other --notify commands end the same way
+        ws.publish("demo", "2.3", "staged(1)", channel="staging")
+        for args in (["promote", "--from", "staging", "--to", "production"], ["rollback"], ["revoke", "--json"]):
+            result = ws.run(*args, "--app", "demo", "--app-version", "2.3", "--notify", env=env, timeout=300)
+            assert result.rc == 2 and "push: no device was reached (2 BadTopic)" in result.stderr, (args, result.stderr)
+            assert "push: 2 not sent: BadTopic" in result.stderr
+        assert [p["state"] for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"].count("active") == 0, "each change was made"
     assert standin.accepted == []
 
 
