@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>
 
 // BIO_get_mem_data is a macro over BIO_ctrl; Swift cannot import it.
 static inline long hp_bio_mem_data(BIO *bio, char **out) {

@@ -10,6 +10,9 @@ struct ClientState: Codable, Equatable {
         var sha256: String
         var confirmed: Bool
         var launches: Int
+        /// The server's receipt for this patch and device (`X-Patch-Receipt`), put on every
+        /// report about it; nil in a state written before receipts, or from a server without.
+        var receipt: String?
     }
 
     /// The unconfirmed patch the last `beginLaunch()` returned, and its foreground time so far.

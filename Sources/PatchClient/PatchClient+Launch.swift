@@ -40,7 +40,7 @@ extension PatchClient {
             installed.launches += 1
             state.installed = installed
             state.launch = ClientState.Launch(number: installed.number, sha256: installed.sha256, foreground: 0, foregroundSince: now.timeIntervalSince1970)
-            record(.launched, patch: installed.number, now: now)
+            record(.launched, patch: installed.number, receipt: installed.receipt, now: now)
         }
         try? CacheFiles.saveState(state, to: configuration.stateURL)
         return reconcile(&state)
@@ -99,7 +99,7 @@ extension PatchClient {
             // Unconfirmed stays unconfirmed; the next confirm tries again.
             return false
         }
-        record(.confirmed, patch: number, now: now)
+        record(.confirmed, patch: number, receipt: installed.receipt, now: now)
         return true
     }
 
@@ -133,7 +133,7 @@ extension PatchClient {
             CacheFiles.remove(configuration.scriptURL)
             state.installed = nil
         }
-        record(.rolledBack, patch: bad.number, now: now)
+        record(.rolledBack, patch: bad.number, receipt: bad.receipt, now: now)
     }
 
     /// Brings state and files into agreement after a crash, and returns the installed

@@ -7,9 +7,11 @@ extension PatchClient {
     /// The events waiting to be sent, oldest first.
     public nonisolated var pendingReports: [ReportEvent] { reports.all }
 
-    nonisolated func record(_ type: ReportEvent.Kind, patch: Int?, reason: String? = nil, now: Date) {
+    /// `receipt`: the server's receipt for `patch`, which events about a patch need to count
+    /// (the caller has it: the state is locked where most events happen).
+    nonisolated func record(_ type: ReportEvent.Kind, patch: Int?, reason: String? = nil, receipt: String? = nil, now: Date) {
         guard configuration.reporting else { return }
-        reports.append(ReportEvent(type, configuration: configuration, patch: patch, reason: reason, at: now))
+        reports.append(ReportEvent(type, configuration: configuration, patch: patch, reason: reason, receipt: receipt, at: now))
     }
 
     nonisolated func record(failure error: PatchClientError, patch: Int?, now: Date) {
@@ -18,7 +20,8 @@ extension PatchClient {
     }
 
     /// One request with the oldest events. A 202 takes them; a 400 will never take them, so
-    /// they are dropped too; anything else (no answer, 429, 5xx) leaves them for the next sync.
+    /// they are dropped too; anything else (no answer, 429, a 503 from a full report queue,
+    /// 5xx) leaves them for the next sync.
     func sendReports() async {
         guard configuration.reporting else { return }
         let batch = reports.pending()

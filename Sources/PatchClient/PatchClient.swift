@@ -232,11 +232,11 @@ public actor PatchClient {
             return .unchanged(nil)
         }
         attempting = best.info.patch
-        let plaintext = try await download(info: best.info, file: best.file)
-        record(.downloaded, patch: best.info.patch, now: now)
-        let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0)
+        let (plaintext, receipt) = try await download(info: best.info, file: best.file)
+        record(.downloaded, patch: best.info.patch, receipt: receipt, now: now)
+        let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0, receipt: receipt)
         try install(plaintext, as: patch, now: now)
-        record(.installed, patch: patch.number, now: now)
+        record(.installed, patch: patch.number, receipt: receipt, now: now)
         return .updated(InstalledPatch(number: patch.number, path: configuration.scriptURL, sha256: patch.sha256, confirmed: false))
     }
 
@@ -256,12 +256,20 @@ public actor PatchClient {
         try CacheFiles.saveState(state, to: configuration.stateURL)
     }
 
-    /// Downloads under the sha256 name, checks length and hashes, decrypts, checks the signed plaintext digests.
-    private func download(info: PatchTargetInfo, file: TargetFile) async throws(PatchClientError) -> [UInt8] {
+    /// Downloads under the sha256 name, checks length and hashes, decrypts, checks the signed
+    /// plaintext digests. The request names the device, so the answer carries the patch's
+    /// receipt (`X-Patch-Receipt`), which this device's reports about the patch need to count.
+    private func download(info: PatchTargetInfo, file: TargetFile) async throws(PatchClientError) -> (plaintext: [UInt8], receipt: String?) {
         guard file.length <= configuration.maxBundleSize else { throw .tooLarge(what: info.path, limit: configuration.maxBundleSize) }
         guard let hash = file.hashes["sha256"] ?? file.hashes.values.sorted().first else { throw .malformedTarget(info.path) }
         let served: [UInt8]
-        do { served = try await updater.downloadTarget(file, path: info.path, servedAs: info.servedPath(hash: hash)) } catch {
+        let receipt: String?
+        do {
+            let answer = try await updater.downloadTarget(file, path: info.path, servedAs: info.servedPath(hash: hash),
+                                                          headers: ["X-Device-ID": configuration.deviceID])
+            served = answer.body
+            receipt = answer.head.headers["x-patch-receipt"].flatMap(ReportEvent.receipt)
+        } catch {
             throw Self.clientError(error)
         }
         var plaintext = served
@@ -277,7 +285,7 @@ public actor PatchClient {
         guard BundleDigests(of: plaintext) == info.plaintext else {
             throw .verification(.hashMismatch(what: "plaintext of \(info.path)", algorithm: "sha256/md5/length"))
         }
-        return plaintext
+        return (plaintext, receipt)
     }
 
     private nonisolated func remove(now: Date) throws(PatchClientError) {

@@ -166,6 +166,40 @@ enum Schema {
         events INTEGER NOT NULL,
         PRIMARY KEY(app, app_version, channel, patch, hour, event)
     ) WITHOUT ROWID;
+    -- Issue 20; additive. What a report must cost before it counts (ReportRules): devices
+    -- admitted to report, one row each per app (aged out after 30 days without a report);
+    -- the hourly budgets they and their events use, per app ('*'), network and block (kept
+    -- two hours); and the distinct blocks each patch's events came from (a guard's quorum).
+    CREATE TABLE IF NOT EXISTS report_senders(
+        app TEXT NOT NULL,
+        device TEXT NOT NULL,
+        last_hour TEXT NOT NULL,
+        PRIMARY KEY(app, device)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS report_senders_by_hour ON report_senders(last_hour);
+    CREATE TABLE IF NOT EXISTS report_budget(
+        app TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        hour TEXT NOT NULL,
+        used INTEGER NOT NULL,
+        PRIMARY KEY(app, kind, scope, hour)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS report_budget_by_hour ON report_budget(hour);
+    CREATE TABLE IF NOT EXISTS report_blocks(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        patch INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        block TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, channel, patch, event, block)
+    ) WITHOUT ROWID;
+    -- Secrets the service makes for itself (the report receipt key), never printed.
+    CREATE TABLE IF NOT EXISTS registry_secrets(
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
     -- Guards (`patchctl apps guard`): halt or revoke a patch whose rollback rate is too high.
     CREATE TABLE IF NOT EXISTS patch_guards(
         app TEXT NOT NULL REFERENCES apps(name),

@@ -18,12 +18,17 @@ import PatchServer
 let usage = """
     Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns N] [--max-conns-per-ip N] [--max-new-conns-per-ip N] [--header-timeout S]
-                  [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N] [--push-new-per-network N]
+                  [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
+                  [--report-devices-per-network N] [--report-devices-per-block N] [--report-devices-per-app N]
+                  [--report-events-per-network N] [--report-events-per-app N] [--guard-min-blocks N] [--report-queue N] [--push-new-per-network N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
     HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_MAX_NEW_CONNS_PER_IP,
     HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
-    HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX, HOTPATCH_PUSH_NEW_PER_NETWORK.
+    HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX, HOTPATCH_REPORT_DEVICES_PER_NETWORK,
+    HOTPATCH_REPORT_DEVICES_PER_BLOCK, HOTPATCH_REPORT_DEVICES_PER_APP, HOTPATCH_REPORT_EVENTS_PER_NETWORK,
+    HOTPATCH_REPORT_EVENTS_PER_APP, HOTPATCH_GUARD_MIN_BLOCKS, HOTPATCH_REPORT_QUEUE,
+    HOTPATCH_PUSH_NEW_PER_NETWORK.
     --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
     serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
@@ -43,6 +48,15 @@ let usage = """
                              uploads get 503 with Retry-After (default 67108864)
     --ipv6-prefix N          IPv6 clients are one client per network of N bits for the per-IP
                              limits (default 64)
+    Device reports (docs/SECURITY.md, "Device reports"): per app and hour, at most
+    --report-devices-per-network N  new reporting devices per /24 (IPv4) or /48 (IPv6) (default 20)
+    --report-devices-per-block N    new reporting devices per /16 or /32 (default 200)
+    --report-devices-per-app N      new reporting devices in all (default 20000)
+    --report-events-per-network N   events stored per /24 or /48 (default 1000)
+    --report-events-per-app N       events stored in all (default 100000)
+    --guard-min-blocks N     a guard trips on rollbacks, a staged rollout steps on installs, only
+                             from devices in at least N distinct /16 or /32 blocks (default 5)
+    --report-queue N         report events queued for counting; past it 503 (default 50000)
     --push-new-per-network N new device tokens per app an IPv4 /24 or IPv6 /48 may register per
                              hour; past it 429 (default 100; 0: no quota)
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
@@ -62,7 +76,14 @@ let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DAT
                        ("--max-conns-per-ip", "HOTPATCH_MAX_CONNS_PER_IP"), ("--max-new-conns-per-ip", "HOTPATCH_MAX_NEW_CONNS_PER_IP"),
                        ("--header-timeout", "HOTPATCH_HEADER_TIMEOUT"), ("--request-timeout", "HOTPATCH_REQUEST_TIMEOUT"),
                        ("--idle-timeout", "HOTPATCH_IDLE_TIMEOUT"), ("--body-budget", "HOTPATCH_BODY_BUDGET"),
-                       ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX"), ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK")]
+                       ("--ipv6-prefix", "HOTPATCH_IPV6_PREFIX"),
+                       ("--report-devices-per-network", "HOTPATCH_REPORT_DEVICES_PER_NETWORK"),
+                       ("--report-devices-per-block", "HOTPATCH_REPORT_DEVICES_PER_BLOCK"),
+                       ("--report-devices-per-app", "HOTPATCH_REPORT_DEVICES_PER_APP"),
+                       ("--report-events-per-network", "HOTPATCH_REPORT_EVENTS_PER_NETWORK"),
+                       ("--report-events-per-app", "HOTPATCH_REPORT_EVENTS_PER_APP"),
+                       ("--guard-min-blocks", "HOTPATCH_GUARD_MIN_BLOCKS"), ("--report-queue", "HOTPATCH_REPORT_QUEUE"),
+                       ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK")]
 for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
@@ -137,6 +158,15 @@ do {
 
 var serviceConfiguration = ServiceConfiguration()
 serviceConfiguration.ipv6Prefix = ipv6Prefix
+var reportRules = ReportRules()
+if let n = integer("--report-devices-per-network", in: 1...100_000_000) { reportRules.devicesPerNetwork = n }
+if let n = integer("--report-devices-per-block", in: 1...100_000_000) { reportRules.devicesPerBlock = n }
+if let n = integer("--report-devices-per-app", in: 1...100_000_000) { reportRules.devicesPerApp = n }
+if let n = integer("--report-events-per-network", in: 1...100_000_000) { reportRules.eventsPerNetwork = n }
+if let n = integer("--report-events-per-app", in: 1...100_000_000) { reportRules.eventsPerApp = n }
+if let n = integer("--guard-min-blocks", in: 1...100_000) { reportRules.minBlocks = n }
+serviceConfiguration.reportRules = reportRules
+if let n = integer("--report-queue", in: 1...10_000_000) { serviceConfiguration.reportQueueEvents = n }
 if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
 // Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
 // test-only HOTPATCH_APNS_URL.
@@ -174,5 +204,7 @@ while sigwait(&stopSignals, &received) != 0 {}
 writeLine("patchd: draining (signal \(received))")
 server.stop(drainTimeout: 10)
 upkeep.stop()
+// Reports answered 202 and still queued are counted before exit.
+service.settleReports()
 writeLine("patchd: stopped")
 exit(0)

@@ -65,6 +65,30 @@ struct ReportTests {
         #expect(entries == ["2.3", "metadata", "reports.json"])
     }
 
+    @Test("the bundle download names the device; the receipt it brings back rides on every event about the patch, across a restart; a malformed one is not kept")
+    func receipts() async throws {
+        let receipt = "0123456789abcdef0123456789abcdef"
+        let (_, mirror, client) = try Self.scene()
+        for path in mirror.targetPaths { mirror[path]?.headers.append(("X-Patch-Receipt", receipt)) }
+        let now = try #require(TUFTime.parse("2026-12-01T10:00:00Z"))
+        #expect(await client.sync(force: true, now: now).updatedNumber == 1)
+        #expect(mirror.targetRequests.map { $0.header("X-Device-ID") } == ["device-0001"])
+        let sent = try Self.events(try #require(mirror.posts.first))
+        #expect(sent.map { $0["type"]?.stringValue } == ["downloaded", "installed"])
+        #expect(sent.allSatisfy { $0["receipt"] == .string(receipt) })
+        // A launch and its confirmation, by a client started afresh over the same cache.
+        let restarted = PatchClient(configuration: client.configuration)
+        let launched = try #require(restarted.beginLaunch())
+        #expect(restarted.confirmLaunch(launched))
+        #expect(restarted.pendingReports.map(\.type) == [.launched, .confirmed])
+        #expect(restarted.pendingReports.allSatisfy { $0.receipt == receipt })
+
+        let (_, other, fresh) = try Self.scene()
+        for path in other.targetPaths { other[path]?.headers.append(("X-Patch-Receipt", "not a receipt, some text a server made up")) }
+        #expect(await fresh.sync(force: true).updatedNumber == 1)
+        #expect(try Self.events(try #require(other.posts.first)).allSatisfy { $0["receipt"] == nil })
+    }
+
     @Test("answered 503 or 429 the events stay queued (on disk, across a restart) and the resend carries the same IDs; a 400 drops them")
     func resendKeepsIDs() async throws {
         let (_, mirror, client) = try Self.scene(answer: CannedResponse(status: 503, headers: [], body: []))

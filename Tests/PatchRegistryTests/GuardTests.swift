@@ -12,7 +12,7 @@ func feed(_ t: TempRegistry, _ app: AppName, patch: Int = 1, devices: Range<Int>
         var events = [try event("i\(patch)", .installed, patch: patch)]
         if i - devices.lowerBound < rolledBack { events.append(try event("r\(patch)", .rolledBack, patch: patch)) }
         if confirmed { events.append(try event("c\(patch)", .confirmed, patch: patch)) }
-        touched.formUnion(try t.registry.ingestReports(app: app, deviceID: "device-\(i)", events: events).touched)
+        touched.formUnion(try t.registry.report(app: app, deviceID: "device-\(i)", events: events).touched)
     }
     return touched
 }
@@ -134,6 +134,6 @@ struct GuardTests {
         try t.registry.db.execute("DROP TABLE report_events; DROP TABLE report_devices; DROP TABLE report_counts; DROP TABLE report_hourly; DROP TABLE guard_trips; DROP TABLE patch_guards")
         let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.patches(app: app, appVersion: nil, activeOnly: false).count == 1)
-        #expect(try reopened.ingestReports(app: app, deviceID: "d", events: [try event("1", .installed)]).accepted == 1)
+        #expect(try reopened.report(app: app, deviceID: "d", events: [try event("1", .installed)]).accepted == 1)
     }
 }

@@ -10,6 +10,39 @@ func event(_ id: String, _ type: ReportEventType, _ version: String = "2.3", pat
     ReportEvent(id: id, type: type, appVersion: try AppVersion(version), channel: channel, patch: patch, reason: reason)
 }
 
+/// The network and block of a device's own, so tests of the counting rules are not limited
+/// by the per-network budgets (the budget tests give theirs).
+func ownOrigin(_ deviceID: String) -> ReportOrigin {
+    let h = Registry.deviceHash(deviceID)
+    return ReportOrigin(network: "net-\(h.prefix(12))", block: "block-\(h.prefix(12))")
+}
+
+extension Registry {
+    /// `events` with the receipt `deviceID` got with each patch (as PatchClient sends them).
+    func stamped(_ events: [ReportEvent], app: AppName, deviceID: String) throws -> [ReportEvent] {
+        let receipts = try reportReceipts()
+        return events.map { e in
+            guard e.type.needsReceipt, let patch = e.patch else { return e }
+            return ReportEvent(id: e.id, type: e.type, appVersion: e.appVersion, channel: e.channel, patch: patch, reason: e.reason,
+                               receipt: receipts.receipt(app: app.rawValue, appVersion: e.appVersion.rawValue, channel: e.channel.rawValue,
+                                                         patch: patch, deviceID: deviceID))
+        }
+    }
+
+    /// One device's report as patchd passes it on: events stamped with their receipts
+    /// (`stamped: false`: as sent without), from `origin` (default: the device's own network).
+    @discardableResult
+    func report(app: AppName, deviceID: String, events: [ReportEvent], stamped: Bool = true, origin: ReportOrigin? = nil,
+                rules: ReportRules = ReportRules(), now: Date = Date()) throws -> ReportOutcome {
+        let sent = stamped ? try self.stamped(events, app: app, deviceID: deviceID) : events
+        return try ingestReports(app: app, deviceID: deviceID, events: sent, origin: origin ?? ownOrigin(deviceID), rules: rules, now: now)
+    }
+
+    func deviceReport(_ app: AppName, _ deviceID: String, _ events: [ReportEvent]) throws -> DeviceReport {
+        DeviceReport(app: app, deviceID: deviceID, events: try stamped(events, app: app, deviceID: deviceID), origin: ownOrigin(deviceID))
+    }
+}
+
 @Suite("Device reports: counting rules")
 struct ReportTests {
     @Test("one device reporting the same event many times is one device; another device makes two")
@@ -17,8 +50,8 @@ struct ReportTests {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
-        for i in 0..<20 { _ = try t.registry.ingestReports(app: app, deviceID: "device-a", events: [try event("a\(i)", .installed)]) }
-        _ = try t.registry.ingestReports(app: app, deviceID: "device-b", events: [try event("b1", .installed), try event("b2", .confirmed)])
+        for i in 0..<20 { _ = try t.registry.report(app: app, deviceID: "device-a", events: [try event("a\(i)", .installed)]) }
+        _ = try t.registry.report(app: app, deviceID: "device-b", events: [try event("b1", .installed), try event("b2", .confirmed)])
         let figures = try #require(try t.registry.reportFigures(app: app).first)
         #expect(figures.count(.installed) == 2)
         #expect(figures.count(.confirmed) == 1)
@@ -34,11 +67,11 @@ struct ReportTests {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
-        let first = try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("x", .installed), try event("x", .installed)])
-        #expect(first.accepted == 1 && first.duplicates == 1 && first.dropped == 0)
-        let again = try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("x", .installed)])
+        let first = try t.registry.report(app: app, deviceID: "d1", events: [try event("x", .installed), try event("x", .installed)])
+        #expect(first.accepted == 1 && first.duplicates == 1 && first.droppedCount == 0)
+        let again = try t.registry.report(app: app, deviceID: "d1", events: [try event("x", .installed)])
         #expect(again.accepted == 0 && again.duplicates == 1)
-        let other = try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("x", .installed)])
+        let other = try t.registry.report(app: app, deviceID: "d2", events: [try event("x", .installed)])
         #expect(other.accepted == 1)
         #expect(try t.registry.reportHourly(app: app, hours: 1).first?.events[.installed] == 2)
     }
@@ -51,18 +84,18 @@ struct ReportTests {
         try t.publish(app, "2.3", "two()")
         _ = try t.registry.revoke(app: app, appVersion: try AppVersion("2.3"), number: 1, actor: t.actor)
         let staging = try ChannelName("staging")
-        let outcome = try t.registry.ingestReports(app: app, deviceID: "d1", events: [
+        let outcome = try t.registry.report(app: app, deviceID: "d1", events: [
             try event("1", .installed, "9.9"), try event("2", .installed, patch: 7), try event("3", .installed, channel: staging),
             try event("4", .syncFailed, "9.9", patch: nil, reason: "network"),
             try event("5", .rolledBack, patch: 1),
         ])
-        #expect(outcome.dropped == 4 && outcome.accepted == 1)
+        #expect(outcome.droppedCount == 4 && outcome.accepted == 1)
         let figures = try t.registry.reportFigures(app: app)
         #expect(figures.map(\.key.patch) == [1])
         #expect(figures.first?.count(.rolledBack) == 1)
         // A dropped event's id was not spent: once the patch exists it counts.
         try t.publish(app, "2.3", "three()")
-        #expect(try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("2", .installed, patch: 3)]).accepted == 1)
+        #expect(try t.registry.report(app: app, deviceID: "d1", events: [try event("2", .installed, patch: 3)]).accepted == 1)
     }
 
     @Test("refusals count per device overall and per reason; a sync failure may name no patch")
@@ -70,11 +103,11 @@ struct ReportTests {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
-        _ = try t.registry.ingestReports(app: app, deviceID: "d1", events: [
+        _ = try t.registry.report(app: app, deviceID: "d1", events: [
             try event("1", .refused, reason: "hashMismatch"), try event("2", .refused, reason: "signature"),
             try event("3", .syncFailed, patch: nil, reason: "network"),
         ])
-        _ = try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("1", .refused, reason: "hashMismatch")])
+        _ = try t.registry.report(app: app, deviceID: "d2", events: [try event("1", .refused, reason: "hashMismatch")])
         let figures = try t.registry.reportFigures(app: app)
         let patch = try #require(figures.first { $0.key.patch == 1 })
         #expect(patch.count(.refused) == 2, "d1 refused twice for two reasons: one device")
@@ -89,7 +122,7 @@ struct ReportTests {
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
         let id = "device-7f3a-secret-identifier"
-        _ = try t.registry.ingestReports(app: app, deviceID: id, events: [try event("1", .installed)])
+        _ = try t.registry.report(app: app, deviceID: id, events: [try event("1", .installed)])
         let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.reportFigures(app: app).first?.count(.installed) == 1)
         let rows = try reopened.db.query("SELECT device FROM report_devices") { $0.text(0) }
@@ -109,14 +142,14 @@ struct ReportTests {
         try t.publish(app, "2.3", "one()")
         try t.publish(other, "2.3", "one()")
         let outcomes = try t.registry.ingestReports([
-            DeviceReport(app: app, deviceID: "d1", events: [try event("1", .installed)]),
-            DeviceReport(app: app, deviceID: "d1", events: [try event("1", .installed)]),
-            DeviceReport(app: other, deviceID: "d1", events: [try event("1", .installed)]),
-            DeviceReport(app: try AppName("gone"), deviceID: "d1", events: [try event("1", .installed)]),
+            try t.registry.deviceReport(app, "d1", [try event("1", .installed)]),
+            try t.registry.deviceReport(app, "d1", [try event("1", .installed)]),
+            try t.registry.deviceReport(other, "d1", [try event("1", .installed)]),
+            try t.registry.deviceReport(try AppName("gone"), "d1", [try event("1", .installed)]),
         ])
         #expect(outcomes.map(\.accepted) == [1, 0, 1, 0])
         #expect(outcomes.map(\.duplicates) == [0, 1, 0, 0])
-        #expect(outcomes.map(\.dropped) == [0, 0, 0, 1])
+        #expect(outcomes.map(\.droppedCount) == [0, 0, 0, 1])
     }
 
     @Test("pruning forgets old event ids (a resend after that counts again) and never touches the counts")
@@ -125,12 +158,12 @@ struct ReportTests {
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
         let then = Date(timeIntervalSince1970: 1_800_000_000)
-        _ = try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("old", .installed)], now: then)
-        _ = try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("new", .installed)], now: then.addingTimeInterval(8 * 86_400))
+        _ = try t.registry.report(app: app, deviceID: "d1", events: [try event("old", .installed)], now: then)
+        _ = try t.registry.report(app: app, deviceID: "d2", events: [try event("new", .installed)], now: then.addingTimeInterval(8 * 86_400))
         #expect(try t.registry.pruneReportEvents(before: then.addingTimeInterval(7 * 86_400)) == 1)
         #expect(try t.registry.reportFigures(app: app).first?.count(.installed) == 2)
-        #expect(try t.registry.ingestReports(app: app, deviceID: "d2", events: [try event("new", .installed)]).duplicates == 1)
-        #expect(try t.registry.ingestReports(app: app, deviceID: "d1", events: [try event("old", .installed)]).accepted == 1)
+        #expect(try t.registry.report(app: app, deviceID: "d2", events: [try event("new", .installed)]).duplicates == 1)
+        #expect(try t.registry.report(app: app, deviceID: "d1", events: [try event("old", .installed)]).accepted == 1)
         #expect(try t.registry.reportFigures(app: app).first?.count(.installed) == 2, "still one device each")
     }
 

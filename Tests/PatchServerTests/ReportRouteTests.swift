@@ -6,35 +6,65 @@ import Testing
 import HotpatchTestSupport
 
 extension ServiceFixture {
-    /// `POST /v1/apps/{app}/reports` as a device sends it.
-    func report(_ body: String, device: String? = "device-1", app: String = "demo", from ip: String = "127.0.0.1",
+    /// `POST /v1/apps/{app}/reports` as a device sends it, from `ip` (each simulated device
+    /// its own /16 unless a test says otherwise: the per-network budgets are tested apart).
+    func report(_ body: String, device: String? = "device-1", app: String = "demo", from ip: String? = nil,
                 headers extra: [(String, String)] = []) -> HTTPResponse {
         var fields: [(String, String)] = [("Content-Type", "application/json")] + extra
         if let device { fields.append(("X-Device-ID", device)) }
-        return service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/\(app)/reports", fields: fields, body: Array(body.utf8), remoteAddress: ip))
+        return service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/\(app)/reports", fields: fields, body: Array(body.utf8),
+                                               remoteAddress: ip ?? ServiceFixture.address(of: device ?? "")))
+    }
+
+    /// An address in a /16 of the device's own.
+    static func address(of device: String) -> String {
+        let h = Digest.sha256(Array(device.utf8))
+        return "10.\(h[0]).\(h[1]).1"
     }
 
     func events(_ items: [String]) -> String { "{\"events\": [" + items.joined(separator: ",") + "]}" }
 
-    func installed(_ id: String, patch: Int = 1, type: String = "installed") -> String {
-        "{\"id\": \"\(id)\", \"type\": \"\(type)\", \"appVersion\": \"2.3\", \"patch\": \(patch), \"at\": \"2026-12-01T10:00:00Z\"}"
+    /// One event about patch `patch` of 2.3, with the receipt `device` got with the patch
+    /// (nil: none, as a forger without a download sends it).
+    func installed(_ id: String, patch: Int = 1, type: String = "installed", device: String? = "device-1") -> String {
+        let receipt = device.map { ", \"receipt\": \"\(service.receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: patch, deviceID: $0))\"" } ?? ""
+        return "{\"id\": \"\(id)\", \"type\": \"\(type)\", \"appVersion\": \"2.3\", \"patch\": \(patch), \"at\": \"2026-12-01T10:00:00Z\"\(receipt)}"
+    }
+
+    /// What the report worker counted so far, once it is idle.
+    func tally() -> (accepted: Int, duplicates: Int, dropped: [ReportDrop: Int]) {
+        service.settleReports()
+        let t = service.reportTally
+        return (t.accepted.load, t.duplicates.load, t.dropped.mapValues(\.load).filter { $0.value > 0 })
+    }
+
+    func stats() throws -> JSON {
+        service.settleReports()
+        return try json(get("/v1/apps/demo/stats", headers: ["Authorization": "Bearer \(auditorToken)"]))
     }
 }
 
 @Suite("POST /v1/apps/{app}/reports, GET /v1/apps/{app}/stats, the guard routes")
 struct ReportRouteTests {
-    @Test("202 with accepted, duplicates and dropped; a resend counts once; unknown patches and invalid events are dropped")
+    @Test("202 {queued} at once, counted by the worker: a resend counts once; unknown patches, invalid events and events without their receipt are dropped")
     func counts() throws {
         let f = try ServiceFixture()
         f.publish("one()")
-        let body = f.events([f.installed("a"), f.installed("b", patch: 9), "{\"id\": \"bad id\"}", "7"])
+        let body = f.events([f.installed("a"), f.installed("b", patch: 9), "{\"id\": \"bad id\"}", "7", f.installed("c", device: nil),
+                             f.installed("d", device: "someone-else")])
         let first = f.report(body)
         #expect(first.status == 202)
-        #expect(try f.json(first) == ["accepted": 1, "duplicates": 0, "dropped": 3])
-        #expect(try f.json(f.report(body)) == ["accepted": 0, "duplicates": 1, "dropped": 3])
-        let stats = try f.json(f.get("/v1/apps/demo/stats", headers: ["Authorization": "Bearer \(f.auditorToken)"]))
+        #expect(try f.json(first) == ["queued": 4], "the two malformed events are not queued")
+        #expect(f.report(body).status == 202)
+        let tally = f.tally()
+        #expect(tally.accepted == 1 && tally.duplicates == 1)
+        #expect(tally.dropped == [.invalid: 2 * 3, .receipt: 2 * 2], "twice: two malformed, one of patch 9; two without a valid receipt")
+        let stats = try f.stats()
         #expect(stats["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 1)
         #expect(stats["hourly"]?.arrayValue?.first?["events"]?["installed"]?.intValue == 1)
+        let metrics = String(decoding: f.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"hotpatch_report_events_total{outcome="dropped",reason="receipt"} 4"#))
+        #expect(metrics.contains(#"hotpatch_report_events_total{outcome="accepted"} 1"#))
     }
 
     @Test("400 without X-Device-ID, with two, for a body that is not JSON, has no events, none or more than 100; nothing counted")
@@ -47,31 +77,67 @@ struct ReportRouteTests {
         #expect(f.report("{\"reports\": []}").status == 400)
         #expect(f.report(f.events([])).status == 400)
         #expect(f.report(f.events((0...100).map { f.installed("e\($0)") })).status == 400)
-        #expect(try f.json(f.report(f.events((0..<100).map { f.installed("e\($0)") })))["accepted"] == 100, "100 events is the limit, not over it")
-        let stats = try f.json(f.get("/v1/apps/demo/stats", headers: ["Authorization": "Bearer \(f.auditorToken)"]))
+        #expect(try f.json(f.report(f.events((0..<100).map { f.installed("e\($0)") })))["queued"] == 100, "100 events is the limit, not over it")
+        let stats = try f.stats()
         #expect(stats["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 1, "one device, however many events")
         #expect(stats["hourly"]?.arrayValue?.first?["events"]?["installed"]?.intValue == 100, "only the accepted batch counted")
         #expect(f.report(f.events([f.installed("a")]), app: "nope").status == 404)
     }
 
-    @Test("concurrent reports are counted in groups, each request answered with its own outcome")
+    @Test("concurrent reports are all queued and counted, each device once")
     func concurrent() throws {
         let f = try ServiceFixture()
         f.publish("one()")
-        let answers = Locked<[Int: JSON]>([:])
-        let service = f.service
+        let statuses = Locked<[Int]>([])
         // Each device sends its event twice in one request: 1 accepted, 1 duplicate.
-        let body = Array(f.events([f.installed("e"), f.installed("e"), f.installed("x", patch: 5)]).utf8)
-        DispatchQueue.concurrentPerform(iterations: 32) { i in
-            let response = service.respond(to: HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", "device-\(i)")], body: body))
-            let json = (try? JSONParser.parse(response.body)) ?? .null
-            answers.withLock { $0[i] = response.status == 202 ? json : .int(Int64(response.status)) }
+        let requests = (0..<32).map { i in
+            let device = "device-\(i)"
+            let body = f.events([f.installed("e", device: device), f.installed("e", device: device), f.installed("x", patch: 5, device: device)])
+            return HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", device)], body: Array(body.utf8),
+                               remoteAddress: ServiceFixture.address(of: device))
         }
-        let all = answers.withLock { $0 }
-        #expect(all.count == 32)
-        #expect(all.values.allSatisfy { $0 == ["accepted": 1, "duplicates": 1, "dropped": 1] })
-        let stats = try f.json(f.get("/v1/apps/demo/stats", headers: ["Authorization": "Bearer \(f.auditorToken)"]))
-        #expect(stats["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
+        let service = f.service
+        DispatchQueue.concurrentPerform(iterations: 32) { i in
+            let status = service.respond(to: requests[i]).status
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.withLock { $0 } == Array(repeating: 202, count: 32))
+        let tally = f.tally()
+        #expect(tally.accepted == 32 && tally.duplicates == 32 && tally.dropped == [.invalid: 32])
+        #expect(try f.stats()["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
+    }
+
+    @Test("past the queue's capacity a report is refused with 503 and Retry-After, and counted in /metrics; nothing of it is counted")
+    func queueFull() throws {
+        let f = try ServiceFixture(reportQueueEvents: 150)
+        f.publish("one()")
+        // Hold the registry lock so the worker cannot drain while the queue fills.
+        let answers: [HTTPResponse] = f.service.registry.withLock { _ in
+            (0..<3).map { n in f.report(f.events((0..<60).map { f.installed("e\(n)-\($0)", device: "d\(n)") }), device: "d\(n)") }
+        }
+        #expect(answers.map(\.status) == [202, 202, 503])
+        #expect(answers[2].header("Retry-After") == "30")
+        #expect(try f.json(answers[2])["error"]?["code"] == "busy")
+        #expect(f.tally().accepted == 120)
+        #expect(String(decoding: f.get("/metrics").body, as: UTF8.self).contains("hotpatch_reports_refused_total 1\n"))
+        #expect(f.report(f.events([f.installed("late", device: "d2")]), device: "d2").status == 202, "room again once counted")
+    }
+
+    @Test("a bundle fetched with X-Device-ID carries that device's receipt and may not be kept by a shared cache; without one it is the prepared public answer")
+    func receiptsServed() throws {
+        let f = try ServiceFixture()
+        f.publish("one()")
+        let check = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-1"])
+        let expected = f.service.receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "phone-1")
+        #expect(check.status == 200 && check.header("X-Patch-Receipt") == expected && expected.count == 32)
+        let sha = try #require(check.header("X-Patch-SHA256"))
+        let target = f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js", headers: ["X-Device-ID": "phone-1"])
+        #expect(target.status == 200 && target.header("X-Patch-Receipt") == expected)
+        #expect(target.header("Cache-Control") == "private, max-age=31536000, immutable" && target.header("Vary") == "X-Device-ID")
+        let anonymous = f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js")
+        #expect(anonymous.header("X-Patch-Receipt") == nil && anonymous.header("Cache-Control") == "public, max-age=31536000, immutable")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-2"]).header("X-Patch-Receipt") != expected,
+                "each device its own receipt")
     }
 
     @Test("a guard set after the figures passed it acts in the upkeep pass, without waiting for another report")
@@ -79,10 +145,12 @@ struct ReportRouteTests {
         let f = try ServiceFixture()
         f.publish("one()")
         for i in 0..<60 {
-            var items = [f.installed("i")]
-            if i < 10 { items.append(f.installed("r", type: "rolledBack")) }
-            _ = f.report(f.events(items), device: "device-\(i)")
+            let device = "device-\(i)"
+            var items = [f.installed("i", device: device)]
+            if i < 10 { items.append(f.installed("r", type: "rolledBack", device: device)) }
+            _ = f.report(f.events(items), device: device)
         }
+        f.service.settleReports()
         let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory, create: false)
         try registry.setGuard(app: try AppName("demo"), maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: Actor("ops"))
         f.service.reloadChanged()
@@ -102,7 +170,8 @@ struct ReportRouteTests {
         #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 409, "no guard yet")
         _ = f.service.respond(to: HTTPRequest(method: "PUT", path: "/v1/apps/demo/guard", headers: publisher, body: Array(#"{"maxRollbackRatePpm": 20000, "minDevices": 50}"#.utf8)))
         #expect(f.service.respond(to: HTTPRequest(method: "PUT", path: path, headers: publisher, body: schedule)).status == 200)
-        for i in 0..<400 { _ = f.report(f.events([f.installed("i")]), device: "device-\(i)") }
+        for i in 0..<400 { _ = f.report(f.events([f.installed("i", device: "device-\(i)")]), device: "device-\(i)") }
+        f.service.settleReports()
         f.service.reportUpkeep()
         let stats = try f.json(f.get("/v1/apps/demo/stats", headers: publisher))
         #expect(stats["schedules"]?.arrayValue?.first?["steps"] == [100], "not due yet")
@@ -146,13 +215,17 @@ struct ReportRouteTests {
         let put = f.service.respond(to: HTTPRequest(method: "PUT", path: "/v1/apps/demo/guard", headers: publisher, body: body))
         #expect(put.status == 200)
         #expect(try f.json(put)["changed"] == true && f.json(put)["action"] == "halt")
+        // One report at a time, each counted before the next, so the trip's figures are the
+        // 50th device's whatever the worker's grouping.
         for i in 0..<60 {
-            var items = [f.installed("i")]
-            if i < 10 { items.append(f.installed("r", type: "rolledBack")) }
-            #expect(f.report(f.events(items), device: "device-\(i)").status == 202)
+            let device = "device-\(i)"
+            var items = [f.installed("i", device: device)]
+            if i < 10 { items.append(f.installed("r", type: "rolledBack", device: device)) }
+            #expect(f.report(f.events(items), device: device).status == 202)
+            f.service.settleReports()
         }
         let check = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "fresh"])
-        #expect(check.status == 204, "the halted patch is served to no device")
+        #expect(check.status == 204, "the halted patch is served to no device that does not run it")
         let stats = try f.json(f.get("/v1/apps/demo/stats", headers: publisher))
         // It trips at the 50th device: 10 of 50 rolled back, lower bound 11.2 % > 2 %.
         #expect(stats["trips"]?.arrayValue?.first?["lowerBoundPpm"] == 112_438 && stats["trips"]?.arrayValue?.first?["installed"] == 50)

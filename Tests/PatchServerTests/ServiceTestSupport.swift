@@ -17,7 +17,8 @@ final class ServiceFixture {
     let clock: FakeClock
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
-         maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, pushNewPerNetwork: Int = 0) throws {
+         maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
+         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -35,6 +36,8 @@ final class ServiceFixture {
         var configuration = ServiceConfiguration()
         configuration.trustedProxies = trustedProxies
         configuration.maxPushDevicesPerApp = maxPushDevices
+        configuration.reportRules = reportRules
+        configuration.reportQueueEvents = reportQueueEvents
         configuration.pushNewTokensPerNetworkPerHour = pushNewPerNetwork
         service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
                                    ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), pushQuota: IPRateLimiter(clock: { Double(clock.seconds) }),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from hotpatch_testing import REPO_ROOT, Workspace
-from patchd_support import Patchd, request
+from patchd_support import Patchd, poll, request
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (Tests/interop/requirements.txt)")
 from selenium.common.exceptions import TimeoutException  # noqa: E402
@@ -58,12 +58,19 @@ def site(tmp_path_factory):
     auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
     publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
     server = Patchd(ws)
+    # Each device downloads patch 2 (its receipt, which its reports need to count), then reports.
+    sha = next(p["sha256"] for p in ws.json("list", "--app", "demo") if p["patch"] == 2)
     for i in range(12):
-        events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "2.3", "channel": "production", "patch": 2}
+        got = request(server.url, f"/v1/apps/demo/targets/2.3/2/{sha}.main.js", headers={"X-Device-ID": f"device-{i}"})
+        assert got.status == 200, got.body
+        events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "2.3", "channel": "production", "patch": 2,
+                   "receipt": got.headers["X-Patch-Receipt"]}
                   for kind in (["downloaded", "installed", "confirmed"] if i < 10 else ["downloaded", "installed", "rolledBack"])]
         resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=json.dumps({"events": events}).encode(),
                        headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"})
         assert resp.status == 202, resp.body
+    # Counted off the request path: wait for all 36 events.
+    poll(lambda: 'hotpatch_report_events_total{outcome="accepted"} 36' in request(server.url, "/metrics").body.decode(), timeout=10)
     yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second}
     server.stop()
 

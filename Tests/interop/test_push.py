@@ -161,16 +161,21 @@ def test_a_guards_halt_is_pushed_by_patchd(ws, apns):
     ws.publish("demo", "2.3", "fix(1)")
     ws.publish("demo", "2.4", "other(1)")
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
-    server = Patchd(ws, env=standin.env)
+    # 127.0.0.1 is trusted as a proxy so each device reports from a /16 of its own: a guard
+    # needs rollbacks from 5 blocks (ReportRules).
+    server = Patchd(ws, env=standin.env, args=["--trusted-proxy", "127.0.0.1"])
     try:
         assert register(server, token(1)) == 201
         assert register(server, token(2), version="2.4") == 201
+        sha = ws.json("list", "--app", "demo")[0]["sha256"]
         for i in range(10):
+            where = {"X-Device-ID": f"device-{i}", "X-Forwarded-For": f"10.{i}.0.1"}
+            got = request(server.url, f"/v1/apps/demo/targets/2.3/1/{sha}.main.js", headers=where)
             events = [{"id": f"e{i}-{kind}", "type": kind, "appVersion": "2.3", "channel": "production", "patch": 1,
-                       "at": "2026-12-01T10:00:00Z"} for kind in ("installed", "rolledBack")]
+                       "at": "2026-12-01T10:00:00Z", "receipt": got.headers["X-Patch-Receipt"]} for kind in ("installed", "rolledBack")]
             body = json.dumps({"events": events}).encode()
             assert request(server.url, "/v1/apps/demo/reports", method="POST", body=body,
-                           headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"}).status == 202
+                           headers={**where, "Content-Type": "application/json"}).status == 202
         assert poll(lambda: len(standin.accepted) == 1, timeout=10), f"no push: {server.stderr()}"
         _, _, payload = standin.accepted[0]
         assert payload["hotpatch"]["version"] == "2.3"

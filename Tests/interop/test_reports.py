@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 from hotpatch_testing import Workspace
-from patchd_support import Patchd, remote, request, token_file
+from patchd_support import Patchd, error_json, poll, remote, request, token_file
 
 Z95 = 1.959963984540054
 
@@ -27,20 +27,79 @@ def wilson_lower(k, n):
 
 # Hundreds of simulated devices post from 127.0.0.1 in a second or two, each on a new
 # connection: past patchd's new-connection rate per address (50 a second, bursting to 250),
-# which exists to stop exactly that from one address. Tests of the guards' arithmetic lift it.
-MANY_DEVICES = ["--max-new-conns-per-ip", "0"]
+# which exists to stop exactly that from one address. Tests of the guards' arithmetic lift it,
+# and trust 127.0.0.1 as a proxy, so each simulated device can say (X-Forwarded-For) which
+# network it reports from: reports count per /24 network and /16 block (ReportRules).
+MANY_DEVICES = ["--max-new-conns-per-ip", "0", "--trusted-proxy", "127.0.0.1"]
 
 
-def post(server, device, events, app="demo"):
+def own_address(i):
+    """A simulated device's address, in a /16 block of its own."""
+    return f"{10 + i // 250}.{i % 250}.0.1"
+
+
+def receipt(server, device, patch=1, version="2.3", address=None):
+    """What a device gets with the bundle it downloads: X-Patch-Receipt for this device and
+    patch, which its reports about the patch need to count (a download per forged device)."""
+    path = TARGETS[(version, patch)]
+    headers = {"X-Device-ID": device}
+    if address:
+        headers["X-Forwarded-For"] = address
+    resp = request(server.url, f"/v1/apps/demo/targets/{path}", headers=headers)
+    assert resp.status == 200, resp.body
+    value = resp.headers.get("X-Patch-Receipt")
+    assert value and len(value) == 32
+    return value
+
+
+TARGETS = {}
+
+
+def learn_targets(ws):
+    """Served paths of every patch of the demo app, from the signed targets metadata."""
+    TARGETS.clear()
+    for p in ws.json("list", "--app", "demo"):
+        TARGETS[(p["appVersion"], p["patch"])] = f'{p["appVersion"]}/{p["patch"]}/{p["sha256"]}.main.js'
+
+
+def post(server, device, events, app="demo", address=None):
     body = json.dumps({"events": events}).encode()
-    resp = request(server.url, f"/v1/apps/{app}/reports", method="POST", body=body,
-                   headers={"X-Device-ID": device, "Content-Type": "application/json"})
+    headers = {"X-Device-ID": device, "Content-Type": "application/json"}
+    if address:
+        headers["X-Forwarded-For"] = address
+    resp = request(server.url, f"/v1/apps/{app}/reports", method="POST", body=body, headers=headers)
     return resp.status, (json.loads(resp.body) if resp.body else None)
 
 
-def ev(kind, patch=1, version="2.3", **extra):
-    return {"id": str(uuid.uuid4()), "type": kind, "appVersion": version, "channel": "production", "patch": patch,
-            "at": "2026-12-01T10:00:00Z", **extra}
+def ev(kind, patch=1, version="2.3", receipt=None, **extra):
+    event = {"id": str(uuid.uuid4()), "type": kind, "appVersion": version, "channel": "production", "patch": patch,
+             "at": "2026-12-01T10:00:00Z", **extra}
+    if receipt:
+        event["receipt"] = receipt
+    return event
+
+
+def device(server, name, kinds, patch=1, address=None, got=None):
+    """One simulated device: downloads the patch (its receipt; `got`: it did so before), then
+    reports `kinds` about it."""
+    r = got or receipt(server, name, patch, address=address)
+    status, body = post(server, name, [ev(k, patch, receipt=r) for k in kinds], address=address)
+    assert status == 202 and body == {"queued": len(kinds)}, (status, body)
+
+
+def counted(server, outcome="accepted", reason=None):
+    """hotpatch_report_events_total for one outcome, from /metrics."""
+    label = f'outcome="{outcome}"' + (f',reason="{reason}"' if reason else "")
+    for line in request(server.url, "/metrics").body.decode().splitlines():
+        if line.startswith("hotpatch_report_events_total{" + label + "}"):
+            return int(line.rsplit(" ", 1)[1])
+    return 0
+
+
+def settled(server, accepted):
+    """Waits until the report worker has counted `accepted` events (it counts off the request path)."""
+    poll(lambda: counted(server) >= accepted, timeout=10)
+    assert counted(server) == accepted
 
 
 @pytest.fixture
@@ -49,6 +108,7 @@ def ws(tmp_path):
     w.create_app("demo")
     w.ok("apps", "throttle", "demo", "--ip-rate", "off")  # every simulated device shares 127.0.0.1
     w.publish("demo", "2.3", "fix(1)", rollout="50")
+    learn_targets(w)
     return w
 
 
@@ -59,33 +119,36 @@ def stats(ws, server, auditor):
 
 
 def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
-    server = start(ws)
+    server = start(ws, MANY_DEVICES)
     publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
     auditor = token_file(ws, ws.token("--all", "--role", "auditor", "--name", "ops"), "ops.token")
     set_guard = remote(ws, server, publisher, "apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50", "--json")
     assert set_guard.rc == 0, set_guard.stderr
     assert json.loads(set_guard.stdout)["guard"]["maxRollbackRatePpm"] == 20000
 
-    # Devices install; every fifth rolls back. Python decides when the guard must trip.
+    # Devices install, each from its own /16; every fifth rolls back. Python decides from when
+    # the guard may trip (the worker counts in groups, so it trips at a group's end).
     installed = rolled_back = 0
-    expected = None
+    first = None
+    # Every device downloaded the patch before the first report (a halted patch is no longer served).
+    got = [receipt(server, f"sim-device-{i}", address=own_address(i)) for i in range(121)]
     for i in range(120):
-        events = [ev("downloaded"), ev("installed")]
+        kinds = ["downloaded", "installed"]
         installed += 1
         if i % 5 == 0:
-            events.append(ev("rolledBack"))
+            kinds.append("rolledBack")
             rolled_back += 1
         else:
-            events.append(ev("confirmed"))
-        status, body = post(server, f"sim-device-{i}", events)
-        assert status == 202 and body == {"accepted": 3, "duplicates": 0, "dropped": 0}
-        if expected is None and installed >= 50 and wilson_lower(rolled_back, installed) > 0.02:
-            expected = (installed, rolled_back, round(wilson_lower(rolled_back, installed) * 1e6))
-    assert expected is not None
+            kinds.append("confirmed")
+        device(server, f"sim-device-{i}", kinds, address=own_address(i), got=got[i])
+        if first is None and installed >= 50 and wilson_lower(rolled_back, installed) > 0.02:
+            first = installed
+    assert first is not None
+    settled(server, 360)
 
     reports = stats(ws, server, auditor)
     (trip,) = reports["trips"]
-    assert (trip["installed"], trip["rolledBack"], trip["lowerBoundPpm"]) == expected
+    assert trip["installed"] >= first and trip["lowerBoundPpm"] == round(wilson_lower(trip["rolledBack"], trip["installed"]) * 1e6)
     assert trip["action"] == "halt" and trip["thresholdPpm"] == 20000
     figures = next(p for p in reports["patches"] if p["patch"] == 1)
     assert figures["devices"]["installed"] == 120 and figures["devices"]["rolledBack"] == 24
@@ -94,7 +157,7 @@ def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
     event = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] == "guard.halt"]
     assert len(event) == 1 and event[0]["actor"] == "patchd guard"
     details = event[0]["details"]
-    assert (details["installed"], details["rolledBack"], details["lowerBoundPpm"]) == expected
+    assert (details["installed"], details["rolledBack"], details["lowerBoundPpm"]) == (trip["installed"], trip["rolledBack"], trip["lowerBoundPpm"])
     assert details["thresholdPpm"] == 20000
 
     # Halted everywhere: the listing, the check, status.
@@ -111,14 +174,17 @@ def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
 
     # Resumed by hand, it stays resumed: the guard acted once.
     assert remote(ws, server, publisher, "rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--percent", "50").rc == 0
-    assert post(server, "sim-device-late", [ev("installed"), ev("rolledBack")])[0] == 202
+    device(server, "sim-device-120", ["installed", "rolledBack"], address=own_address(120), got=got[120])
+    settled(server, 362)
     assert ws.json("list", "--app", "demo")[0]["rollout"] == 50
 
 
 def test_counts_survive_a_restart(ws, start):
     server = start(ws)
     for i in range(7):
-        assert post(server, f"d{i}", [ev("installed"), ev("refused", reason="hashMismatch")])[0] == 202
+        r = receipt(server, f"d{i}")
+        assert post(server, f"d{i}", [ev("installed", receipt=r), ev("refused", reason="hashMismatch")])[0] == 202
+    settled(server, 14)
     before = ws.json("status", "--app", "demo")["apps"][0]["reports"]
     code, hung = server.stop()
     assert code == 0 and not hung
@@ -129,37 +195,55 @@ def test_counts_survive_a_restart(ws, start):
         assert after == before
         figures = after["patches"][0]
         assert figures["devices"]["installed"] == 7 and figures["reasons"]["refused"] == {"hashMismatch": 7}
-        # A resend after the restart is still a duplicate.
-        event = ev("installed")
-        assert post(again, "d0", [event])[1]["accepted"] == 1
-        assert post(again, "d0", [event])[1] == {"accepted": 0, "duplicates": 1, "dropped": 0}
+        # A resend after the restart is still a duplicate; the receipt from before the restart still holds.
+        event = ev("installed", receipt=receipt(again, "d0"))
+        assert post(again, "d0", [event])[1] == {"queued": 1}
+        assert post(again, "d0", [event])[1] == {"queued": 1}
+        poll(lambda: counted(again, "duplicate") == 1, timeout=10)
+        assert counted(again) == 1
     finally:
         again.stop()
 
 
-def test_forged_reports_can_halt_but_never_advance(ws, start):
-    """A flood of fake confirmations from many device IDs changes nothing; the rollout only
-    ever moves down, and only through a guard someone set."""
+def test_forged_reports_from_few_networks_cannot_halt_and_a_real_spread_does(ws, start):
+    """A default guard (2 %, 50 devices): 300 forged devices that each downloaded the patch
+    (so their receipts are valid) and rolled it back, from one address, then from 100 addresses
+    of one /16, do not halt it; 60 devices spread over 60 blocks, 12 rolling back, do. Forged
+    confirmations never advance anything."""
     ws.publish("demo", "2.3", "fix(2)", rollout="5")
+    learn_targets(ws)
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50")
     server = start(ws, MANY_DEVICES)
     before = ws.json("status", "--app", "demo")["apps"][0]["metadata"]
     for i in range(300):
-        status, body = post(server, f"forged-{i}", [ev("downloaded", 2), ev("installed", 2), ev("launched", 2), ev("confirmed", 2)])
-        assert status == 202 and body["accepted"] == 4
+        device(server, f"forged-{i}", ["downloaded", "installed", "launched", "confirmed"], patch=2, address="198.51.100.7")
+    for i in range(300):
+        device(server, f"forged-one-address-{i}", ["installed", "rolledBack"], patch=2, address="198.51.100.7")
+    for i in range(300):
+        device(server, f"forged-one-block-{i}", ["installed", "rolledBack"], patch=2, address=f"203.0.{i % 100}.9")
+    poll(lambda: counted(server) + counted(server, "dropped", "devices") == 300 * 4 + 600 * 2, timeout=20)
     assert [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 5]
     assert ws.json("status", "--app", "demo")["apps"][0]["metadata"] == before, "nothing was re-signed"
     assert not [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"].startswith("guard.") and e["action"] != "guard.set"]
-    # Fake rollbacks can halt (the safe direction), and only the patch they name.
+    figures = next(p for p in ws.json("status", "--app", "demo")["apps"][0]["reports"]["patches"] if p["patch"] == 2)
+    assert figures["devices"]["installed"] == 20 + 200, "20 devices an hour from one network, 200 from one block"
+    assert counted(server, "dropped", "devices") > 0
+
+    phones = [receipt(server, f"phone-{i}", 2, address=own_address(i)) for i in range(60)]
     for i in range(60):
-        post(server, f"forged-{i}", [ev("rolledBack", 2)])
-    assert [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 0]
+        device(server, f"phone-{i}", ["installed"] + (["rolledBack"] if i < 12 else ["confirmed"]), patch=2, address=own_address(i), got=phones[i])
+    poll(lambda: [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 0], timeout=20)
+    (trip,) = ws.json("status", "--app", "demo")["apps"][0]["reports"]["trips"]
+    assert trip["patch"] == 2 and trip["rolledBack"] >= 12
 
 
 def test_the_endpoint_is_bounded_like_the_check_path(ws, start):
     server = start(ws)
-    status, body = post(server, "d1", [ev("installed", 9), ev("installed", version="9.9"), {"id": "x"}, ev("installed")])
-    assert status == 202 and body == {"accepted": 1, "duplicates": 0, "dropped": 3}
+    r = receipt(server, "d1")
+    status, body = post(server, "d1", [ev("installed", 9), ev("installed", version="9.9"), {"id": "x"}, ev("installed", receipt=r),
+                                       ev("installed")])
+    assert status == 202 and body == {"queued": 4}
+    poll(lambda: counted(server) == 1 and counted(server, "dropped", "receipt") == 1 and counted(server, "dropped", "invalid") == 3, timeout=10)
     too_big = json.dumps({"events": [ev("installed")], "pad": "x" * (64 << 10)}).encode()
     resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=too_big, headers={"X-Device-ID": "d1"})
     assert resp.status == 413
@@ -173,6 +257,16 @@ def test_the_endpoint_is_bounded_like_the_check_path(ws, start):
         assert codes == [202, 202, 202, 429]
     finally:
         limited.stop()
+    # A queue of 2 events: a report of 3 can never fit, and is refused with 503 + Retry-After.
+    ws.ok("apps", "throttle", "demo", "--ip-rate", "off")
+    small = Patchd(ws, args=["--report-queue", "2"])
+    try:
+        body = json.dumps({"events": [ev("launched"), ev("launched"), ev("launched")]}).encode()
+        resp = request(small.url, "/v1/apps/demo/reports", method="POST", body=body, headers={"X-Device-ID": "d1"})
+        assert resp.status == 503 and resp.headers["Retry-After"] == "30" and error_json(resp)["code"] == "busy"
+        assert "hotpatch_reports_refused_total 1\n" in request(small.url, "/metrics").body.decode()
+    finally:
+        small.stop()
 
 
 def test_apps_guard_locally(ws):
@@ -203,8 +297,10 @@ def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_
     schedule = json.loads(out.stdout)["schedule"]
     assert schedule["steps"] == [25, 50, 100] and schedule["everySeconds"] == 3600 and schedule["patch"] == 2
     # 300 clean installs are all the evidence a step needs, but its hour has not come.
+    learn_targets(ws)
     for i in range(300):
-        assert post(server, f"forged-{i}", [ev("installed", 2), ev("confirmed", 2)])[0] == 202
+        device(server, f"forged-{i}", ["installed", "confirmed"], patch=2, address=own_address(i))
+    settled(server, 600)
     assert [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 5]
     (still,) = ws.json("status", "--app", "demo")["apps"][0]["reports"]["schedules"]
     assert still["steps"] == [25, 50, 100]
@@ -222,5 +318,8 @@ def test_the_swift_client_reports_to_patchd_and_the_figures_count_it_once(ws, st
                      "--root", root, "--cache", ws.root / f"cache-{device}", "--json", registry=False)
         assert out.rc == 0 and json.loads(out.stdout)["outcome"] == "updated", out.stderr
         assert json.loads((ws.root / f"cache-{device}" / "demo" / "reports.json").read_text())["events"] == [], "the queue was sent"
+    # Counted off the request path, and only with the receipts PatchClient got with the bundle.
+    settled(server, 4)
     figures = ws.json("status", "--app", "demo")["apps"][0]["reports"]["patches"][0]
     assert figures["devices"]["downloaded"] == 2 and figures["devices"]["installed"] == 2
+    assert counted(server, "dropped", "receipt") == 0

@@ -18,15 +18,25 @@ public struct ReportEvent: Codable, Sendable, Equatable {
     public let reason: String?
     /// The device's clock, `YYYY-MM-DDTHH:MM:SSZ`.
     public let at: String
+    /// The server's receipt for the patch (`X-Patch-Receipt`): without it an event about a
+    /// patch does not count.
+    public let receipt: String?
 
-    init(_ type: Kind, configuration: ClientConfiguration, patch: Int?, reason: String? = nil, at: Date) {
+    init(_ type: Kind, configuration: ClientConfiguration, patch: Int?, reason: String? = nil, receipt: String? = nil, at: Date) {
         self.id = UUID().uuidString
         self.type = type
         self.appVersion = configuration.appVersion.rawValue
         self.channel = configuration.channel.rawValue
         self.patch = patch
         self.reason = reason
+        self.receipt = type.needsReceipt ? receipt : nil
         self.at = TUFTime.format(at)
+    }
+
+    /// A receipt as the server sends it (32 lowercase hex digits), or nil: anything else is
+    /// not kept, so a hostile server cannot make the device store or send arbitrary text.
+    static func receipt(_ raw: String) -> String? {
+        raw.utf8.count == 32 && raw.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) ? raw : nil
     }
 }
 

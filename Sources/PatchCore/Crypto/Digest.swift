@@ -80,6 +80,20 @@ public enum Digest {
     public static func sha256Hex<Bytes: ContiguousBytes>(_ data: Bytes) -> String { Hex.encode(sha256(data)) }
     public static func md5Hex<Bytes: ContiguousBytes>(_ data: Bytes) -> String { Hex.encode(md5(data)) }
 
+    /// HMAC-SHA256 (RFC 2104) of `data` under `key`, through OpenSSL's one-shot HMAC.
+    public static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let done = key.withUnsafeBytes { k in
+            data.withUnsafeBytes { d in
+                HMAC(DigestAlgorithm.sha256.md, k.baseAddress, Int32(k.count), d.baseAddress?.assumingMemoryBound(to: UInt8.self), d.count, &out, &length)
+            }
+        }
+        // Only a failed allocation makes the one-shot HMAC fail; a hash of nothing would pass as a MAC.
+        guard done != nil, length == 32 else { fatalError("HMAC-SHA256 failed: \(CryptoError.fromOpenSSL("hmac"))") }
+        return Array(out.prefix(32))
+    }
+
     /// Incremental hashing for data that arrives in pieces (downloads, large files).
     public struct Hasher: ~Copyable {
         private let context: OpaquePointer

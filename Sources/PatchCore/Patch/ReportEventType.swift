@@ -7,4 +7,8 @@ public enum ReportEventType: String, Sendable, Codable, CaseIterable {
     public var takesReason: Bool { self == .refused || self == .syncFailed }
     /// Every event names its patch except a sync failure, which may have none.
     public var needsPatch: Bool { self != .syncFailed }
+    /// Counts only with the patch's receipt (patchd's `X-Patch-Receipt`, got with the bundle):
+    /// every event about a patch but a refusal, which may follow a download that failed
+    /// before its receipt was kept.
+    public var needsReceipt: Bool { needsPatch && self != .refused }
 }

@@ -85,7 +85,7 @@ public enum RepositoryVerifier {
         guard let info else { return result("target entry is not a hotpatch patch (path or custom fields malformed)") }
         var served: [UInt8] = []
         for hash in file.hashes.values.sorted() {
-            do { served = try await updater.downloadTarget(file, path: path, servedAs: info.servedPath(hash: hash)) } catch {
+            do { served = try await updater.downloadTarget(file, path: path, servedAs: info.servedPath(hash: hash)).body } catch {
                 switch verificationError(error) {
                 case .rejected(let problem): return result(problem)
                 case .couldNotRun(let message): throw .couldNotRun(message)

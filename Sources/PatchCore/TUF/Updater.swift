@@ -152,12 +152,15 @@ public struct Updater: Sendable {
 
     /// A target's bytes, served as `servedPath`, checked against its signed length and every
     /// listed hash. Never reads past the signed length, nor past `limit` when given.
-    public func downloadTarget(_ target: TargetFile, path: String, servedAs servedPath: String, limit: Int? = nil) async throws(UpdateError) -> [UInt8] {
+    /// `headers` go with the request (PatchClient names its device, and gets the patch's
+    /// receipt in the answer's head).
+    public func downloadTarget(_ target: TargetFile, path: String, servedAs servedPath: String, limit: Int? = nil,
+                               headers: [String: String] = [:]) async throws(UpdateError) -> Download {
         let file = RepositoryFile.target(servedPath)
-        let answer = try await download(file, limit: min(target.length, limit ?? target.length))
+        let answer = try await download(file, limit: min(target.length, limit ?? target.length), headers: headers)
         try expectOK(answer, file)
         try verified { () throws(TUFError) in try target.verify(answer.body, path: path) }
-        return answer.body
+        return answer
     }
 
     /// The one entry point for bytes (python-tuf's `download_bytes(max_length)`): the body is

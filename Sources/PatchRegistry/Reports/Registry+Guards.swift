@@ -119,19 +119,19 @@ extension Registry {
     /// unlucky devices) rarely does; reports can only ever stop a patch, never advance one.
     /// The decision is read first without the write lock, so a batch that trips nothing (the
     /// usual case) costs a few indexed reads; a trip re-reads everything inside its transaction.
-    public func enforceGuards(app: AppName, patches: Set<PatchKey>, now: Date = Date()) throws(RegistryError) -> [GuardTrip] {
+    public func enforceGuards(app: AppName, patches: Set<PatchKey>, rules evidence: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> [GuardTrip] {
         guard !patches.isEmpty else { return [] }
         let byChannel = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
         var candidates: [PatchKey] = []
         for key in patches.sorted() {
-            if let rule = byChannel[key.channel], try tripFigures(app: app, key: key, rule: rule) != nil { candidates.append(key) }
+            if let rule = byChannel[key.channel], try tripFigures(app: app, key: key, rule: rule, evidence: evidence) != nil { candidates.append(key) }
         }
         guard !candidates.isEmpty else { return [] }
         return try write { () throws -> [GuardTrip] in
             var trips: [GuardTrip] = []
             let rules = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
             for key in candidates {
-                guard let rule = rules[key.channel], let trip = try tripFigures(app: app, key: key, rule: rule, now: now) else { continue }
+                guard let rule = rules[key.channel], let trip = try tripFigures(app: app, key: key, rule: rule, evidence: evidence, now: now) else { continue }
                 let why = "rollback rate lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM)) (\(trip.rolledBack) of \(trip.installed) installed devices rolled back)"
                 switch rule.action {
                 case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
@@ -156,18 +156,18 @@ extension Registry {
     /// Applies the app's guards to every active patch of a guarded channel: what the upkeep
     /// loop runs, so a guard set on a patch whose figures are already past it acts without
     /// waiting for the next report. Bounded by the active patches of guarded channels.
-    public func enforceGuards(app: AppName, now: Date = Date()) throws(RegistryError) -> [GuardTrip] {
+    public func enforceGuards(app: AppName, rules evidence: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> [GuardTrip] {
         let channels = Set(try guards(app: app).map(\.channel))
         guard !channels.isEmpty else { return [] }
         let keys = try patches(app: app, appVersion: nil, activeOnly: true).filter { channels.contains($0.channel) }
             .map { PatchKey(appVersion: $0.appVersion, channel: $0.channel, patch: $0.number) }
-        return try enforceGuards(app: app, patches: Set(keys), now: now)
+        return try enforceGuards(app: app, patches: Set(keys), rules: evidence, now: now)
     }
 
     /// The figures of a trip, or nil when the guard must not act on this patch now: tripped
-    /// before, revoked, already at rollout 0 (for halt), too few installs, or a lower bound
-    /// at or under the threshold.
-    private func tripFigures(app: AppName, key: PatchKey, rule: PatchGuard, now: Date = Date()) throws(RegistryError) -> GuardTrip? {
+    /// before, revoked, already at rollout 0 (for halt), too few installs, rollbacks from
+    /// fewer than `evidence.minBlocks` blocks, or a lower bound at or under the threshold.
+    private func tripFigures(app: AppName, key: PatchKey, rule: PatchGuard, evidence: ReportRules, now: Date = Date()) throws(RegistryError) -> GuardTrip? {
         let values: [SQLValue] = [.text(app.rawValue), .text(key.appVersion.rawValue), .int(Int64(key.patch))]
         let state = try read { () throws(StorageError) in
             try db.query("""
@@ -185,10 +185,25 @@ extension Registry {
         }
         let installed = counts.first { $0.0 == ReportEventType.installed.rawValue }?.1 ?? 0
         let rolledBack = counts.first { $0.0 == ReportEventType.rolledBack.rawValue }?.1 ?? 0
-        guard installed >= rule.minDevices else { return nil }
+        guard installed >= rule.minDevices,
+              try reportBlocks(app: app, key: key, event: .rolledBack) >= evidence.minBlocks else { return nil }
         let interval = WilsonInterval(successes: rolledBack, trials: installed)
         guard interval.lower * 1_000_000 > Double(rule.maxRollbackPPM) else { return nil }
         return GuardTrip(key: key, action: rule.action, at: TUFTime.format(now), installed: installed, rolledBack: interval.successes,
                          lowerPPM: WilsonInterval.ppm(interval.lower), thresholdPPM: rule.maxRollbackPPM)
+    }
+}
+
+extension Registry {
+    /// The distinct blocks (/16 · /32) the devices counted for `event` of a patch reported
+    /// from: what a guard's trip and a schedule's step need `ReportRules.minBlocks` of.
+    func reportBlocks(app: AppName, key: PatchKey, event: ReportEventType) throws(RegistryError) -> Int {
+        let n = try read { () throws(StorageError) in
+            try db.query("""
+                SELECT count(*) FROM report_blocks WHERE app = ? AND app_version = ? AND channel = ? AND patch = ? AND event = ?
+                """, [.text(app.rawValue), .text(key.appVersion.rawValue), .text(key.channel.rawValue), .int(Int64(key.patch)),
+                      .text(event.rawValue)]) { $0.int(0) }.first ?? 0
+        }
+        return Int(n)
     }
 }

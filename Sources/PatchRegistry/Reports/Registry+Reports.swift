@@ -11,19 +11,25 @@ extension Registry {
     public static func hourBucket(_ date: Date) -> String { String(TUFTime.format(date).prefix(13)) + ":00:00Z" }
 
     /// Counts one device's report in one transaction (see `ingestReports(_:)`).
-    public func ingestReports(app: AppName, deviceID: String, events: [ReportEvent], now: Date = Date()) throws(RegistryError) -> ReportOutcome {
-        try ingestReports([DeviceReport(app: app, deviceID: deviceID, events: events)], now: now)[0]
+    public func ingestReports(app: AppName, deviceID: String, events: [ReportEvent], origin: ReportOrigin,
+                              rules: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> ReportOutcome {
+        try ingestReports([DeviceReport(app: app, deviceID: deviceID, events: events, origin: origin)], rules: rules, now: now)[0]
     }
 
-    /// Counts the reports of many devices in one transaction, whatever their number: patchd
-    /// groups the reports that arrive while one group commits, so a flood costs one commit
-    /// (one fsync) per group, not per request. Per report: events naming a patch (version,
-    /// channel, number) the registry does not have, or a version and channel without
-    /// patches, or an app it does not have, are dropped; an event id this device sent before
-    /// is a duplicate; the rest count once each in the hourly series and once per distinct
-    /// device in the figures. One outcome per report, in order.
-    public func ingestReports(_ reports: [DeviceReport], now: Date = Date()) throws(RegistryError) -> [ReportOutcome] {
+    /// Counts the reports of many devices in one transaction, whatever their number: patchd's
+    /// report counter takes every report queued while one group commits, so a flood costs one
+    /// commit (one fsync) per group, not per request. Per report, under `rules`
+    /// (`ReportRules`): a device not seen this month must be admitted by the hour's device
+    /// budgets of its network, block and app, or the whole report is dropped; then per event,
+    /// one naming a patch (version, channel, number) the registry does not have, or a version
+    /// and channel without patches, is dropped; one that needs a receipt and has none valid
+    /// for this device is dropped; one past the hour's event budget of its network or app is
+    /// dropped; an event id this device sent before is a duplicate; the rest count once each
+    /// in the hourly series and once per distinct device (and block) in the figures. One
+    /// outcome per report, in order.
+    public func ingestReports(_ reports: [DeviceReport], rules: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> [ReportOutcome] {
         let hour = Registry.hourBucket(now)
+        let receipts = try reportReceipts()
         return try write { () throws -> [ReportOutcome] in
             var known: [AppName: Set<PatchKey>?] = [:]
             let seen = try db.prepare("INSERT INTO report_events(app, event_key, received_hour) VALUES (?,?,?) ON CONFLICT DO NOTHING")
@@ -36,6 +42,8 @@ extension Registry {
                 INSERT INTO report_counts(app, app_version, channel, patch, event, reason, devices) VALUES (?,?,?,?,?,?,1)
                 ON CONFLICT(app, app_version, channel, patch, event, reason) DO UPDATE SET devices = report_counts.devices + 1
                 """)
+            let block = try db.prepare("INSERT INTO report_blocks(app, app_version, channel, patch, event, block) VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING")
+            var budget = ReportBudget(db: db, hour: hour)
             var outcomes: [ReportOutcome] = []
             for report in reports {
                 let app = report.app.rawValue
@@ -43,7 +51,12 @@ extension Registry {
                 if known[report.app] == nil { known[report.app] = .some(try reportablePatchesIfApp(report.app)) }
                 var outcome = ReportOutcome()
                 guard let patches = known[report.app] ?? nil else {
-                    outcome.dropped = report.events.count
+                    outcome.drop(.invalid, report.events.count)
+                    outcomes.append(outcome)
+                    continue
+                }
+                guard try admitSender(app: app, device: device, origin: report.origin, rules: rules, budget: &budget) else {
+                    outcome.drop(.devices, report.events.count)
                     outcomes.append(outcome)
                     continue
                 }
@@ -51,7 +64,18 @@ extension Registry {
                 for event in report.events {
                     let isKnown = event.patch.map { patches.contains(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: $0)) }
                         ?? versions.contains("\(event.appVersion)|\(event.channel)")
-                    guard isKnown else { outcome.dropped += 1; continue }
+                    guard isKnown else { outcome.drop(.invalid); continue }
+                    if event.type.needsReceipt {
+                        guard let patch = event.patch, receipts.verify(event.receipt, app: app, appVersion: event.appVersion.rawValue,
+                                                                       channel: event.channel.rawValue, patch: patch, deviceID: report.deviceID) else {
+                            outcome.drop(.receipt)
+                            continue
+                        }
+                    }
+                    guard try budget.take(app: app, kind: "events", scopes: [("*", rules.eventsPerApp), (report.origin.network, rules.eventsPerNetwork)]) else {
+                        outcome.drop(.events)
+                        continue
+                    }
                     try seen.run([.text(app), .text(Registry.eventKey(device: device, id: event.id)), .text(hour)])
                     guard db.changes == 1 else { outcome.duplicates += 1; continue }
                     outcome.accepted += 1
@@ -63,15 +87,30 @@ extension Registry {
                         try distinct.run(group + [.text(event.type.rawValue), .text(reason), .text(device)])
                         guard db.changes == 1 else { continue }
                         try count.run(group + [.text(event.type.rawValue), .text(reason)])
-                        if reason.isEmpty, event.type == .installed || event.type == .rolledBack, let patch = event.patch {
+                        guard reason.isEmpty else { continue }
+                        try block.run(group + [.text(event.type.rawValue), .text(report.origin.block)])
+                        if event.type == .installed || event.type == .rolledBack, let patch = event.patch {
                             outcome.touched.insert(PatchKey(appVersion: event.appVersion, channel: event.channel, patch: patch))
                         }
                     }
                 }
                 outcomes.append(outcome)
             }
+            try budget.flush()
             return outcomes
         }
+    }
+
+    /// Whether `device` may report this hour: one that reported in the last 30 days may (its
+    /// row is refreshed); a new one takes a place of the hour's device budgets of its app,
+    /// network and block, all or none.
+    private func admitSender(app: String, device: String, origin: ReportOrigin, rules: ReportRules, budget: inout ReportBudget) throws -> Bool {
+        try db.run("UPDATE report_senders SET last_hour = ? WHERE app = ? AND device = ?", [.text(budget.hour), .text(app), .text(device)])
+        if db.changes == 1 { return true }
+        let scopes = [("*", rules.devicesPerApp), (origin.network, rules.devicesPerNetwork), (origin.block, rules.devicesPerBlock)]
+        guard try budget.take(app: app, kind: "devices", scopes: scopes) else { return false }
+        try db.run("INSERT INTO report_senders(app, device, last_hour) VALUES (?,?,?)", [.text(app), .text(device), .text(budget.hour)])
+        return true
     }
 
     /// What dedupe keeps of (device, event id): 128 bits of SHA-256 over both, a fixed 32
@@ -83,11 +122,16 @@ extension Registry {
     /// Forgets the (device, event id) pairs received before `cutoff`: a device resends only
     /// what is still queued on it, at its next sync, so a week of memory is plenty, and a
     /// flood of made-up ids cannot grow the table without end. Counts are not touched.
+    /// With it go the senders that have not reported for 30 days (they are admitted again,
+    /// under the budgets, if they come back) and the budgets of hours before the last two.
     @discardableResult
-    public func pruneReportEvents(before cutoff: Date) throws(RegistryError) -> Int {
+    public func pruneReportEvents(before cutoff: Date, now: Date = Date()) throws(RegistryError) -> Int {
         try write { () throws -> Int in
             try db.run("DELETE FROM report_events WHERE received_hour < ?", [.text(Registry.hourBucket(cutoff))])
-            return db.changes
+            let events = db.changes
+            try db.run("DELETE FROM report_senders WHERE last_hour < ?", [.text(Registry.hourBucket(now.addingTimeInterval(-30 * 86_400)))])
+            try db.run("DELETE FROM report_budget WHERE hour < ?", [.text(Registry.hourBucket(now.addingTimeInterval(-3_600)))])
+            return events
         }
     }
 

@@ -84,12 +84,12 @@ extension Registry {
 
     /// Takes the schedule steps that are due: a patch whose installed devices reach its
     /// guard's minimum and whose rollback rate's 95 % Wilson **upper** bound is under the
-    /// threshold advances one step (re-signed, audited as `patch.rollout` by `patchd
+    /// threshold, installed from at least `evidence.minBlocks` blocks, advances one step (re-signed, audited as `patch.rollout` by `patchd
     /// schedule`); one without that evidence waits (the next pass looks again); one that was
     /// halted, revoked or tripped its guard loses its schedule. Reports can hold a step back
     /// but never bring one forward: no step is taken before its time, none beyond the
     /// percentages someone scheduled.
-    public func advanceSchedules(app: AppName, now: Date = Date()) throws(RegistryError) -> [ScheduleStep] {
+    public func advanceSchedules(app: AppName, rules evidence: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> [ScheduleStep] {
         let due = try schedules(app: app).filter { (TUFTime.parse($0.nextAt) ?? .distantFuture) <= now }
         guard !due.isEmpty else { return [] }
         return try write { () throws -> [ScheduleStep] in
@@ -110,7 +110,8 @@ extension Registry {
                 let figures = try reportFigures(app: app).first { $0.key.appVersion == key.appVersion && $0.key.channel == key.channel && $0.key.patch == key.patch }
                 let installed = figures?.count(.installed) ?? 0
                 let rate = WilsonInterval(successes: figures?.count(.rolledBack) ?? 0, trials: installed)
-                guard installed >= rule.minDevices, rate.upper * 1_000_000 < Double(rule.maxRollbackPPM) else { continue }
+                guard installed >= rule.minDevices, rate.upper * 1_000_000 < Double(rule.maxRollbackPPM),
+                      try reportBlocks(app: app, key: key, event: .installed) >= evidence.minBlocks else { continue }
                 try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: next, actor: Registry.scheduleActor, now: now)
                 let rest = Array(schedule.steps.dropFirst())
                 if rest.isEmpty {

@@ -11,9 +11,13 @@ public struct ReportEvent: Sendable, Equatable {
     /// nil only for a syncFailed that names no patch.
     public let patch: Int?
     public let reason: String?
+    /// The patch's receipt (`ReportReceipt`), as the device got it with the bundle.
+    public let receipt: String?
 
-    public init(id: String, type: ReportEventType, appVersion: AppVersion, channel: ChannelName = .production, patch: Int?, reason: String? = nil) {
+    public init(id: String, type: ReportEventType, appVersion: AppVersion, channel: ChannelName = .production, patch: Int?, reason: String? = nil,
+                receipt: String? = nil) {
         self.id = id
+        self.receipt = receipt
         self.type = type
         self.appVersion = appVersion
         self.channel = channel
@@ -45,7 +49,12 @@ public struct ReportEvent: Sendable, Equatable {
         if let reason, !ReportEvent.isCode(reason, extra: "_.-") { return nil }
         // `at` is the device's clock: informational, but it must have the documented form.
         if let at = o["at"] { guard let text = at.stringValue, TUFTime.parse(text) != nil else { return nil } }
-        self.init(id: id, type: type, appVersion: version, channel: channel, patch: patch, reason: reason)
+        var receipt: String?
+        if let raw = o["receipt"] {
+            guard let text = raw.stringValue, text.utf8.count == 32, ReportEvent.isCode(text, extra: "") else { return nil }
+            receipt = text
+        }
+        self.init(id: id, type: type, appVersion: version, channel: channel, patch: patch, reason: reason, receipt: receipt)
     }
 
     /// 1…64 ASCII letters, digits and the `extra` punctuation.
@@ -57,31 +66,47 @@ public struct ReportEvent: Sendable, Equatable {
     }
 }
 
-/// One request's events, from one device of one app.
+/// One request's events, from one device of one app, sent from `origin`.
 public struct DeviceReport: Sendable {
     public let app: AppName
     public let deviceID: String
     public let events: [ReportEvent]
+    public let origin: ReportOrigin
 
-    public init(app: AppName, deviceID: String, events: [ReportEvent]) {
+    public init(app: AppName, deviceID: String, events: [ReportEvent], origin: ReportOrigin) {
         self.app = app
         self.deviceID = deviceID
         self.events = events
+        self.origin = origin
     }
+}
+
+/// Why an event did not count.
+public enum ReportDrop: String, Sendable, CaseIterable {
+    /// Malformed, or naming a patch, version or app the registry does not have.
+    case invalid
+    /// About a patch, without that patch's receipt for this device.
+    case receipt
+    /// From a device the hour's device budget (network, block or app) could not admit.
+    case devices
+    /// Past the hour's event budget of the network or the app.
+    case events
 }
 
 /// What one report request counted (the 202 body).
 public struct ReportOutcome: Sendable, Equatable {
     public var accepted = 0
     public var duplicates = 0
-    public var dropped = 0
+    public var dropped: [ReportDrop: Int] = [:]
     /// Patches (version, channel, number) whose installed or rolledBack figure moved: the
     /// ones a guard may have to look at, and nothing else.
     public var touched: Set<PatchKey> = []
 
     public init() {}
 
-    public var json: JSON { ["accepted": .int(Int64(accepted)), "duplicates": .int(Int64(duplicates)), "dropped": .int(Int64(dropped))] }
+    public var droppedCount: Int { dropped.values.reduce(0, +) }
+
+    mutating func drop(_ reason: ReportDrop, _ count: Int = 1) { if count > 0 { dropped[reason, default: 0] += count } }
 }
 
 /// A patch of an app, named the way reports name it.

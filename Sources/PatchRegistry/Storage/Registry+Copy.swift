@@ -21,6 +21,8 @@ extension Registry {
         ("report_hourly", "app, app_version, channel, patch, hour, event"), ("patch_guards", "app, channel"),
         ("guard_trips", "app, app_version, number"), ("rollout_schedules", "app, app_version, number"),
         ("patch_conditions", "app, app_version, number"), ("push_devices", "app, token"), ("apns_config", "app"),
+        ("report_senders", "app, device"), ("report_budget", "app, kind, scope, hour"),
+        ("report_blocks", "app, app_version, channel, patch, event, block"), ("registry_secrets", "name"),
         ("push_device_owners", "app, token"),
     ]
 

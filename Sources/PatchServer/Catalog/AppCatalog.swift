@@ -20,7 +20,8 @@ public struct AppCatalog: Sendable {
     public let app: AppName
     public let rules: ThrottleRules
     public let metadata: [String: HTTPResponse]
-    public let targets: [String: HTTPResponse]
+    /// Every target under each of its hashes → the bundle and the patch it is.
+    public let targets: [String: ServedTarget]
     public let versions: [String: [CheckEntry]]
     /// The JSPatch Loader packages, for apps with a JSPatch key.
     public let jspatch: JSPatchCatalog?
@@ -57,18 +58,18 @@ public struct AppCatalog: Sendable {
         let targetsBytes = try registry.latestMetadata(app: app, role: .targets).bytes
         let body: TargetsBody
         do { body = try SignedTargets(bytes: targetsBytes).body } catch { throw .internalError("stored targets of \(app) do not parse: \(error)") }
-        var targets: [String: HTTPResponse] = [:]
+        var targets: [String: ServedTarget] = [:]
         var versions: [String: [CheckEntry]] = [:]
         for (path, file) in body.targets {
-            guard let info = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"] else { continue }
+            guard let info = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"],
+                  let version = try? AppVersion(info.appVersion) else { continue }
             let bytes = try registry.servedBytes(sha256: sha256)
             let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
             let etag = "\"\(sha256)\""
-            for hash in file.hashes.values {
-                targets[info.servedPath(hash: hash)] = HTTPResponse(status: 200, headers: [
-                    ("Content-Type", contentType), immutable, ("ETag", etag),
-                ], body: bytes, prepared: true)
-            }
+            let served = ServedTarget(response: HTTPResponse(status: 200, headers: [
+                ("Content-Type", contentType), immutable, ("ETag", etag),
+            ], body: bytes, prepared: true), key: PatchKey(appVersion: version, channel: info.channel, patch: info.patch))
+            for hash in file.hashes.values { targets[info.servedPath(hash: hash)] = served }
             var patchHeaders = [
                 ("X-Patch-Number", String(info.patch)), ("X-Patch-SHA256", sha256), ("X-Patch-MD5", file.hashes["md5"] ?? ""),
                 ("ETag", etag),
@@ -138,11 +139,20 @@ public struct AppCatalog: Sendable {
     }
 }
 
+/// A patch bundle as served, and which patch it is: a download that names its device gets
+/// the patch's receipt with it (`PatchService.receipted`).
+public struct ServedTarget: Sendable {
+    public let response: HTTPResponse
+    public let key: PatchKey
+}
+
 /// What a fixed URL of an app leads to, found by one dictionary lookup of the request path.
 public struct PublishedFile: Sendable {
     public enum Kind: Sendable {
         /// A metadata or target file; timestamp.json (`isCheck`) is subject to the per-device interval.
         case file(HTTPResponse, isCheck: Bool)
+        /// A patch bundle, under one of its hashes.
+        case target(ServedTarget)
         /// The simple check of an app version with listed patches.
         case simpleCheck(version: String)
     }
@@ -180,8 +190,8 @@ public final class Catalog: Sendable {
         for (name, response) in catalog.metadata {
             files[prefix + "metadata/" + name] = PublishedFile(app: catalog, kind: .file(response, isCheck: name == "timestamp.json"))
         }
-        for (path, response) in catalog.targets {
-            files[prefix + "targets/" + path] = PublishedFile(app: catalog, kind: .file(response, isCheck: false))
+        for (path, target) in catalog.targets {
+            files[prefix + "targets/" + path] = PublishedFile(app: catalog, kind: .target(target))
         }
         for version in catalog.versions.keys {
             files[prefix + "versions/" + version + "/patch"] = PublishedFile(app: catalog, kind: .simpleCheck(version: version))

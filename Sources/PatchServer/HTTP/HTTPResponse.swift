@@ -24,6 +24,12 @@ public final class HTTPResponse: Sendable {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
     }
 
+    /// This response with one more header: a per-request answer built on a prepared one
+    /// (the body is shared, not copied).
+    public func adding(_ header: (String, String)) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers + [header], body: body)
+    }
+
     public var bodyString: String { String(decoding: body, as: UTF8.self) }
 
     public static func json(_ value: JSON, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {

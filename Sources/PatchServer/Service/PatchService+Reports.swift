@@ -10,9 +10,10 @@ extension PatchService {
     static let guardBodyLimit = 4096
 
     /// `POST /v1/apps/{app}/reports`: no token, so bounded like the check path: the per-IP
-    /// bucket and the 64 KiB cap applied from the head (`admit`), events naming no patch of
-    /// the registry dropped, one transaction per request, counted per distinct device. Then
-    /// the guards of the patches whose figures moved, and nothing else, are evaluated.
+    /// bucket and the 64 KiB cap applied from the head (`admit`), then only parsed and queued
+    /// (`ReportQueue`): 202 `{"queued": N}` at once, or 503 with Retry-After when the queue is
+    /// full. What counts, and what a guard may act on, is decided off this thread by
+    /// `countReports` under `ReportRules`, from the sender's network and block.
     func reports(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         guard let device = try deviceID(request) else { throw .badRequest("X-Device-ID is required: reports count per device") }
@@ -24,43 +25,53 @@ extension PatchService {
             throw .badRequest("body must have an \"events\" array of 1 to \(PatchService.reportEventLimit) events")
         }
         let events = raw.compactMap(ReportEvent.init(json:))
-        let ticket = reportQueue.enqueue(DeviceReport(app: app, deviceID: device, events: events))
-        let result = registry.withLock { registry in
-            // Counted by an earlier group, or count groups (oldest first) until this one is.
-            while true {
-                if let done = reportQueue.take(ticket) { return done }
-                guard countQueuedReports(registry) else { return .failure(.internalError("a queued report was not counted")) }
-            }
+        reportTally.dropped[.invalid]?.add(raw.count - events.count)
+        guard !events.isEmpty else { return .json(["queued": 0], status: 202) }
+        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For"))
+        let report = DeviceReport(app: app, deviceID: device, events: events, origin: ReportOrigin(network: client.network, block: client.block))
+        switch reportQueue.enqueue(report) {
+        case .full:
+            reportTally.refused.add(1)
+            throw HTTPError(503, "busy", "the report queue is full; send these events again later", headers: [("Retry-After", "30")])
+        case .startWorker:
+            reportWorker.async { [self] in countReports() }
+        case .queued:
+            break
         }
-        var outcome: ReportOutcome
-        switch result {
-        case .success(let counted): outcome = counted
-        case .failure(let error):
-            if !error.isCallerError { logOnce("cannot count device reports: \(error)") }
-            throw error.httpError
-        }
-        outcome.dropped += raw.count - events.count
-        return .json(outcome.json, status: 202)
+        return .json(["queued": .int(Int64(events.count))], status: 202)
     }
 
-    /// Counts every queued report in one transaction (under the registry lock), then runs the
-    /// guards of the patches the group moved, app by app.
-    /// False when nothing was queued.
-    private func countQueuedReports(_ registry: Registry) -> Bool {
-        let group = reportQueue.drain()
-        guard !group.isEmpty else { return false }
-        let results: [Result<ReportOutcome, RegistryError>]
-        do { results = try registry.ingestReports(group.map(\.report)).map { .success($0) } } catch {
-            results = group.map { _ in .failure(error) }
+    /// The report worker: counts the queued reports group by group, each in one transaction
+    /// under the registry lock, then runs the guards of the patches each group moved, until
+    /// the queue is empty. A group leaves the queue only once the lock is held, so what waits
+    /// for the lock still counts against the queue's capacity.
+    func countReports() {
+        let rules = configuration.reportRules
+        var more = true
+        while more {
+            more = registry.withLock { registry -> Bool in
+                guard let group = reportQueue.nextGroup() else { return false }
+                let outcomes: [ReportOutcome]
+                do { outcomes = try registry.ingestReports(group, rules: rules) } catch {
+                    reportTally.failedEvents.add(group.reduce(0) { $0 + $1.events.count })
+                    logOnce("cannot count device reports: \(error)")
+                    return true
+                }
+                var touched: [AppName: Set<PatchKey>] = [:]
+                for (report, outcome) in zip(group, outcomes) {
+                    reportTally.add(outcome)
+                    touched[report.app, default: []].formUnion(outcome.touched)
+                }
+                for (app, patches) in touched.sorted(by: { $0.key < $1.key }) where !patches.isEmpty {
+                    enforceGuards(registry, app: app, patches: patches)
+                }
+                return true
+            }
         }
-        reportQueue.finish(group.map(\.ticket), results)
-        var touched: [AppName: Set<PatchKey>] = [:]
-        for (entry, result) in zip(group, results) {
-            if case .success(let outcome) = result { touched[entry.report.app, default: []].formUnion(outcome.touched) }
-        }
-        for (app, patches) in touched.sorted(by: { $0.key < $1.key }) { enforceGuards(registry, app: app, patches: patches) }
-        return true
     }
+
+    /// Waits until every report queued so far is counted (tests; patchd's shutdown).
+    public func settleReports() { reportWorker.sync {} }
 
     /// The upkeep loop's part: every guard against every active patch of its channel (a
     /// guard set after the figures passed it acts within a minute), the staged rollout steps
@@ -73,12 +84,12 @@ extension PatchService {
                 guard let guards = try? registry.guards(app: app.name), !guards.isEmpty else { continue }
                 enforceGuards(registry, app: app.name, patches: nil)
                 do {
-                    let steps = try registry.advanceSchedules(app: app.name, now: now)
+                    let steps = try registry.advanceSchedules(app: app.name, rules: configuration.reportRules, now: now)
                     for step in steps { logOnce("staged rollout of \(app.name): \(step.text) at \(TUFTime.format(now))") }
                     if !steps.isEmpty { report(try catalog.build(app.name, from: registry)) }
                 } catch { logOnce("staged rollout of \(app.name) cannot advance: \(error)") }
             }
-            do { try registry.pruneReportEvents(before: now.addingTimeInterval(-7 * 86_400)) } catch { logOnce("cannot prune report events: \(error)") }
+            do { try registry.pruneReportEvents(before: now.addingTimeInterval(-7 * 86_400), now: now) } catch { logOnce("cannot prune report events: \(error)") }
         }
     }
 
@@ -88,7 +99,8 @@ extension PatchService {
     /// `patches` nil: every active patch of a guarded channel.
     private func enforceGuards(_ registry: Registry, app: AppName, patches: Set<PatchKey>?) {
         do {
-            let trips = if let patches { try registry.enforceGuards(app: app, patches: patches) } else { try registry.enforceGuards(app: app) }
+            let rules = configuration.reportRules
+            let trips = if let patches { try registry.enforceGuards(app: app, patches: patches, rules: rules) } else { try registry.enforceGuards(app: app, rules: rules) }
             guard !trips.isEmpty else { return }
             pushGuardTrips(registry, app: app, trips: trips)
             for trip in trips {
@@ -168,8 +180,11 @@ extension PatchService {
     /// every active patch. Revoked patches are left out, so the series stay as few as the
     /// patches being served (a handful per app version), however long the registry's history.
     func reportGauges() -> String {
-        guard let figures = try? registry.withLock({ registry throws(RegistryError) in try registry.reportFigures(app: nil, activeOnly: true) }) else { return "" }
-        var out = "# HELP hotpatch_patch_devices Distinct devices that reported each event of an active patch.\n# TYPE hotpatch_patch_devices gauge\n"
+        guard let figures = try? registry.withLock({ registry throws(RegistryError) in try registry.reportFigures(app: nil, activeOnly: true) }) else {
+            return reportTally.render(queued: reportQueue.queuedEvents)
+        }
+        var out = reportTally.render(queued: reportQueue.queuedEvents)
+        out += "# HELP hotpatch_patch_devices Distinct devices that reported each event of an active patch.\n# TYPE hotpatch_patch_devices gauge\n"
         for figure in figures {
             guard let patch = figure.key.patch else { continue }
             for event in ReportEventType.allCases {

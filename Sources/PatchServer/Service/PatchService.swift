@@ -28,6 +28,11 @@ public struct ServiceConfiguration: Sendable {
     public static let defaultPushNewTokensPerNetworkPerHour = 100
     /// Where a guard's halt or revoke is pushed for apps with an APNs key; nil: not pushed.
     public var apnsEndpoint: APNsEndpoint?
+    /// What a device report must cost before it counts (budgets per network, block and app;
+    /// the distinct blocks a guard or a staged rollout needs).
+    public var reportRules = ReportRules()
+    /// Report events queued for counting, at most (~200 bytes each); past it, 503.
+    public var reportQueueEvents = 50_000
     public init() {}
 }
 
@@ -52,8 +57,13 @@ public final class PatchService: HTTPResponder {
     /// On a PostgreSQL registry, wakes `Upkeep` as soon as any instance commits (nil on SQLite).
     public let changeFeed: RegistryChangeFeed?
     private let loggedOnce = Locked<Set<String>>([])
-    /// Device reports waiting for the group that counts them (PatchService+Reports.swift).
-    let reportQueue = ReportQueue()
+    /// Device reports waiting to be counted, the worker that counts them, and what it counted
+    /// (PatchService+Reports.swift).
+    let reportQueue: ReportQueue
+    let reportWorker = DispatchQueue(label: "hotpatch.reports")
+    let reportTally = ReportTally()
+    /// Makes and checks the receipts patches are served with (`X-Patch-Receipt`).
+    let receipts: ReportReceipt
     /// Push rounds a guard started, one at a time, off the request threads and the registry lock.
     let pushQueue = DispatchQueue(label: "hotpatch.push")
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
@@ -73,6 +83,8 @@ public final class PatchService: HTTPResponder {
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
+        receipts = try registry.reportReceipts()
+        reportQueue = ReportQueue(capacity: configuration.reportQueueEvents)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
     }
@@ -100,6 +112,7 @@ public final class PatchService: HTTPResponder {
             let route: Metrics.Route
             switch file.kind {
             case .file(_, let isCheck): route = isCheck || request.path.contains("/metadata/") ? .metadata : .target
+            case .target: route = .target
             case .simpleCheck: route = .check
             }
             do throws(HTTPError) {
@@ -114,6 +127,8 @@ public final class PatchService: HTTPResponder {
                         if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
                         response = prepared
                     }
+                case .target(let target):
+                    response = try receipted(target, of: file.app.app, request)
                 case .simpleCheck(let version):
                     response = try check(request, app: file.app, version: version)
                 }

@@ -108,8 +108,8 @@ extension PatchService {
         if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
         let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
         let name = String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"
-        if let response = app.targets[name] { return response }
-        if catchUp(), let response = try appCatalog(p["app"]).targets[name] { return response }
+        if let target = app.targets[name] { return try receipted(target, of: app.app, request) }
+        if catchUp(), let target = try appCatalog(p["app"]).targets[name] { return try receipted(target, of: app.app, request) }
         throw .notFound("no such target (revoked, or never published)")
     }
 
@@ -130,7 +130,22 @@ extension PatchService {
         if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
             return entry.notModified
         }
-        return entry.ok
+        guard let device = try deviceID(request), let version = try? AppVersion(version) else { return entry.ok }
+        return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
+                                                                    patch: entry.number, deviceID: device)))
+    }
+
+    /// A bundle download: as prepared (public, immutable, the same bytes for everyone) unless
+    /// it names its device, which then gets the patch's receipt for its reports
+    /// (`ReportReceipt`) and an answer no shared cache may keep for another device.
+    func receipted(_ target: ServedTarget, of app: AppName, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
+        guard let device = try deviceID(request) else { return target.response }
+        let key = target.key
+        let receipt = receipts.receipt(app: app.rawValue, appVersion: key.appVersion.rawValue, channel: key.channel.rawValue, patch: key.patch, deviceID: device)
+        let headers = target.response.headers.filter { $0.0 != "Cache-Control" } + [
+            ("Cache-Control", "private, max-age=31536000, immutable"), ("Vary", "X-Device-ID"), ("X-Patch-Receipt", receipt),
+        ]
+        return HTTPResponse(status: target.response.status, headers: headers, body: target.response.body)
     }
 
     /// 204: nothing is active for this version; the app must drop any cached patch.

@@ -23,6 +23,8 @@ final class Mirror: @unchecked Sendable {
         var requests: [String] = []
         /// POST requests in full (device reports), headers and body.
         var posts: [HTTPRequest] = []
+        /// Bundle downloads (paths under /targets/), with their headers.
+        var targetRequests: [HTTPRequest] = []
         var delay: TimeInterval = 0
         /// Per path, instead of `delay`.
         var pathDelays: [String: TimeInterval] = [:]
@@ -48,6 +50,7 @@ final class Mirror: @unchecked Sendable {
             state.lock.lock()
             state.requests.append(request.path)
             if request.method == "POST" { state.posts.append(request) }
+            if request.path.contains("/targets/") { state.targetRequests.append(request) }
             let answer = state.routes[request.path]
             let delay = state.pathDelays[request.path] ?? state.delay
             state.lock.unlock()
@@ -94,6 +97,10 @@ final class Mirror: @unchecked Sendable {
 
     var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
     var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
+    var targetRequests: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.targetRequests }
+
+    /// Every served path under /targets/.
+    var targetPaths: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.routes.keys.filter { $0.contains("/targets/") }.sorted() }
 
     /// Stops listening: the port refuses connections from now on.
     func stop() {
