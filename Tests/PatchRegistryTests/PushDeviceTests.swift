@@ -113,7 +113,7 @@ struct PushDeviceTests {
         #expect(try Self.rows(t, "push_devices").count == 3)
     }
 
-    @Test("a new token the caller's quota refuses is not stored; a stored one is refreshed without asking it")
+    @Test("a new token the caller's quota refuses is not stored and writes nothing (no change announced); a stored one is refreshed without asking it")
     func quotaAskedForNewTokensOnly() throws {
         let (t, app) = try Self.fixture()
         var asked = 0
@@ -122,9 +122,11 @@ struct PushDeviceTests {
         #expect(try t.registry.registerPushDevice(app: app, token: Self.token(1), deviceID: "device-1", environment: .production,
                                                   appVersion: try AppVersion("2.3"), channel: .production, admitNew: refuse) == .refreshed)
         #expect(asked == 0)
+        let version = try t.registry.db.dataVersion()
         #expect(try t.registry.registerPushDevice(app: app, token: Self.token(2), deviceID: "device-1", environment: .production,
                                                   appVersion: try AppVersion("2.3"), channel: .production, admitNew: refuse) == .overQuota)
         #expect(asked == 1)
+        #expect(try t.registry.db.dataVersion() == version, "a refusal is no transaction")
         #expect(try Self.rows(t, "push_devices") == [Self.token(1)])
     }
 }

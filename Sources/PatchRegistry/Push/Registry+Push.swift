@@ -41,32 +41,23 @@ extension Registry {
         let token = try Registry.pushToken(rawToken)
         guard !deviceID.isEmpty else { throw .invalidInput("a device ID is needed: a token is bound to the device that registers it") }
         let device = Registry.deviceHash(deviceID)
+        // Checked first outside the transaction, so that a refusal (the quota's above all)
+        // writes nothing: on PostgreSQL every write wakes every instance's reload.
+        let found = try consistentRead { () throws -> StoredPushToken in
+            try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
+        }
+        if found == .none, !admitNew() { return .overQuota }
         return try write { () throws -> PushRegistration in
-            _ = try self.app(app)
             let key: [SQLValue] = [.text(app.rawValue), .text(token)]
-            let stored = try db.query("""
-                SELECT o.device FROM push_devices d LEFT JOIN push_device_owners o ON o.app = d.app AND o.token = d.token
-                WHERE d.app = ? AND d.token = ?
-                """, key) { $0.optionalText(0) }
-            if let owner = stored.first, let owner, owner != device {
-                throw RegistryError.conflict("this device token was registered by another device; nothing was changed")
-            }
-            let patches = try db.query("""
-                SELECT 1 FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
-                WHERE p.app = ? AND p.app_version = ? AND COALESCE(r.channel, 'production') = ? LIMIT 1
-                """, [.text(app.rawValue), .text(appVersion.rawValue), .text(channel.rawValue)]) { $0.int(0) }
-            guard !patches.isEmpty else {
-                throw RegistryError.notFound("app \"\(app)\" has no patch for \(appVersion) on channel \(channel): a token is registered for a version and channel that has one; nothing was stored")
-            }
             let values: [SQLValue] = [.text(environment.rawValue), .text(appVersion.rawValue), .text(channel.rawValue), .text(TUFTime.format(now))]
-            if let owner = stored.first {
+            let stored = try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
+            if stored != .none {
                 try db.run("UPDATE push_devices SET environment = ?, app_version = ?, channel = ?, registered_at = ? WHERE app = ? AND token = ?",
                            values + key)
                 // Stored before tokens were bound: this registration binds it.
-                if owner == nil { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)]) }
+                if stored == .unbound { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)]) }
                 return .refreshed
             }
-            guard admitNew() else { return .overQuota }
             let count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
             if count >= Int64(limit) {
                 let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at, token LIMIT ?",
@@ -77,6 +68,32 @@ extension Registry {
             try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)])
             return .stored
         }
+    }
+
+    /// What the registry holds of a token, for a registration.
+    private enum StoredPushToken { case none, unbound, owned }
+
+    /// A registration's checks, in either a read or the write: the app exists, the token is
+    /// not another device's (`conflict`), the version and channel have a patch (`notFound`).
+    private func storedPushToken(app: AppName, token: String, device: String, appVersion: AppVersion,
+                                 channel: ChannelName) throws -> StoredPushToken {
+        _ = try self.app(app)
+        let owners = try db.query("""
+            SELECT o.device FROM push_devices d LEFT JOIN push_device_owners o ON o.app = d.app AND o.token = d.token
+            WHERE d.app = ? AND d.token = ?
+            """, [.text(app.rawValue), .text(token)]) { $0.optionalText(0) }
+        if let owner = owners.first, let owner, owner != device {
+            throw RegistryError.conflict("this device token was registered by another device; nothing was changed")
+        }
+        let patches = try db.query("""
+            SELECT 1 FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+            WHERE p.app = ? AND p.app_version = ? AND COALESCE(r.channel, 'production') = ? LIMIT 1
+            """, [.text(app.rawValue), .text(appVersion.rawValue), .text(channel.rawValue)]) { $0.int(0) }
+        guard !patches.isEmpty else {
+            throw RegistryError.notFound("app \"\(app)\" has no patch for \(appVersion) on channel \(channel): a token is registered for a version and channel that has one; nothing was stored")
+        }
+        guard let owner = owners.first else { return .none }
+        return owner == nil ? .unbound : .owned
     }
 
     /// The live tokens (registered again within `pushTokenLifetime`) of the devices that run
