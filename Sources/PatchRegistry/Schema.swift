@@ -272,6 +272,13 @@ enum Schema {
         device TEXT NOT NULL,
         PRIMARY KEY(app, token)
     );
+    -- How many tokens each app holds, kept with every insert and delete so that a new
+    -- token learns whether the table is full without counting a million rows; an app
+    -- without a row is counted once, by its next new token.
+    CREATE TABLE IF NOT EXISTS push_device_counts(
+        app TEXT PRIMARY KEY,
+        stored INTEGER NOT NULL
+    );
     -- The app's APNs provider identity (`patchctl apps apns`); its .p8 key is a file in the
     -- key directory, named by key id, never a column.
     CREATE TABLE IF NOT EXISTS apns_config(

@@ -113,6 +113,32 @@ struct PushDeviceTests {
         #expect(try Self.rows(t, "push_devices").count == 3)
     }
 
+    @Test("the per-app count a new token reads instead of counting rows stays exact through stores, evictions, removals and pruning, and starts from the rows of a registry that had none")
+    func countStaysExact() throws {
+        let (t, app) = try Self.fixture()
+        func exact() throws -> Bool {
+            let kept = try t.registry.db.query("SELECT stored FROM push_device_counts WHERE app = 'demo'") { $0.int(0) }.first
+            let rows = try t.registry.db.query("SELECT count(*) FROM push_devices WHERE app = 'demo'") { $0.int(0) }.first
+            return kept == rows
+        }
+        // Rows from before the count existed: the first new token counts them.
+        for n in 1...2 {
+            try t.registry.db.run("INSERT INTO push_devices(app, token, environment, app_version, channel, registered_at) VALUES ('demo', ?, 'production', '2.3', 'production', ?)",
+                                  [.text(Self.token(n)), .text(TUFTime.format(Self.t0 + Double(n)))])
+        }
+        #expect(try Self.register(t, app, 3, limit: 3, at: Self.t0 + 3) == .stored)
+        #expect(try exact())
+        #expect(try Self.register(t, app, 4, limit: 3, at: Self.t0 + 4) == .stored)
+        #expect(try Self.rows(t, "push_devices") == [Self.token(2), Self.token(3), Self.token(4)], "the stalest (1) evicted")
+        #expect(try exact())
+        #expect(try t.registry.removePushDevices(app: app, tokens: [Self.token(3), Self.token(9)]) == 1)
+        #expect(try exact())
+        #expect(try t.registry.prunePushDevices(now: Self.t0 + 61 * Self.day) == 2)
+        #expect(try exact())
+        #expect(try Self.register(t, app, 5, limit: 3, at: Self.t0 + 62 * Self.day) == .stored)
+        #expect(try exact() && Self.rows(t, "push_devices") == [Self.token(5)])
+    }
+
     @Test("a new token the caller's quota refuses is not stored and writes nothing (no change announced); a stored one is refreshed without asking it")
     func quotaAskedForNewTokensOnly() throws {
         let (t, app) = try Self.fixture()

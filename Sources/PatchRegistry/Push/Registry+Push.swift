@@ -58,14 +58,20 @@ extension Registry {
                 if stored == .unbound { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)]) }
                 return .refreshed
             }
-            let count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
-            if count >= Int64(limit) {
-                let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at, token LIMIT ?",
+            var count = try db.query("SELECT stored FROM push_device_counts WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first
+            if count == nil {
+                count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
+                try db.run("INSERT INTO push_device_counts(app, stored) VALUES (?,?)", [.text(app.rawValue), .int(count ?? 0)])
+            }
+            if let count, count >= Int64(limit) {
+                // Ordered by the index alone (no tie-break): the stalest rows are its first.
+                let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at LIMIT ?",
                                            [.text(app.rawValue), .int(min(count - Int64(limit) + 1, Int64(Registry.pushDeleteBatch)))]) { $0.text(0) }
                 try deletePushDevices(app: app, tokens: stalest)
             }
             try db.run("INSERT INTO push_devices(environment, app_version, channel, registered_at, app, token) VALUES (?,?,?,?,?,?)", values + key)
             try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)])
+            try db.run("UPDATE push_device_counts SET stored = stored + 1 WHERE app = ?", [.text(app.rawValue)])
             return .stored
         }
     }
@@ -135,7 +141,7 @@ extension Registry {
         return pruned
     }
 
-    /// Inside a write: the tokens and their bindings; how many tokens were stored.
+    /// Inside a write: the tokens, their bindings and their count; how many tokens were stored.
     @discardableResult
     private func deletePushDevices(app: AppName, tokens: [String]) throws -> Int {
         guard !tokens.isEmpty else { return 0 }
@@ -147,6 +153,7 @@ extension Registry {
             removed += db.changes
             try unbind.run([.text(app.rawValue), .text(token)])
         }
+        try db.run("UPDATE push_device_counts SET stored = stored - ? WHERE app = ?", [.int(Int64(removed)), .text(app.rawValue)])
         return removed
     }
 
