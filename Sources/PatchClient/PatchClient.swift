@@ -188,48 +188,43 @@ public actor PatchClient {
         }
     }
 
-    /// Picks the patch for this version and device (docs/PROTOCOL.md section 5), and
-    /// installs, keeps or removes. The installed patch is kept while targets lists it, even
-    /// when a lower number would be picked now (no downgrade); once it is no longer listed
-    /// (revoked) the signed targets decide. Patches rolled back on this device are skipped.
+    /// Picks the patch for this version and device and installs, keeps or removes it, under
+    /// the rule the simple check applies too (`Selection.choose`, docs/PROTOCOL.md section 5):
+    /// the installed patch is kept while targets lists it, whatever its rollout (a halt offers
+    /// it to no new device but takes it from none) and even when a lower number would be
+    /// picked now (no downgrade); once it is no longer listed (revoked) the signed targets
+    /// decide. Patches rolled back on this device are skipped.
     private func apply(_ targets: TargetsBody, now: Date) async throws(PatchClientError) -> SyncOutcome {
-        let version = configuration.appVersion.rawValue
-        let device = configuration.deviceID
-        let app = configuration.app.rawValue
         let state = lockedState()
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         for (path, file) in targets.targets {
-            guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == version, info.channel == configuration.channel else { continue }
+            guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == configuration.appVersion.rawValue,
+                  info.channel == configuration.channel else { continue }
             listed[info.patch] = (info, file)
         }
-        let os = configuration.osVersion
-        // Delivery conditions exclude a patch for this device as if it were not listed: it is
-        // neither picked nor kept (an OS update out of a patch's range drops the patch).
-        listed = listed.filter { $0.value.info.admits(deviceID: device, osVersion: os) }
-        let best = listed.values
-            .filter { $0.info.patch > state.rolledBackThrough }
-            .filter { Rollout.includes(percent: $0.info.rollout, app: app, appVersion: version, patch: $0.info.patch, deviceID: device) }
-            .max { $0.info.patch < $1.info.patch }
+        let device = Selection.Device(app: configuration.app.rawValue, appVersion: configuration.appVersion.rawValue,
+                                      deviceID: configuration.deviceID, osVersion: configuration.osVersion)
         let installed = currentPatch()
-        // Kept: the installed patch while it is listed, or the good patch a launch rollback
-        // restored while the patch rolled back from is still the one listed.
-        let kept = installed.flatMap { patch -> InstalledPatch? in
-            if listed[patch.number]?.info.plaintext.sha256 == patch.sha256 { return patch }
-            if patch.number < state.rolledBackThrough, listed[state.rolledBackThrough] != nil { return patch }
-            return nil
-        }
-
-        if let kept, (best?.info.patch ?? 0) <= kept.number {
+        let choice = Selection.choose(
+            listed.values.map { Selection.Candidate(number: $0.info.patch, rollout: $0.info.rollout, conditions: $0.info.conditions,
+                                                    digest: $0.info.plaintext.sha256) },
+            for: device, running: installed.map { Selection.Running(number: $0.number, digest: $0.sha256) },
+            rolledBackThrough: state.rolledBackThrough)
+        let best: (info: PatchTargetInfo, file: TargetFile)
+        switch choice {
+        case .keep:
             try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
-            return .unchanged(kept)
-        }
-        guard let best else {
+            return .unchanged(installed)
+        case .none:
             if installed != nil || state.good != nil {
                 try remove(now: now)
                 return .removed
             }
             try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
             return .unchanged(nil)
+        case .install(let number):
+            guard let chosen = listed[number] else { throw .malformedTarget("patch \(number)") }
+            best = chosen
         }
         attempting = best.info.patch
         let (plaintext, receipt) = try await download(info: best.info, file: best.file)

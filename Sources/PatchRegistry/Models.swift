@@ -92,28 +92,41 @@ public struct ExpiryPolicy: Sendable {
     }
 }
 
-/// Who did something, as the audit log records it.
+/// Who did something, as the audit log records it: text held to `ReadableText`'s rule, so
+/// the log shows who it was and two actors cannot look alike.
 public struct Actor: Sendable {
     public let name: String
 
-    public init(_ name: String) {
-        // One line, bounded: the actor lands in listings and logs.
-        let cleaned = name.unicodeScalars.filter { !$0.properties.isWhitespace || $0 == " " }
-            .filter { $0.properties.generalCategory != .control }
-        self.name = String(String.UnicodeScalarView(cleaned).prefix(128))
+    /// Bounded: the actor lands in listings and logs. A token's actor is its name (at most
+    /// `Registry.maxTokenName`) and " (token ID)", which always fits.
+    public static let maxLength = 256
+
+    /// Names from outside (`$HOTPATCH_ACTOR`, `$USER`): refused, not cleaned, when they break
+    /// the rule, so what is recorded is what was given.
+    public init(validating name: String) throws(ValidationError) {
+        guard !name.isEmpty else { throw ValidationError("the actor is empty") }
+        try ReadableText.check(name, field: "actor", maxLength: Actor.maxLength)
+        self.name = name
     }
 
-    /// Who runs this process, the default for local commands.
-    public static var current: Actor { current(environment: ProcessInfo.processInfo.environment) }
+    /// The code's own actors (`"patchd guard"`): a literal, so no text from outside can take
+    /// this way past the rule.
+    public init(_ literal: StaticString) {
+        name = literal.description
+    }
 
-    /// `$HOTPATCH_ACTOR` when set, else `user@host`. The user is `$USER`, `$LOGNAME`, else the
-    /// account of the process's uid (a cron job or a container often has neither variable),
-    /// else `uid N`: never a bare "unknown" that says nothing about who changed a release.
-    public static func current(environment: [String: String]) -> Actor {
-        if let named = environment["HOTPATCH_ACTOR"].map(Actor.init), !named.name.isEmpty { return named }
+    /// Who runs this process, the default for local commands: `$HOTPATCH_ACTOR` when set,
+    /// else `user@host`. The user is `$USER`, `$LOGNAME`, else the account of the process's
+    /// uid (a cron job or a container often has neither variable), else `uid N`: never a bare
+    /// "unknown" that says nothing about who changed a release. A `$HOTPATCH_ACTOR` the rule
+    /// refuses is an error naming it, not a silent fallback.
+    public static func current(environment: [String: String]) throws(ValidationError) -> Actor {
+        if let named = environment["HOTPATCH_ACTOR"], !named.isEmpty {
+            do { return try Actor(validating: named) } catch { throw ValidationError("$HOTPATCH_ACTOR: \(error.message)") }
+        }
         let user = [environment["USER"], environment["LOGNAME"], accountName()].compactMap { $0 }.first { !$0.isEmpty }
         let host = ProcessInfo.processInfo.hostName
-        return Actor("\(user ?? "uid \(getuid())")@\(host.isEmpty ? "localhost" : host)")
+        return try Actor(validating: "\(user ?? "uid \(getuid())")@\(host.isEmpty ? "localhost" : host)")
     }
 
     private static func accountName() -> String? {

@@ -113,20 +113,16 @@ extension Registry {
         return record
     }
 
-    /// Release notes as they are stored and signed: one line of at most 500 characters
-    /// (Unicode scalars, as JSON Schema's maxLength counts), no control characters. They are
-    /// shown in listings and logs (a newline could forge a row), and the audit chain hashes
-    /// canonical JSON, which writes control characters raw.
+    /// Release notes as they are stored and signed: at most 500 characters (Unicode
+    /// scalars, as JSON Schema's maxLength counts) held to `ReadableText`'s rule. They are
+    /// shown in listings, the console and logs (a newline could forge a row, a bidi override
+    /// make "revoke 3" read otherwise), and the audit chain hashes canonical JSON, which
+    /// writes control characters raw. Publish, promote and revoke messages all pass here.
     static let maxReleaseNotes = 500
 
     static func releaseNotes(_ message: String?) throws(RegistryError) -> String? {
         guard let message, !message.isEmpty else { return nil }
-        guard message.unicodeScalars.count <= maxReleaseNotes else {
-            throw .invalidInput("the message is \(message.unicodeScalars.count) characters; the limit is \(maxReleaseNotes)")
-        }
-        guard message.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }) else {
-            throw .invalidInput("the message must be one line without control characters")
-        }
+        do { try ReadableText.check(message, field: "message", maxLength: maxReleaseNotes) } catch { throw .invalidInput(error.message) }
         return message
     }
 }

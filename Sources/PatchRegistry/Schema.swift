@@ -226,6 +226,18 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- What a guard was configured to do when a trip did something else (issue 20: a revoke that
+    -- would leave the version with no patch halts instead); additive: a trip without a row here
+    -- did what its guard said (guard_trips.action is always what was done).
+    CREATE TABLE IF NOT EXISTS guard_trip_overrides(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        configured TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES guard_trips(app, app_version, number)
+    );
     -- Staged rollouts (`publish --advance 25,50,100 --every 1h`): the steps still to take and
     -- when the next one is due. Advanced by patchd's upkeep only on its guard's evidence.
     CREATE TABLE IF NOT EXISTS rollout_schedules(

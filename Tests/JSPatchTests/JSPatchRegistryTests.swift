@@ -93,7 +93,7 @@ struct JSPatchRegistryTests {
         #expect(String(decoding: try Data(contentsOf: leftover), as: UTF8.self) == "old key")
     }
 
-    @Test("packages exist for the listed patches only: not revoked, paused or superseded ones")
+    @Test("packages exist for the listed patches only (paused ones included, as targets lists them): not revoked or superseded ones")
     func listedPatchesOnly() throws {
         let f = try JSPatchRegistryFixture()
         let (app, key) = try f.jspatchApp("demo")
@@ -104,7 +104,7 @@ struct JSPatchRegistryTests {
         try f.publish(app, "2.4", "console.log(5)")
         try f.registry.revoke(app: app, appVersion: try AppVersion("2.4"), number: nil, actor: f.actor)
         let packages = try #require(try f.registry.jspatchPackages(app: app))
-        #expect(packages.map { "\($0.appVersion)/\($0.number)@\($0.rollout)" } == ["2.3/2@100", "2.3/3@10"])
+        #expect(packages.map { "\($0.appVersion)/\($0.number)@\($0.rollout)" } == ["2.3/2@100", "2.3/3@10", "2.3/4@0"])
         let dir = try TempDirectory()
         let unpacked = try UnpackedPackage(packages[1].bytes, publicKeyPEM: try key.publicKeyPEM(), in: dir)
         #expect(unpacked.mainJS == Array("console.log(3)".utf8))

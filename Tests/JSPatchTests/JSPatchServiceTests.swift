@@ -101,6 +101,27 @@ final class JSPatchServiceTests {
         #expect(get("/jspatch/demo/2.3/v2.zip").status == 200)
     }
 
+    @Test("latest keeps the patch an app says it runs (X-JSPatch-Version) while it is halted; without the header it answers as for a fresh device")
+    func keepsTheRunningPatch() throws {
+        try publish("console.log('one')")
+        try publish("console.log('two')")
+        let version = try AppVersion("2.3")
+        try f.registry.setRollout(app: app, appVersion: version, number: 2, percent: 0, actor: f.actor)
+        service.reloadChanged()
+        func latest(_ device: String, running: String?) -> HTTPResponse {
+            var headers = ["X-Device-ID": device]
+            if let running { headers["X-JSPatch-Version"] = running }
+            return service.respond(to: HTTPRequest(method: "GET", path: "/jspatch/demo/2.3/latest", headers: headers, remoteAddress: "127.0.0.1"))
+        }
+        #expect(latest("a", running: "2").bodyString == "{\"patch\":2}\n", "halted, not revoked: kept")
+        #expect(latest("b", running: nil).bodyString == "{\"patch\":1}\n", "a fresh device is not offered the halted patch")
+        #expect(latest("c", running: "1").bodyString == "{\"patch\":1}\n")
+        #expect(latest("d", running: "02").status == 400)
+        _ = try f.registry.revoke(app: app, appVersion: version, number: 2, actor: f.actor)
+        service.reloadChanged()
+        #expect(latest("e", running: "2").bodyString == "{\"patch\":1}\n", "revoked: the previous patch")
+    }
+
     @Test("latest is throttled per device like the simple check, sharing its budget; packages are not")
     func throttled() throws {
         try publish("console.log('one')")

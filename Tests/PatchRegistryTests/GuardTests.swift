@@ -85,17 +85,45 @@ struct GuardTests {
         #expect(try t.registry.serving(app: app, appVersion: v23).delivery[1] == .live)
     }
 
-    @Test("action revoke revokes the patch with the figures as its message")
+    @Test("action revoke revokes the patch with the figures as its message when the version has another live patch to fall back to")
     func revokes() throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
+        try t.publish(app, "2.3", "two()")
         try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .revoke, actor: t.actor)
-        let touched = try feed(t, app, devices: 0..<60, rolledBack: 10)
-        #expect(try t.registry.enforceGuards(app: app, patches: touched).first?.action == .revoke)
-        let patch = try #require(try t.registry.patches(app: app, appVersion: v23, activeOnly: false).first)
+        let touched = try feed(t, app, patch: 2, devices: 0..<60, rolledBack: 10)
+        let trip = try #require(try t.registry.enforceGuards(app: app, patches: touched).first)
+        #expect(trip.action == .revoke && trip.override == nil && trip.json["configured"]?.stringValue == "revoke")
+        let patch = try #require(try t.registry.patches(app: app, appVersion: v23, activeOnly: false).first { $0.number == 2 })
         #expect(patch.state == .revoked && patch.revokeMessage?.hasPrefix("guard: rollback rate lower bound 9.3132% > 2%") == true)
         #expect(try t.registry.auditEvents(app: app).map(\.action).suffix(2) == ["patch.revoke", "guard.revoke"])
+        #expect(try t.registry.serving(app: app, appVersion: v23).summary == "patch 1 → 100 %", "the fleet falls back to patch 1")
+    }
+
+    @Test("action revoke never revokes a version's only live patch: it halts instead, and the trip, audit event and trips list say so")
+    func revokeOfTheOnlyLivePatchHalts() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        try t.publish(app, "2.3", "one()")
+        try t.publish(app, "2.3", "paused()", rollout: 0)       // at rollout 0: nothing to fall back to
+        try t.publish(app, "2.4", "other()")                    // another version: not a fallback for 2.3
+        try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .revoke, actor: t.actor)
+        let touched = try feed(t, app, devices: 0..<60, rolledBack: 10)
+        let trips = try t.registry.enforceGuards(app: app, patches: touched)
+        let trip = try #require(trips.first)
+        #expect(trip.action == .halt)
+        #expect(trip.override == GuardOverride(configured: .revoke, reason: "revoke would leave 2.3 production with no patch"))
+        let patch = try #require(try t.registry.patches(app: app, appVersion: v23, activeOnly: false).first { $0.number == 1 })
+        #expect(patch.state == .active && patch.rollout == 0)
+        let listed = try t.targets(app).targets.compactMap { PatchTargetInfo(path: $0.key, file: $0.value) }.filter { $0.appVersion == "2.3" }
+        #expect(listed.map(\.patch).sorted() == [1, 2], "halted, not revoked: still listed, so devices that run it keep it")
+        let audit = try #require(try t.registry.auditEvents(app: app).last)
+        #expect(audit.action == "guard.halt")
+        #expect(audit.details["configured"]?.stringValue == "revoke")
+        #expect(audit.details["reason"]?.stringValue?.hasSuffix("; revoke would leave 2.3 production with no patch") == true)
+        #expect(try t.registry.guardTrips(app: app) == trips, "the override is stored with the trip")
+        #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty, "once")
     }
 
     @Test("forged reports cannot advance: confirmations from any number of devices leave a halted patch at 0 and a 5 % patch at 5 %")
@@ -131,7 +159,7 @@ struct GuardTests {
         let t = try TempRegistry()
         let app = try t.app("demo")
         try t.publish(app, "2.3", "one()")
-        try t.registry.db.execute("DROP TABLE report_events; DROP TABLE report_devices; DROP TABLE report_counts; DROP TABLE report_hourly; DROP TABLE guard_trips; DROP TABLE patch_guards")
+        try t.registry.db.execute("DROP TABLE report_events; DROP TABLE report_devices; DROP TABLE report_counts; DROP TABLE report_hourly; DROP TABLE guard_trip_overrides; DROP TABLE guard_trips; DROP TABLE patch_guards")
         let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"))
         #expect(try reopened.patches(app: app, appVersion: nil, activeOnly: false).count == 1)
         #expect(try reopened.report(app: app, deviceID: "d", events: [try event("1", .installed)]).accepted == 1)

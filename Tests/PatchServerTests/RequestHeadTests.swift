@@ -144,10 +144,10 @@ struct RequestHeadTests {
                                ("/a%3Fb", "/a?b"), ("/a%2B", "/a+"), ("/a%zz%2", "/a%zz%2"), ("/a%", "/a%"), ("/%2", "/%2")] {
             #expect(Self.refusal(target) == nil, "\(target)")
             let head = try #require(try Self.parse("GET \(target) HTTP/1.1\r\nHost: h\r\n\r\n"))
-            #expect(head.request(peer: .loopback, declaredBody: .none).path == path, "\(target)")
+            #expect(try head.request(peer: .loopback, declaredBody: .none).path == path, "\(target)")
         }
         let head = try #require(try Self.parse("GET /healthz?a=%6d%2F%5C%2e&%6e=1 HTTP/1.1\r\nHost: h\r\n\r\n"))
-        let request = head.request(peer: .loopback, declaredBody: .none)
+        let request = try head.request(peer: .loopback, declaredBody: .none)
         #expect(request.path == "/healthz")
         #expect(request.query("a") == "m/\\.")
         #expect(request.query("n") == "1")
@@ -169,7 +169,7 @@ struct RequestHeadTests {
             #expect(Self.refusal(target, host: host) == nil, "\(target) with Host \(host): \(Self.refusal(target, host: host) ?? "")")
             let head = try #require(try Self.parse("GET \(target) HTTP/1.1\r\nHost: \(host)\r\n\r\n"))
             #expect(head.authority != nil)
-            let request = head.request(peer: .loopback, declaredBody: .none)
+            let request = try head.request(peer: .loopback, declaredBody: .none)
             #expect(request.path == path, "\(target)")
             #expect(request.query("x") == query, "\(target)")
         }
@@ -215,13 +215,27 @@ struct RequestHeadTests {
     @Test("path and query are percent-decoded, except %00, which stays literal; + is a space in the query only")
     func decoding() throws {
         let head = try #require(try Self.parse("GET /a%20b+c%00d%zz?appVersion=2.3%00evil&x=a+b%2B&flag&=v HTTP/1.1\r\nHost: h\r\n\r\n"))
-        let request = head.request(peer: .loopback, declaredBody: .none)
+        let request = try head.request(peer: .loopback, declaredBody: .none)
         #expect(request.path == "/a b+c%00d%zz")
         #expect(request.query("appVersion") == "2.3%00evil")
         #expect(request.query("x") == "a b+")
         #expect(request.query("flag") == "")
         #expect(request.query("") == "v")
         #expect(request.headerLines("HOST") == ["h"])
+    }
+
+    @Test("a query argument whose decoded bytes are not UTF-8 is 400 naming it, not read with U+FFFD in their place")
+    func queryNotUTF8() throws {
+        for (query, refusal) in [("message=%C3%28", "the query argument message is not valid UTF-8 (byte 0xC3 at offset 0)"),
+                                 ("appVersion=2.3&message=ok%ED%A0%80", "the query argument message is not valid UTF-8 (byte 0xED at offset 2)"),
+                                 ("m%FF=1", "the name of a query argument is not valid UTF-8 (byte 0xFF at offset 1)")] {
+            let head = try #require(try Self.parse("POST /v1/apps/demo/patches?\(query) HTTP/1.1\r\nHost: h\r\n\r\n"))
+            #expect(throws: FramingError.malformed(refusal)) { try head.request(peer: .loopback, declaredBody: .none) }
+            #expect(FramingError.malformed(refusal).httpError.status == 400)
+        }
+        // Valid UTF-8 is decoded as sent, format characters included: the registry's rule refuses those, naming the field.
+        let head = try #require(try Self.parse("POST /x?message=%E4%BF%AE%E5%A4%8D+%E2%80%AE HTTP/1.1\r\nHost: h\r\n\r\n"))
+        #expect(try head.request(peer: .loopback, declaredBody: .none).query("message") == "修复 \u{202E}")
     }
 
     @Test("Connection: close and HTTP/1.0 without keep-alive end the connection after the answer")

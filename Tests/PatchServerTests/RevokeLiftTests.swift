@@ -6,8 +6,9 @@ import PatchRegistry
 import HotpatchTestSupport
 
 /// A revoke that lands in seconds: a change that takes code away from an app version and
-/// channel (revoke, halt, rollback, lower rollout) lifts the per-device interval for the
-/// devices that checked before it, once each; nothing else does.
+/// channel (revoke, rollback) lifts the per-device interval for the devices that checked
+/// before it, once each; nothing else does — not a halt or a lowered rollout, which take
+/// nothing from the devices that run the patch (`Selection.choose`).
 @Suite("Revoke lifts the per-device interval")
 struct RevokeLiftTests {
     static let check = "/v1/apps/demo/versions/2.3/patch"
@@ -51,7 +52,7 @@ struct RevokeLiftTests {
                                                   query: ["channel": "staging"], remoteAddress: "127.0.0.1")).status == 429)
     }
 
-    @Test("timestamp.json: lifted for a client that names version 2.3 (PatchClient) or no version (python-tuf), not for 2.4")
+    @Test("timestamp.json: not lifted by a halt; lifted by a revoke for a client that names version 2.3 (PatchClient) or no version (python-tuf), not for 2.4")
     func timestamp() throws {
         let f = try Self.fixture()
         let path = "/v1/apps/demo/metadata/timestamp.json"
@@ -61,6 +62,9 @@ struct RevokeLiftTests {
         f.clock.advance(5)
         #expect(f.post("/v1/apps/demo/versions/2.3/patches/2/rollout", body: #"{"percent": 0}"#, token: f.publisherToken).status == 200,
                 "a halt")
+        #expect(status(f, path, device: "named", headers: ["X-App-Version": "2.3", "X-Channel": "production"]) == 429,
+                "a halt takes nothing from the devices that run the patch: nothing to land early")
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/2/revoke", token: f.publisherToken).status == 200)
         #expect(status(f, path, device: "named", headers: ["X-App-Version": "2.3", "X-Channel": "production"]) == 200)
         #expect(status(f, path, device: "unnamed") == 200)
         #expect(status(f, path, device: "other", headers: ["X-App-Version": "2.4"]) == 429)

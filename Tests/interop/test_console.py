@@ -55,9 +55,14 @@ def site(tmp_path_factory):
     ws.create_app("vault", encrypt=True)
     ws.publish("vault", "1.0", "secret(1);\n")
     ws.publish("vault", "1.0", "secret(2);\n")
+    # An app whose guard is set to revoke, fed rollbacks: its only patch is halted instead (issue 20).
+    ws.create_app("crashy")
+    ws.ok("apps", "throttle", "crashy", "--ip-rate", "off")
+    ws.publish("crashy", "1.0", "crash(1);\n")
+    ws.ok("apps", "guard", "crashy", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
     auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
     publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
-    server = Patchd(ws)
+    server = Patchd(ws, args=["--trusted-proxy", "127.0.0.1"])
     # Each device downloads patch 2 (its receipt, which its reports need to count), then reports.
     sha = next(p["sha256"] for p in ws.json("list", "--app", "demo") if p["patch"] == 2)
     for i in range(12):
@@ -69,8 +74,21 @@ def site(tmp_path_factory):
         resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=json.dumps({"events": events}).encode(),
                        headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"})
         assert resp.status == 202, resp.body
-    # Counted off the request path: wait for all 36 events.
-    poll(lambda: 'hotpatch_report_events_total{outcome="accepted"} 36' in request(server.url, "/metrics").body.decode(), timeout=10)
+    # crashy's 60 devices each download the patch and report from a /16 of their own (127.0.0.1
+    # is trusted as a proxy): a guard needs rollbacks from 5 blocks.
+    crashy_sha = ws.json("list", "--app", "crashy")[0]["sha256"]
+    for i in range(60):
+        where = {"X-Device-ID": f"crashy-{i}", "X-Forwarded-For": f"10.{i}.0.1"}
+        got = request(server.url, f"/v1/apps/crashy/targets/1.0/1/{crashy_sha}.main.js", headers=where)
+        assert got.status == 200, got.body
+        kinds = ["installed", "rolledBack"] if i % 5 == 0 else ["installed"]
+        events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "1.0", "channel": "production", "patch": 1,
+                   "receipt": got.headers["X-Patch-Receipt"]} for kind in kinds]
+        resp = request(server.url, "/v1/apps/crashy/reports", method="POST", body=json.dumps({"events": events}).encode(),
+                       headers={**where, "Content-Type": "application/json"})
+        assert resp.status == 202, resp.body
+    # Counted off the request path: wait for all 36 + 72 events.
+    poll(lambda: 'hotpatch_report_events_total{outcome="accepted"} 108' in request(server.url, "/metrics").body.decode(), timeout=10)
     yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second}
     server.stop()
 
@@ -363,4 +381,14 @@ def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
     assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]"), "a revoked patch offers no action"
     patch3 = site["ws"].json("list", "--app", "demo")[2]
     assert (patch3["state"], patch3["revokeMessage"]) == ("revoked", "QA found <b>a crash</b>")
+    assert errors(browser) == []
+
+
+def test_a_guard_trip_that_halted_instead_of_revoking_says_so(site, browser):
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#apps", "crashy")
+    go(browser, site, "#/apps/crashy")
+    text_in(browser, "#matrix", "guard: revoke above 2 % rolled back")
+    text_in(browser, "#matrix .trip",
+            "patch 1 halted by its guard (configured: revoke — revoke would leave 1.0 production with no patch)")
     assert errors(browser) == []

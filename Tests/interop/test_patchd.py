@@ -60,13 +60,13 @@ def active(ws, app):
 
 
 def listed(patches):
-    """PROTOCOL.md section 5: per version, from the newest active patch down, skip rollout 0,
-    list each, stop after the first at 100 %. Returns (listed, superseded)."""
+    """PROTOCOL.md section 5: per version, from the newest active patch down, list each (a
+    paused or halted one at rollout 0 too), stop after the first at 100 %. Returns (listed, superseded)."""
     shown, hidden = [], []
     for version in {p["appVersion"] for p in patches}:
         done = False
         for p in sorted((p for p in patches if p["appVersion"] == version), key=lambda p: -p["patch"]):
-            (hidden if done or p["rollout"] == 0 else shown).append(p)
+            (hidden if done else shown).append(p)
             done = done or p["rollout"] == 100
     return shown, hidden
 

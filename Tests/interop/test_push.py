@@ -9,6 +9,7 @@ ES256 token against the key's public half and every header, and answers as scrip
 import json
 import os
 import stat
+import time
 
 import pytest
 from apns_standin import APNsStandIn
@@ -156,35 +157,52 @@ def test_notify_refused_before_any_change_without_an_apns_key(tmp_path):
                            "--token-file", token_path, w.write_file("fix(1)"), registry=False), 64, "--notify")
 
 
-def test_a_guards_halt_is_pushed_by_patchd(ws, apns):
+def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):
+    """A halt takes nothing from the devices that run the patch (PROTOCOL.md section 5), so
+    there is nothing to wake the fleet for; a revoke takes it away, and is pushed."""
     standin, _ = apns
     ws.publish("demo", "2.3", "fix(1)")
+    ws.publish("demo", "2.3", "fix(2)")
     ws.publish("demo", "2.4", "other(1)")
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
     # 127.0.0.1 is trusted as a proxy so each device reports from a /16 of its own: a guard
     # needs rollbacks from 5 blocks (ReportRules).
     server = Patchd(ws, env=standin.env, args=["--trusted-proxy", "127.0.0.1"])
-    try:
-        assert register(server, token(1)) == 201
-        assert register(server, token(2), version="2.4") == 201
-        sha = ws.json("list", "--app", "demo")[0]["sha256"]
+
+    def roll_back(patch):
+        sha = next(p["sha256"] for p in ws.json("list", "--app", "demo") if p["patch"] == patch)
+        path = f"/v1/apps/demo/targets/2.3/{patch}/{sha}.main.js"
+        poll(lambda: request(server.url, path).status == 200, timeout=10)  # served once patchd reloaded it
         for i in range(10):
             where = {"X-Device-ID": f"device-{i}", "X-Forwarded-For": f"10.{i}.0.1"}
-            got = request(server.url, f"/v1/apps/demo/targets/2.3/1/{sha}.main.js", headers=where)
-            events = [{"id": f"e{i}-{kind}", "type": kind, "appVersion": "2.3", "channel": "production", "patch": 1,
+            got = request(server.url, path, headers=where)
+            events = [{"id": f"e{patch}-{i}-{kind}", "type": kind, "appVersion": "2.3", "channel": "production", "patch": patch,
                        "at": "2026-12-01T10:00:00Z", "receipt": got.headers["X-Patch-Receipt"]} for kind in ("installed", "rolledBack")]
             body = json.dumps({"events": events}).encode()
             assert request(server.url, "/v1/apps/demo/reports", method="POST", body=body,
                            headers={**where, "Content-Type": "application/json"}).status == 202
+
+    try:
+        assert register(server, token(1)) == 201
+        assert register(server, token(2), version="2.4") == 201
+        roll_back(2)
+        assert poll(lambda: any(e["action"] == "guard.halt" for e in ws.json("audit")["events"]), timeout=10)
+        time.sleep(1)
+        assert standin.accepted == [], "a halt is not pushed"
+
+        ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5", "--action", "revoke")
+        ws.publish("demo", "2.3", "fix(3)")
+        roll_back(3)  # patch 1 (active, 100 %) is left for the fleet: the revoke is done, and pushed
         assert poll(lambda: len(standin.accepted) == 1, timeout=10), f"no push: {server.stderr()}"
         _, _, payload = standin.accepted[0]
         assert payload["hotpatch"]["version"] == "2.3"
         timestamp = json.loads(request(server.url, "/v1/apps/demo/metadata/timestamp.json").body)["signed"]["version"]
-        assert payload["hotpatch"]["timestamp"] == timestamp, "the halt's own timestamp"
+        assert payload["hotpatch"]["timestamp"] == timestamp, "the revoke's own timestamp"
         assert standin.problems == []
         assert poll(lambda: any(e["action"] == "push.notify" for e in ws.json("audit")["events"]), timeout=10)
         event = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"][-1]
         assert event["details"]["reason"] == "guard" and event["details"]["sent"] == 1
+        assert [e["action"] for e in ws.json("audit")["events"] if e["action"] in ("guard.halt", "guard.revoke")] == ["guard.halt", "guard.revoke"]
     finally:
         server.stop()
 

@@ -6,6 +6,7 @@ restart, and forged reports cannot advance a rollout.
 
     PATCHCTL=… PATCHD=… python -m pytest Tests/interop/test_reports.py -q
 """
+import hashlib
 import json
 import math
 import uuid
@@ -167,6 +168,10 @@ def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
     table = remote(ws, server, auditor, "list", "--app", "demo").stdout
     assert "INSTALLED" in table and "ROLLED BACK" in table and "halted" in table
     assert request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "a-new-device"}).status == 204
+    # ... but not taken from a device that runs it: halted, not revoked (PROTOCOL.md section 5).
+    etag = '"%s"' % hashlib.sha256(b"fix(1)").hexdigest()
+    kept = request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "runs-it", "If-None-Match": etag})
+    assert kept.status == 304
     text = remote(ws, server, auditor, "status", "--app", "demo").stdout
     assert "guard production: halt" in text and "guard halted 2.3 production patch 1" in text
     metrics = request(server.url, "/metrics").body.decode()
@@ -229,12 +234,33 @@ def test_forged_reports_from_few_networks_cannot_halt_and_a_real_spread_does(ws,
     assert figures["devices"]["installed"] == 20 + 200, "20 devices an hour from one network, 200 from one block"
     assert counted(server, "dropped", "devices") > 0
 
+    # Real rollbacks from a spread of networks halt, and only the patch they name: a halt
+    # offers the patch to no new device and takes it from none that runs it.
     phones = [receipt(server, f"phone-{i}", 2, address=own_address(i)) for i in range(60)]
     for i in range(60):
         device(server, f"phone-{i}", ["installed"] + (["rolledBack"] if i < 12 else ["confirmed"]), patch=2, address=own_address(i), got=phones[i])
     poll(lambda: [p["rollout"] for p in ws.json("list", "--app", "demo")] == [50, 0], timeout=20)
     (trip,) = ws.json("status", "--app", "demo")["apps"][0]["reports"]["trips"]
     assert trip["patch"] == 2 and trip["rolledBack"] >= 12
+
+
+def test_a_guard_set_to_revoke_halts_a_versions_only_live_patch_and_says_so(ws, start):
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
+    server = start(ws, MANY_DEVICES)
+    got = [receipt(server, f"sim-{i}", address=own_address(i)) for i in range(60)]
+    for i in range(60):
+        device(server, f"sim-{i}", ["installed"] + (["rolledBack"] if i % 5 == 0 else []), address=own_address(i), got=got[i])
+    poll(lambda: ws.json("list", "--app", "demo")[0]["rollout"] == 0, timeout=10)
+    reason = "revoke would leave 2.3 production with no patch"
+    (patch,) = ws.json("list", "--app", "demo")
+    assert patch["state"] == "active" and patch["rollout"] == 0
+    (event,) = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] in ("guard.halt", "guard.revoke")]
+    assert event["action"] == "guard.halt" and event["details"]["configured"] == "revoke"
+    assert event["details"]["reason"].endswith("; " + reason)
+    (trip,) = ws.json("status", "--app", "demo")["apps"][0]["reports"]["trips"]
+    assert (trip["action"], trip["configured"], trip["overrideReason"]) == ("halt", "revoke", reason)
+    text = ws.ok("status", "--app", "demo")
+    assert "guard halted 2.3 production patch 1" in text and "; configured: revoke — " + reason in text
 
 
 def test_the_endpoint_is_bounded_like_the_check_path(ws, start):

@@ -55,7 +55,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         invariant(false, "a re-serialised accepted head is refused")
     }
 
-    let request = head.request(peer: .loopback, declaredBody: .none)
+    let request: HTTPRequest
+    do throws(FramingError) {
+        request = try head.request(peer: .loopback, declaredBody: .none)
+    } catch {
+        // The one refusal left for a parsed head: a query argument that is not UTF-8 once decoded.
+        invariant(error.httpError.status == 400 && error.httpError.message.contains("is not valid UTF-8"), "head refused when decoded: \(error)")
+        return 0
+    }
     invariant(request.path.first == "/", "a decoded path \(request.path.debugDescription) not starting with /")
     invariant(!request.path.utf8.contains(0), "a decoded path holds a NUL")
     invariant(!request.arguments.contains { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }, "a decoded query holds a NUL")

@@ -114,7 +114,7 @@ struct FuzzRequest {
 
     static func unescape(_ text: String, plusIsSpace: Bool = false) -> String {
         let visible = text.utf8.filter { $0 > 0x20 && $0 < 0x7F }
-        let decoded = RequestHead.percentDecoded(ArraySlice(visible), plusIsSpace: plusIsSpace)
+        let decoded = String(decoding: RequestHead.percentDecoded(ArraySlice(visible), plusIsSpace: plusIsSpace), as: UTF8.self)
         invariant(!decoded.utf8.contains(0), "unescaping \(String(reflecting: text)) gave a NUL")
         return decoded
     }

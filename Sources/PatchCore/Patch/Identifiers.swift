@@ -118,10 +118,13 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
 }
 
 extension String {
-    /// The value as it may be echoed in one error line: control characters and anything
-    /// past 80 characters cut, so hostile input cannot forge log lines.
+    /// The value as it may be echoed in one error line: every character `ReadableText`
+    /// refuses (controls, bidi overrides, zero-width characters…) shown as `?` and anything
+    /// past 80 characters cut, so hostile input can neither forge log lines nor make the
+    /// error read otherwise.
     public var debugSanitized: String {
-        let cleaned = unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : String($0) }.joined()
+        let scalars = Array(unicodeScalars)
+        let cleaned = scalars.indices.map { ReadableText.refusal(scalars, at: $0) == nil ? String(scalars[$0]) : "?" }.joined()
         return cleaned.count > 80 ? String(cleaned.prefix(80)) + "…" : cleaned
     }
 }

@@ -139,7 +139,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
         (channel == .production ? "" : "\(channel)/") + "\(appVersion)/\(patch)/" + (conditional ? conditionalFileName : "main.js")
     }
 
-    /// Whether its conditions (if any) admit a device: the rule PatchClient and the simple check share.
+    /// Whether its conditions (if any) admit a device (`DeliveryConditions.admits`, which `Selection.choose` applies).
     public func admits(deviceID: String?, osVersion: String?) -> Bool {
         conditions?.admits(deviceID: deviceID, osVersion: osVersion) ?? true
     }

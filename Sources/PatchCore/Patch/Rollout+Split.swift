@@ -20,8 +20,8 @@ extension Rollout {
 
     /// What the devices of one app version are served, given its listed patches and their
     /// rollout percentages: the share of devices each patch reaches under the rule server
-    /// and client apply (`AppCatalog.patch(for:deviceID:)`, `PatchClient`): the newest listed
-    /// patch whose rollout `includes` the device. Each patch hashes its own number into the
+    /// and client apply (`Selection.choose`) for a device checking afresh: the newest listed
+    /// patch whose rollout `includes` the device (a device keeps a listed patch it runs). Each patch hashes its own number into the
     /// bucket, so the samples are independent: patch k reaches r_k × Π(1 − r_j) over the
     /// newer patches j. Patches that reach no device are left out; so is "none" when every
     /// device gets a patch. The exact shares, one per listed patch in order, are `exact`.

@@ -3,10 +3,21 @@ import PatchCore
 
 /// What a guard does to a patch whose rollback rate is too high.
 public enum GuardAction: String, Sendable, CaseIterable {
-    /// Rollout 0, re-signed: the patch stays listed and signed, no device is served it, and
-    /// it resumes only when someone sets its rollout again.
+    /// Rollout 0, re-signed: the patch stays listed and signed, no device that does not run it
+    /// is offered it, the devices that run it keep it (`Selection.choose`; their own launch
+    /// confirmation still rolls a crashing patch back), and it resumes only when someone sets
+    /// its rollout again. Nothing is taken from any device, so evidence alone cannot pull a fix.
     case halt
+    /// Unlisted, re-signed: every device drops it. Only when configured, and never the
+    /// version's last live patch (`Registry.revokeLeavesNothing`).
     case revoke
+}
+
+/// A trip that did not do what its guard was configured to: a revoke that would have left
+/// the version with no patch halted instead (`guard_trip_overrides`).
+public struct GuardOverride: Sendable, Equatable {
+    public let configured: GuardAction
+    public let reason: String
 }
 
 /// `patchctl apps guard`: per app and channel, the rollback rate that stops a patch.
@@ -36,11 +47,17 @@ public struct GuardTrip: Sendable, Equatable {
     public let rolledBack: Int
     public let lowerPPM: Int
     public let thresholdPPM: Int
+    /// Set when `action` (what was done) is not what the guard was configured to do.
+    public var override: GuardOverride? = nil
 
     public var json: JSON {
-        ["appVersion": .string(key.appVersion.rawValue), "channel": .string(key.channel.rawValue), "patch": .int(Int64(key.patch)),
-         "action": .string(action.rawValue), "at": .string(at), "installed": .int(Int64(installed)), "rolledBack": .int(Int64(rolledBack)),
-         "lowerBoundPpm": .int(Int64(lowerPPM)), "thresholdPpm": .int(Int64(thresholdPPM))]
+        var json: [String: JSON] = [
+            "appVersion": .string(key.appVersion.rawValue), "channel": .string(key.channel.rawValue), "patch": .int(Int64(key.patch)),
+            "action": .string(action.rawValue), "configured": .string((override?.configured ?? action).rawValue), "at": .string(at),
+            "installed": .int(Int64(installed)), "rolledBack": .int(Int64(rolledBack)),
+            "lowerBoundPpm": .int(Int64(lowerPPM)), "thresholdPpm": .int(Int64(thresholdPPM))]
+        if let override { json["overrideReason"] = .string(override.reason) }
+        return .object(json)
     }
 }
 
@@ -101,12 +118,20 @@ extension Registry {
     public func guardTrips(app: AppName) throws(RegistryError) -> [GuardTrip] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
-                SELECT app_version, channel, number, action, at, installed, rolled_back, lower_ppm, threshold_ppm FROM guard_trips
-                WHERE app = ? ORDER BY at, app_version, number
+                SELECT t.app_version, t.channel, t.number, t.action, t.at, t.installed, t.rolled_back, t.lower_ppm, t.threshold_ppm,
+                    o.configured, o.reason FROM guard_trips t
+                LEFT JOIN guard_trip_overrides o ON o.app = t.app AND o.app_version = t.app_version AND o.number = t.number
+                WHERE t.app = ? ORDER BY t.at, t.app_version, t.number
                 """, [.text(app.rawValue)]) { s -> GuardTrip? in
                 guard let version = try? AppVersion(s.text(0)), let channel = try? ChannelName(s.text(1)), let action = GuardAction(rawValue: s.text(3)) else { return nil }
+                var override: GuardOverride?
+                if let raw = s.optionalText(9) {
+                    guard let configured = GuardAction(rawValue: raw), let reason = s.optionalText(10) else { return nil }
+                    override = GuardOverride(configured: configured, reason: reason)
+                }
                 return GuardTrip(key: PatchKey(appVersion: version, channel: channel, patch: Int(s.int(2))), action: action, at: s.text(4),
-                                 installed: Int(s.int(5)), rolledBack: Int(s.int(6)), lowerPPM: Int(s.int(7)), thresholdPPM: Int(s.int(8)))
+                                 installed: Int(s.int(5)), rolledBack: Int(s.int(6)), lowerPPM: Int(s.int(7)), thresholdPPM: Int(s.int(8)),
+                                 override: override)
             }
         }
         return try Registry.intact(rows, what: "guard_trips")
@@ -133,7 +158,16 @@ extension Registry {
             for key in candidates {
                 guard let rule = rules[key.channel], let trip = try tripFigures(app: app, key: key, rule: rule, evidence: evidence, now: now) else { continue }
                 let why = "rollback rate lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM)) (\(trip.rolledBack) of \(trip.installed) installed devices rolled back)"
-                switch rule.action {
+                // A revoke takes the patch from every device that runs it; when nothing else
+                // is live for the version, that is the fleet's fix gone on evidence alone, so
+                // the guard halts instead (nothing taken from anyone) and says why.
+                var done = trip
+                if rule.action == .revoke, let last = try revokeLeavesNothing(app: app, key: key) {
+                    done = GuardTrip(key: key, action: .halt, at: trip.at, installed: trip.installed, rolledBack: trip.rolledBack,
+                                     lowerPPM: trip.lowerPPM, thresholdPPM: trip.thresholdPPM,
+                                     override: GuardOverride(configured: .revoke, reason: last))
+                }
+                switch done.action {
                 case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
                 case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 }
@@ -141,13 +175,18 @@ extension Registry {
                     INSERT INTO guard_trips(app, app_version, number, channel, action, at, installed, rolled_back, lower_ppm, threshold_ppm)
                     VALUES (?,?,?,?,?,?,?,?,?,?)
                     """, [.text(app.rawValue), .text(key.appVersion.rawValue), .int(Int64(key.patch)), .text(key.channel.rawValue),
-                          .text(rule.action.rawValue), .text(trip.at), .int(Int64(trip.installed)), .int(Int64(trip.rolledBack)),
+                          .text(done.action.rawValue), .text(trip.at), .int(Int64(trip.installed)), .int(Int64(trip.rolledBack)),
                           .int(Int64(trip.lowerPPM)), .int(Int64(trip.thresholdPPM))])
-                var details = trip.json.objectValue ?? [:]
+                if let override = done.override {
+                    try db.run("INSERT INTO guard_trip_overrides(app, app_version, number, configured, reason) VALUES (?,?,?,?,?)",
+                               [.text(app.rawValue), .text(key.appVersion.rawValue), .int(Int64(key.patch)), .text(override.configured.rawValue),
+                                .text(override.reason)])
+                }
+                var details = done.json.objectValue ?? [:]
                 details["minDevices"] = .int(Int64(rule.minDevices))
-                details["reason"] = .string(why)
-                try AuditLog.append(db, app: app.rawValue, actor: Registry.guardActor, action: "guard.\(rule.action.rawValue)", details: .object(details), at: now)
-                trips.append(trip)
+                details["reason"] = .string(done.override.map { "\(why); \($0.reason)" } ?? why)
+                try AuditLog.append(db, app: app.rawValue, actor: Registry.guardActor, action: "guard.\(done.action.rawValue)", details: .object(details), at: now)
+                trips.append(done)
             }
             return trips
         }
@@ -162,6 +201,17 @@ extension Registry {
         let keys = try patches(app: app, appVersion: nil, activeOnly: true).filter { channels.contains($0.channel) }
             .map { PatchKey(appVersion: $0.appVersion, channel: $0.channel, patch: $0.number) }
         return try enforceGuards(app: app, patches: Set(keys), rules: evidence, now: now)
+    }
+
+    /// Why revoking `key` would leave its version and channel with no patch, or nil when it
+    /// would not: the version's only live patch is one with no other active patch of the same
+    /// version and channel at rollout > 0 without delivery conditions (a conditional patch
+    /// reaches only the devices it admits) — the patch the fleet would otherwise fall back to.
+    func revokeLeavesNothing(app: AppName, key: PatchKey) throws(RegistryError) -> String? {
+        let others = try patches(app: app, appVersion: key.appVersion, activeOnly: true).filter {
+            $0.channel == key.channel && $0.number != key.patch && $0.rollout > 0 && $0.conditions == nil
+        }
+        return others.isEmpty ? "revoke would leave \(key.appVersion) \(key.channel) with no patch" : nil
     }
 
     /// The figures of a trip, or nil when the guard must not act on this patch now: tripped

@@ -3,13 +3,15 @@ import PatchCore
 
 extension Registry {
     /// Which patches targets metadata lists for one app version and channel: the newest patch
-    /// at 100% without delivery conditions and every newer one still rolling out (rollout > 0).
+    /// at 100% without delivery conditions and every newer active one, at rollout 0 too: a
+    /// paused or halted patch is offered to no device, but the devices that run it keep it
+    /// while it is listed (`Selection.choose`); only a revoke unlists it and takes it away.
     /// Anything older than that newest full rollout can never be chosen by a device, so it is
     /// left out; a conditional patch at 100% does not end the list (it reaches only the
     /// devices its conditions admit).
     static func listedPatches(_ patches: [PatchRecord]) -> [PatchRecord] {
         var listed: [PatchRecord] = []
-        for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active && patch.rollout > 0 {
+        for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active {
             listed.append(patch)
             if patch.rollout >= 100, patch.conditions == nil { break }
         }

@@ -15,6 +15,8 @@ public struct AppCatalog: Sendable {
         public let etag: String
         public let ok: HTTPResponse
         public let notModified: HTTPResponse
+
+        var candidate: Selection.Candidate { Selection.Candidate(number: number, rollout: rollout, conditions: conditions, digest: etag) }
     }
 
     public let app: AppName
@@ -103,17 +105,17 @@ public struct AppCatalog: Sendable {
     }
 
     /// The app versions and channels where `new` takes code away from some device: a listed
-    /// patch gone (revoked, or paused at 0 %) or its rollout lowered. A patch gone because a
-    /// newer unconditional 100 % patch now reaches every device first was superseded, not
-    /// withdrawn: every device gets newer code, and nothing needs to land early.
+    /// patch gone (revoked). A lowered rollout (a pause, a guard's halt) takes nothing: the
+    /// devices that run the patch keep it while it is listed (`Selection.choose`), so it needs
+    /// nothing to land early. A patch gone because a newer unconditional 100 % patch now
+    /// reaches every device first was superseded, not withdrawn: every device gets newer code.
     static func withdrawn(from old: AppCatalog, to new: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
         var result: [(appVersion: String, channel: ChannelName)] = []
         for (version, entries) in old.versions {
             for channel in Set(entries.map(\.channel)) {
                 let now = (new.versions[version] ?? []).filter { $0.channel == channel }
                 let took = entries.filter { $0.channel == channel }.contains { entry in
-                    if let current = now.first(where: { $0.number == entry.number }) { return current.rollout < entry.rollout }
-                    return !now.contains { $0.number > entry.number && $0.rollout >= 100 && $0.conditions == nil }
+                    !now.contains { $0.number == entry.number } && !now.contains { $0.number > entry.number && $0.rollout >= 100 && $0.conditions == nil }
                 }
                 if took { result.append((version, channel)) }
             }
@@ -121,20 +123,22 @@ public struct AppCatalog: Sendable {
         return result
     }
 
-    /// The patch this device should run: the newest listed patch of its channel whose rollout
-    /// includes it and whose delivery conditions (if any) admit it, as PatchClient picks.
-    /// Without a device ID only full (100%) rollouts apply. `conditional: false` leaves
+    /// The patch this device should run, under the rule PatchClient applies (`Selection.choose`):
+    /// the newest listed patch of its channel whose rollout includes it and whose delivery
+    /// conditions (if any) admit it — unless the device presents (`etags`, its `If-None-Match`)
+    /// a listed patch it runs that is not older: that one is kept, whatever its rollout, so a
+    /// halt or a lowered rollout takes nothing from devices that run the patch. Without a
+    /// device ID only full (100%) rollouts are offered. `conditional: false` leaves
     /// conditional patches out (the JSPatch Loader, which cannot say what OS it runs on).
     public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?, osVersion: String? = nil,
-                      conditional: Bool = true) -> CheckEntry? {
-        guard let entries = versions[appVersion] else { return nil }
-        return entries.first { entry in
-            guard entry.channel == channel else { return false }
-            if let conditions = entry.conditions {
-                guard conditional, conditions.admits(deviceID: deviceID, osVersion: osVersion) else { return false }
-            }
-            guard let deviceID else { return entry.rollout >= 100 }
-            return Rollout.includes(percent: entry.rollout, app: app.rawValue, appVersion: appVersion, patch: entry.number, deviceID: deviceID)
+                      conditional: Bool = true, etags: [String] = []) -> CheckEntry? {
+        guard let entries = versions[appVersion]?.filter({ $0.channel == channel }), !entries.isEmpty else { return nil }
+        let device = Selection.Device(app: app.rawValue, appVersion: appVersion, deviceID: deviceID, osVersion: osVersion, conditional: conditional)
+        // Entries are newest first: a device presenting several tags runs the newest of them.
+        let running = entries.first { entry in etags.contains(entry.etag) }.map { Selection.Running(number: $0.number, digest: $0.etag) }
+        switch Selection.choose(entries.map(\.candidate), for: device, running: running) {
+        case .keep(let number), .install(let number): return entries.first { $0.number == number }
+        case .none: return nil
         }
     }
 }
@@ -182,7 +186,7 @@ public final class Catalog: Sendable {
     public func file(at path: String) -> PublishedFile? { state.withLock { $0.files[path] } }
 
     /// Installs a new catalog of an app and says from which app versions and channels it took
-    /// something away: a listed patch gone, or its rollout lowered.
+    /// something away: a listed patch gone (`withdrawn`).
     @discardableResult
     func install(_ catalog: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
         let prefix = "/v1/apps/\(catalog.app)/"
@@ -217,8 +221,8 @@ public final class Catalog: Sendable {
         public var failed: [(AppName, RegistryError)] = []
         /// Apps served, but without their JSPatch Loader packages, and why.
         public var withoutJSPatch: [(AppName, RegistryError)] = []
-        /// App versions and channels from which the change took a patch away (revoked, or its
-        /// rollout lowered: a revoke, halt or rollback): their devices' intervals are lifted.
+        /// App versions and channels from which the change took a patch away (a revoke or a
+        /// rollback; a halt takes nothing): their devices' intervals are lifted.
         public var withdrawn: [(app: AppName, appVersion: String, channel: ChannelName)] = []
     }
 

@@ -668,7 +668,13 @@ function guardState(stats, serving) {
   const lines = [];
   lines.push(guard ? `guard: ${guard.action} above ${+(guard.maxRollbackRatePpm / 10000).toFixed(2)} % rolled back (from ${guard.minDevices} devices)`
     : "no guard");
-  for (const t of trips) lines.push(el("span", { class: "pill halted" }, `patch ${t.patch} ${t.action === "halt" ? "halted" : "revoked"} by its guard`));
+  // A trip says what was done and, when that differs, what the guard was configured to do and why
+  // (a revoke that would leave the version with no patch halts instead).
+  for (const t of trips) {
+    const done = `patch ${t.patch} ${t.action === "halt" ? "halted" : "revoked"} by its guard`;
+    lines.push(el("span", { class: "pill halted trip" }, t.configured && t.configured !== t.action
+      ? `${done} (configured: ${t.configured} — ${t.overrideReason})` : done));
+  }
   for (const s of schedules) lines.push(`patch ${s.patch} advancing: ${s.steps.join(" → ")} %, next at ${s.nextAt}`);
   const halted = serving.patches.filter(p => p.delivery === "halted").map(p => `patch ${p.patch}`);
   if (halted.length) lines.push(el("span", { class: "pill halted" }, `halted: ${halted.join(", ")}`));

@@ -20,11 +20,16 @@ extension PatchService {
 
     /// `GET /jspatch/{app}/{appVersion}/latest`: `{"patch":N}` for the patch the simple check
     /// would answer this device (same rollout rule, same per-device interval), `204` for none.
+    /// The loader has no ETag to present; an app that sends the number it runs
+    /// (`X-JSPatch-Version`, `[JPLoader currentVersion]`) keeps a listed patch as the simple
+    /// check's `If-None-Match` does — a number names one patch of a version, never reused.
     func jspatchLatest(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let (app, jspatch) = try jspatchCatalog(p["app"])
         let version = try appVersion(p["version"])
         try throttleDevice(request, catalog: app, scope: (version.rawValue, .production))
-        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID"), conditional: false),
+        let running = try request.header("X-JSPatch-Version").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
+        let etags = app.versions[version.rawValue]?.filter { $0.channel == .production && $0.number == running }.map(\.etag) ?? []
+        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID"), conditional: false, etags: etags),
               let response = jspatch.latest[JSPatchCatalog.key(version.rawValue, entry.number)] else {
             return PatchService.noPatch
         }

@@ -29,19 +29,14 @@ extension PatchService {
         guard !events.isEmpty else { return .json(["queued": 0], status: 202) }
         let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For"))
         let report = DeviceReport(app: app, deviceID: device, events: events, origin: ReportOrigin(network: client.network, block: client.block))
-        switch reportQueue.enqueue(report) {
-        case .full:
+        guard reportQueue.enqueue(report, count: { [self] in countReports() }) else {
             reportTally.refused.add(1)
             throw HTTPError(503, "busy", "the report queue is full; send these events again later", headers: [("Retry-After", "30")])
-        case .startWorker:
-            reportWorker.async { [self] in countReports() }
-        case .queued:
-            break
         }
         return .json(["queued": .int(Int64(events.count))], status: 202)
     }
 
-    /// The report worker: counts the queued reports group by group, each in one transaction
+    /// The report counter (ReportQueue's thread): counts the queued reports group by group, each in one transaction
     /// under the registry lock, then runs the guards of the patches each group moved, until
     /// the queue is empty. A group leaves the queue only once the lock is held, so what waits
     /// for the lock still counts against the queue's capacity.
@@ -49,6 +44,7 @@ extension PatchService {
         let rules = configuration.reportRules
         var more = true
         while more {
+            let started = IPRateLimiter.monotonicTime()
             more = registry.withLock { registry -> Bool in
                 guard let group = reportQueue.nextGroup() else { return false }
                 let outcomes: [ReportOutcome]
@@ -67,11 +63,14 @@ extension PatchService {
                 }
                 return true
             }
+            // The lock stays free as long as the group held it (ReportQueue).
+            let held = IPRateLimiter.monotonicTime() - started
+            if more, held > 0 { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
         }
     }
 
     /// Waits until every report queued so far is counted (tests; patchd's shutdown).
-    public func settleReports() { reportWorker.sync {} }
+    public func settleReports() { reportQueue.waitUntilIdle() }
 
     /// The upkeep loop's part: every guard against every active patch of its channel (a
     /// guard set after the figures passed it acts within a minute), the staged rollout steps
@@ -102,7 +101,8 @@ extension PatchService {
             let rules = configuration.reportRules
             let trips = if let patches { try registry.enforceGuards(app: app, patches: patches, rules: rules) } else { try registry.enforceGuards(app: app, rules: rules) }
             guard !trips.isEmpty else { return }
-            pushGuardTrips(registry, app: app, trips: trips)
+            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
+            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }

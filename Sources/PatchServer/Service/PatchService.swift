@@ -60,7 +60,6 @@ public final class PatchService: HTTPResponder {
     /// Device reports waiting to be counted, the worker that counts them, and what it counted
     /// (PatchService+Reports.swift).
     let reportQueue: ReportQueue
-    let reportWorker = DispatchQueue(label: "hotpatch.reports")
     let reportTally = ReportTally()
     /// Makes and checks the receipts patches are served with (`X-Patch-Receipt`).
     let receipts: ReportReceipt

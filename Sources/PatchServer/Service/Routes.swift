@@ -123,13 +123,12 @@ extension PatchService {
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         try throttleDevice(request, catalog: app, scope: (version, channel))
+        let tags = (request.header("If-None-Match") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
-                                    osVersion: request.header("X-OS-Version")) else {
+                                    osVersion: request.header("X-OS-Version"), etags: tags) else {
             return PatchService.noPatch
         }
-        if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == entry.etag }) {
-            return entry.notModified
-        }
+        if tags.contains(where: { $0 == entry.etag }) { return entry.notModified }
         guard let device = try deviceID(request), let version = try? AppVersion(version) else { return entry.ok }
         return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
                                                                     patch: entry.number, deviceID: device)))

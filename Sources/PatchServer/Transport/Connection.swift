@@ -254,22 +254,17 @@ final class Connection {
         fresh = false
         let framing: BodyFraming
         let expectsContinue: Bool
+        let request: HTTPRequest
         do throws(FramingError) {
             try head.checkHost()
             framing = try head.framing()
             expectsContinue = try head.expectsContinue()
+            request = try head.request(peer: peer, declaredBody: HTTPRequest.DeclaredBody(framing))
         } catch {
             fail(error, loop)
             return
         }
         if !head.keepAlive || loop.draining { after = .close }
-        let declared: HTTPRequest.DeclaredBody
-        switch framing {
-        case .none: declared = .none
-        case .length(let n): declared = .length(n)
-        case .chunked: declared = .chunked
-        }
-        let request = head.request(peer: peer, declaredBody: declared)
         switch loop.shared.responder.admit(request) {
         case .answer(let response):
             // An unread body cannot be skipped safely: close after answering.
@@ -499,5 +494,16 @@ final class Connection {
         reservedBody = 0
         tls?.shutdown()
         loop.forget(self)
+    }
+}
+
+extension HTTPRequest.DeclaredBody {
+    /// What the router is told of a body the head declared.
+    init(_ framing: BodyFraming) {
+        switch framing {
+        case .none: self = .none
+        case .length(let n): self = .length(n)
+        case .chunked: self = .chunked
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PatchCore
 
 /// An HTTP/1.x request head as received, parsed strictly (RFC 9112). Strict because patchd
 /// may sit behind a proxy: wherever two parsers could read the same bytes differently
@@ -345,18 +346,27 @@ extension RequestHead {
     /// The request the router sees: path and query arguments percent-decoded (the path was
     /// held to `checkPathEscapes` by `parse`), fields as sent. This is the one place a target
     /// becomes a path; in-process callers build `HTTPRequest` from a path already decoded.
-    func request(peer: IPAddress, declaredBody: HTTPRequest.DeclaredBody) -> HTTPRequest {
+    /// A query argument whose decoded bytes are not UTF-8 is refused (400) rather than read
+    /// with U+FFFD in place of what was sent: a `message` would be stored and shown as text
+    /// nobody wrote, and no argument of any route is anything but UTF-8 text.
+    func request(peer: IPAddress, declaredBody: HTTPRequest.DeclaredBody) throws(FramingError) -> HTTPRequest {
         let question = target[pathStart...].firstIndex(of: UInt8(ascii: "?"))
         let rawPath = target[pathStart..<(question ?? target.endIndex)]
         // An absolute-form target may have an empty path: it is "/" (RFC 9112 §3.2.1).
-        let path = rawPath.isEmpty ? "/" : RequestHead.percentDecoded(rawPath, plusIsSpace: false)
+        let path = rawPath.isEmpty ? "/" : String(decoding: RequestHead.percentDecoded(rawPath, plusIsSpace: false), as: UTF8.self)
         var arguments: [(name: String, value: String)] = []
         if let question {
             for pair in target[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
                 let equals = pair.firstIndex(of: UInt8(ascii: "="))
-                let name = RequestHead.percentDecoded(pair[..<(equals ?? pair.endIndex)], plusIsSpace: true)
-                let value = equals.map { RequestHead.percentDecoded(pair[($0 + 1)...], plusIsSpace: true) } ?? ""
-                arguments.append((name, value))
+                do throws(ValidationError) {
+                    let name = try ReadableText.decode(RequestHead.percentDecoded(pair[..<(equals ?? pair.endIndex)], plusIsSpace: true), field: "name of a query argument")
+                    let value = try equals.map { e throws(ValidationError) in
+                        try ReadableText.decode(RequestHead.percentDecoded(pair[(e + 1)...], plusIsSpace: true), field: "query argument \(name.debugSanitized)")
+                    } ?? ""
+                    arguments.append((name, value))
+                } catch {
+                    throw .malformed(error.message)
+                }
             }
         }
         return HTTPRequest(method: method, path: path, fields: fields, arguments: arguments, declaredBody: declaredBody, peer: peer)
@@ -366,7 +376,7 @@ extension RequestHead {
     /// would end a C string early somewhere downstream (`/healthz%00xyz` served as `/healthz`,
     /// `appVersion=2.3%00evil` read as `2.3`); kept literal it fails validation like any
     /// other bad character. A `%` not followed by two hex digits is kept as is.
-    static func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> String {
+    static func percentDecoded(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var i = bytes.startIndex
@@ -381,6 +391,6 @@ extension RequestHead {
                 i += 1
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 }

@@ -23,7 +23,9 @@ struct Context {
         .value("--keys", "DIR", "key directory (default ./keys, or $HOTPATCH_KEYS)"),
     ]
 
-    init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    /// Refuses a `$HOTPATCH_ACTOR` that `ReadableText` refuses: every change this command
+    /// makes would be recorded under it.
+    init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) {
         self.environment = environment
         command = arguments.spec.words.joined(separator: " ")
         dataDirectory = URL(fileURLWithPath: arguments.value("--data") ?? environment["HOTPATCH_DATA"] ?? "data", isDirectory: true)
@@ -32,7 +34,7 @@ struct Context {
         bothRegistries = arguments.value("--database") != nil && arguments.value("--data") != nil
         databaseArgument = arguments.value("--database")
         keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
-        actor = Actor.current(environment: environment)
+        do { actor = try Actor.current(environment: environment) } catch { throw .failed(error.message) }
     }
 
     /// Opens the registry. Only `apps create` and `init` pass `create: true`; every other

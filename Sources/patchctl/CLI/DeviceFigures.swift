@@ -52,12 +52,18 @@ enum DeviceFigures {
             "and the rollback rate's 95 % lower bound exceeds \(WilsonInterval.percentText(ppm: Int(rule["maxRollbackRatePpm"]?.intValue ?? 0)))"
     }
 
-    /// "guard halted 2.3 production patch 3 at …: 10 of 60 installed devices rolled back (lower bound 9.3132% > 2%)"
+    /// "guard halted 2.3 production patch 3 at …: 10 of 60 installed devices rolled back (lower bound 9.3132% > 2%)",
+    /// then "; configured: revoke — revoke would leave 2.3 production with no patch" when it did not do what it was set to.
     static func tripLine(_ trip: JSON) -> String {
-        let action = trip["action"]?.stringValue == GuardAction.revoke.rawValue ? "revoked" : "halted"
-        return "guard \(action) \(trip["appVersion"]?.stringValue ?? "") \(trip["channel"]?.stringValue ?? "") patch \(trip["patch"]?.intValue ?? 0) at \(trip["at"]?.stringValue ?? ""): " +
+        let done = trip["action"]?.stringValue
+        let action = done == GuardAction.revoke.rawValue ? "revoked" : "halted"
+        var line = "guard \(action) \(trip["appVersion"]?.stringValue ?? "") \(trip["channel"]?.stringValue ?? "") patch \(trip["patch"]?.intValue ?? 0) at \(trip["at"]?.stringValue ?? ""): " +
             "\(trip["rolledBack"]?.intValue ?? 0) of \(trip["installed"]?.intValue ?? 0) installed devices rolled back " +
             "(lower bound \(WilsonInterval.percentText(ppm: Int(trip["lowerBoundPpm"]?.intValue ?? 0))) > \(WilsonInterval.percentText(ppm: Int(trip["thresholdPpm"]?.intValue ?? 0))))"
+        if let configured = trip["configured"]?.stringValue, configured != done {
+            line += "; configured: \(configured) — \(trip["overrideReason"]?.stringValue ?? "")"
+        }
+        return line
     }
 
     /// The figures table of `status`: per patch a device reported, its devices per event and

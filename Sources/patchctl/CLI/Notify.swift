@@ -29,8 +29,8 @@ enum Notify {
 
     /// The round, when `--notify` was given and the change was not a dry run.
     static func ifAsked(_ arguments: Arguments, registry: Registry?, app: AppName, version: AppVersion?, channel: ChannelName?,
-                        reason: String, actor: Actor) throws(CLIError) -> PushSummary? {
-        guard arguments.flag("--notify"), !arguments.flag("--dry-run"), let registry else { return nil }
+                        reason: String, actor: Actor?) throws(CLIError) -> PushSummary? {
+        guard arguments.flag("--notify"), !arguments.flag("--dry-run"), let registry, let actor else { return nil }
         return try run(registry: registry, app: app, version: version, channel: channel, reason: reason, actor: actor)
     }
 

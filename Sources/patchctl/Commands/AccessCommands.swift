@@ -16,7 +16,7 @@ struct TokensCreateCommand: Command {
         guard (app == nil) == arguments.flag("--all") else { throw .usage("give exactly one of --app NAME or --all") }
         let roleName = arguments.value("--role") ?? "publisher"
         guard let role = TokenRole(rawValue: roleName) else { throw .usage("--role must be publisher or auditor, got \(roleName.debugSanitized)") }
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let issued: IssuedToken
         do { issued = try registry.createToken(app: app, role: role, name: arguments.value("--name") ?? context.actor.name, actor: context.actor) } catch {
@@ -38,7 +38,7 @@ struct TokensRevokeCommand: Command {
                                   positionals: ["ID"], options: [.flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let record: TokenRecord
         do { record = try registry.revokeToken(id: arguments.positionals[0], actor: context.actor) } catch { throw error.cliError }
@@ -61,7 +61,7 @@ struct AppsThrottleCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30))
         let rate = try arguments.value("--ip-rate").map { (text) throws(CLIError) in try parseRate(text) }
         let registry = try context.openRegistry()

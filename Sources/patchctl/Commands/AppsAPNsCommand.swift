@@ -26,7 +26,7 @@ struct AppsAPNsCommand: Command {
         }
         if arguments.flag("--sandbox"), arguments.value("--test") == nil { throw .usage("--sandbox goes with --test TOKEN") }
         if !given.isEmpty, arguments.value("--test") != nil { throw .usage("--test sends with the key already set: set the key first, then test") }
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         if let token = arguments.value("--test") {
             try test(registry: registry, app: name, token: token, environment: arguments.flag("--sandbox") ? .sandbox : .production, json: arguments.flag("--json"))

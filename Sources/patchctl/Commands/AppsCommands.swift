@@ -21,7 +21,7 @@ struct AppsCreateCommand: Command {
         var jspatchKey: RSAPrivateKey?
         if jspatch { jspatchKey = try JSPatchKeyArgument.key(arguments) }
         let rootKey = try RootKeyArgument.key(arguments)
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry(create: true)
         do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
@@ -68,7 +68,7 @@ struct KeysRotateCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let roleName = try arguments.required("--role")
         guard let role = Role(rawValue: roleName) else { throw .usage("--role must be root, targets, snapshot or timestamp, got \(roleName.debugSanitized)") }
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let name = try AppDefault.resolve(arguments, registry: registry)
         let rotation: KeyRotation

@@ -10,7 +10,7 @@ struct AppsGuardCommand: Command {
                                   options: [.value("--channel", "CHANNEL", "the channel the guard watches (default production)"),
                                             .value("--max-rollback-rate", "PERCENT", "act when the 95 % Wilson lower bound of rolled back ÷ installed exceeds this, e.g. 2%"),
                                             .value("--min-devices", "N", "installed devices needed before the guard decides (default 50)"),
-                                            .value("--action", "ACTION", "halt (rollout 0, resumed only by hand; the default) or revoke"),
+                                            .value("--action", "ACTION", "halt (rollout 0: no new device gets it, none loses it; resumed only by hand; the default) or revoke (never a version's only live patch: halted instead)"),
                                             .flag("--off", "remove the channel's guard"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
@@ -29,7 +29,7 @@ struct AppsGuardCommand: Command {
         if !off, rate == nil, minDevices != nil || action != nil { throw .usage("--min-devices and --action need --max-rollback-rate") }
         let remote = try Remote.from(arguments)
         let registry = remote == nil ? try Context(arguments: arguments).openRegistry() : nil
-        let actor = Context(arguments: arguments).actor
+        let actor = try Context(arguments: arguments).actor
         var changed: Bool?
         if off {
             if let remote {

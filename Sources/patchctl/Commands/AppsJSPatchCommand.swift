@@ -11,7 +11,7 @@ struct AppsJSPatchCommand: Command {
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
         let key = try JSPatchKeyArgument.key(arguments)
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let info: JSPatchKeyInfo
         do { info = try registry.enableJSPatch(app: name, key: key, actor: context.actor) } catch { throw error.cliError }

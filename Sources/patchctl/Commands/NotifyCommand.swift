@@ -12,7 +12,7 @@ struct NotifyCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = arguments.value("--app-version") == nil ? nil : try arguments.appVersion()
         let channel = try arguments.channel()
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let name = try AppDefault.resolve(arguments, registry: registry)
         let summary = try Notify.run(registry: registry, app: name, version: version, channel: channel, reason: "notify", actor: context.actor)

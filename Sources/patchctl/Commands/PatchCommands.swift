@@ -30,7 +30,7 @@ struct PublishCommand: Command {
         let conditions = try DeliveryOptions.conditions(arguments)
         let remote = try Remote.from(arguments)
         try Notify.check(arguments, remote: remote)
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         try Notify.check(arguments, registry: registry, app: name)
@@ -109,7 +109,8 @@ struct RevokeCommand: Command {
         let remote = try Remote.from(arguments)
         try Notify.check(arguments, remote: remote)
         var registry: Registry?
-        var actor = Actor.current
+        // Local changes only: a server records the token's actor.
+        var actor: Actor?
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
@@ -117,7 +118,7 @@ struct RevokeCommand: Command {
             if dryRun { query["dryRun"] = "true" }
             revoked = try remote.json("POST", path, query: query)
         } else {
-            let context = Context(arguments: arguments)
+            let context = try Context(arguments: arguments)
             let local = try context.openRegistry()
             registry = local
             name = try AppDefault.resolve(arguments, registry: local)
@@ -172,7 +173,7 @@ struct RolloutCommand: Command {
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
                                     query: dryRun ? ["dryRun": "true"] : [:], body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
         } else {
-            let context = Context(arguments: arguments)
+            let context = try Context(arguments: arguments)
             let registry = try context.openRegistry()
             local = registry
             name = try AppDefault.resolve(arguments, registry: registry)

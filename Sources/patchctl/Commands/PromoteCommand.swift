@@ -29,7 +29,8 @@ struct PromoteCommand: Command {
         let remote = try Remote.from(arguments)
         try Notify.check(arguments, remote: remote)
         var local: Registry?
-        var actor = Actor.current
+        // Local changes only: a server records the token's actor.
+        var actor: Actor?
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
             var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
@@ -38,7 +39,7 @@ struct PromoteCommand: Command {
             if let message { query["message"] = message }
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: query)
         } else {
-            let context = Context(arguments: arguments)
+            let context = try Context(arguments: arguments)
             let registry = try context.openRegistry()
             local = registry
             name = try AppDefault.resolve(arguments, registry: registry)

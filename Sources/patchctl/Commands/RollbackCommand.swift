@@ -17,7 +17,7 @@ struct RollbackCommand: Command {
         let channel = try ChannelDefault.resolve(arguments)
         let remote = try Remote.from(arguments)
         try Notify.check(arguments, remote: remote)
-        let context = Context(arguments: arguments)
+        let context = try Context(arguments: arguments)
         let registry = remote == nil ? try context.openRegistry() : nil
         let name = try AppDefault.resolve(arguments, registry: registry)
         // An unknown app is "unknown app", not "nothing to roll back".
