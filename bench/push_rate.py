@@ -33,9 +33,11 @@ def main(tokens):
         ws.create_app("demo")
         ws.ok("apps", "apns", "demo", "--team-id", TEAM, "--key-id", KEY_ID, "--key", p8, "--topic", TOPIC)
         ws.publish("demo", "2.3", "fix(1)")
+        # Refreshed now: a token 60 days silent is never pushed to.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with sqlite3.connect(ws.sqlite) as db:
             db.executemany("INSERT INTO push_devices(app, token, environment, app_version, channel, registered_at) VALUES (?,?,?,?,?,?)",
-                           [("demo", f"{n:064x}", "production", "2.3", "production", "2026-12-01T10:00:00Z") for n in range(tokens)])
+                           [("demo", f"{n:064x}", "production", "2.3", "production", now) for n in range(tokens)])
         standin = APNsStandIn(key.public_key(), TEAM, KEY_ID, TOPIC)
         try:
             started = time.monotonic()

@@ -67,7 +67,7 @@ def main(devices, threads):
         ws.publish("demo", "2.3", "fix(2)")
         woken = queue.Queue()
         standin = WakingStandIn(key.public_key(), TEAM, KEY_ID, TOPIC, woken=woken)
-        server = Patchd(ws)
+        server = Patchd(ws, args=["--push-new-per-network", "0"])  # 1,000 new tokens from one /24
         try:
             before = {}
             for n in range(devices):
@@ -77,7 +77,7 @@ def main(devices, threads):
                 before[token] = (device, version)
                 body = json.dumps({"token": token, "appVersion": "2.3", "channel": "production", "environment": "production"}).encode()
                 assert request(server.url, "/v1/apps/demo/devices", method="POST", body=body,
-                               headers={"Content-Type": "application/json"}).status in (200, 201, 202, 204)
+                               headers={"Content-Type": "application/json", "X-Device-ID": device}).status in (200, 201, 202, 204)
             landed, throttled, lock = {}, [0], threading.Lock()
 
             def device_worker():

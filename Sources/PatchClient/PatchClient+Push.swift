@@ -13,15 +13,16 @@ public enum APNsEnvironment: String, Sendable {
 /// TUF as on every sync, so a forged push can cause at most one extra check.
 extension PatchClient {
     /// `POST /v1/apps/{app}/devices` with the token `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`
-    /// received, this app version and channel. Call it on every launch: tokens change, and
-    /// each registration refreshes the stored one.
+    /// received, this app version and channel, and this device's ID (the token is bound to
+    /// it: no other device can re-point it). Call it on every launch: tokens change, and each
+    /// registration refreshes the stored one; one not refreshed for 60 days is dropped.
     public func registerPushToken(_ token: Data, environment: APNsEnvironment = .production) async throws(PatchClientError) {
         let hex = token.map { String(format: "%02x", $0) }.joined()
         let body = JSON.object(["token": .string(hex), "environment": .string(environment.rawValue),
                                 "appVersion": .string(configuration.appVersion.rawValue), "channel": .string(configuration.channel.rawValue)])
         let location = "devices"
         let answer: (head: FetchHead, body: [UInt8])
-        do { answer = try await repository.post(location, body.wireBytes, headers: ["Content-Type": "application/json"]) } catch {
+        do { answer = try await repository.post(location, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
             switch error {
             case .network(let message), .unreadable(let message): throw .network(message)
             default: throw .network("\(error)")

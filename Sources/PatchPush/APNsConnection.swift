@@ -5,11 +5,6 @@ internal import CCurl
 /// One HTTP/2 connection to APNs: a libcurl easy handle owned by this object and used by
 /// one thread at a time (PushSender gives each worker its own), kept alive across requests.
 final class APNsConnection {
-    /// What APNs answered one request: the status and its `reason`, if it gave one.
-    struct Answer: Equatable {
-        var status: Int
-        var reason: String?
-    }
 
     private let handle: UnsafeMutableRawPointer  // CURL*
 
@@ -26,8 +21,9 @@ final class APNsConnection {
 
     deinit { curl_easy_cleanup(handle) }
 
-    /// `POST {base}/3/device/{token}`; nil when no answer came (connection, TLS, timeout, not HTTP/2).
-    func post(base: URL, caFile: String?, token: String, headers: [(String, String)], body: [UInt8]) -> Answer? {
+    /// `POST {base}/3/device/{token}`: what APNs answered, or status 0 and libcurl's account
+    /// when no answer came (connection, TLS, timeout, not HTTP/2).
+    func post(base: URL, caFile: String?, token: String, headers: [(String, String)], body: [UInt8]) -> APNsAnswer {
         curl_easy_reset(handle)  // options only: the connection stays
         var base = base.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
@@ -49,19 +45,34 @@ final class APNsConnection {
         var bytes = body.map { CChar(bitPattern: $0) }
         bytes.append(0)
         _ = bytes.withUnsafeBufferPointer { hp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
-        let sink = Sink()
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        _ = hp_curl_set_write(handle, collect, context)
-        let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
-        guard code == CURLE_OK, hp_curl_http_version(handle) == Int(CURL_HTTP_VERSION_2_0) else { return nil }
+        let sink = Sink(), head = Sink()
+        _ = hp_curl_set_write(handle, collect, Unmanaged.passUnretained(sink).toOpaque())
+        _ = hp_curl_set_header(handle, collect, Unmanaged.passUnretained(head).toOpaque())
+        let code = withExtendedLifetime((sink, head)) { curl_easy_perform(handle) }
+        guard code == CURLE_OK else {
+            return APNsAnswer(status: 0, reason: nil, apnsID: nil, unanswered: String(cString: curl_easy_strerror(code)))
+        }
+        guard hp_curl_http_version(handle) == Int(CURL_HTTP_VERSION_2_0) else {
+            return APNsAnswer(status: 0, reason: nil, apnsID: nil, unanswered: "the host did not speak HTTP/2")
+        }
         let reason = (try? JSONParser.parse(sink.bytes, maxDepth: 3, maxLength: Sink.limit))?["reason"]?.stringValue
-        return Answer(status: Int(hp_curl_response_code(handle)), reason: reason)
+        return APNsAnswer(status: Int(hp_curl_response_code(handle)), reason: reason, apnsID: APNsConnection.apnsID(head.bytes), unanswered: nil)
+    }
+
+    /// The `apns-id` header of an answer's head (APNs' name for the notification).
+    static func apnsID(_ head: [UInt8]) -> String? {
+        for line in String(decoding: head, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "apns-id" else { continue }
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            return value.isEmpty ? nil : String(value.prefix(64))
+        }
+        return nil
     }
 }
 
 @available(*, unavailable) extension APNsConnection: Sendable {}
 
-/// An answer's body, kept up to 4 KiB (APNs sends `{"reason": …}`, a few dozen bytes).
+/// An answer's body or head, kept up to 4 KiB (APNs sends `{"reason": …}` and a few headers).
 private final class Sink {
     static let limit = 4096
     var bytes: [UInt8] = []

@@ -26,7 +26,8 @@ public struct PushResult: Sendable, Equatable {
 /// Sends one announcement to many tokens over APNs' provider API, every per-token answer
 /// handled: 200 sent; 410 Unregistered and 400 BadDeviceToken gone; 403
 /// ExpiredProviderToken a new JWT and one more try; 429, 5xx and no answer retried with
-/// backoff; anything else failed (kept: the next change tries again).
+/// backoff; anything else failed (kept: the next change tries again). Each token not sent
+/// is counted under its reason (`PushSummary.reasons`, `APNsAnswer.failure`).
 public struct PushSender: Sendable {
     public let endpoint: APNsEndpoint
     public let token: APNsToken
@@ -40,7 +41,8 @@ public struct PushSender: Sendable {
         self.settings = settings
     }
 
-    enum Outcome { case sent, gone, failed }
+    /// A token's end: sent, or gone or failed with the reason counted for it.
+    enum Outcome { case sent, gone(String), failed(String) }
 
     /// Blocks until every token is answered; `progress(done, total)` after each one.
     public func send(_ announcement: PushAnnouncement, to devices: [PushDevice],
@@ -68,8 +70,13 @@ public struct PushSender: Sendable {
                     state.done += 1
                     switch outcome {
                     case .sent: state.result.summary.sent += 1
-                    case .failed: state.result.summary.failed += 1
-                    case .gone: state.result.summary.removed += 1; state.result.gone.append(device.token)
+                    case .failed(let reason):
+                        state.result.summary.failed += 1
+                        state.result.summary.reasons[reason, default: 0] += 1
+                    case .gone(let reason):
+                        state.result.summary.removed += 1
+                        state.result.summary.reasons[reason, default: 0] += 1
+                        state.result.gone.append(device.token)
                     }
                     return state.done
                 }
@@ -82,25 +89,34 @@ public struct PushSender: Sendable {
         return result
     }
 
+    /// One request to one token, no retry (`patchctl apps apns --test`): APNs' answer as it came.
+    public func probe(_ announcement: PushAnnouncement, token deviceToken: String, environment: PushEnvironment) throws(PushError) -> APNsAnswer {
+        let jwt: String
+        do { jwt = try token.bearer() } catch { throw .configuration("cannot sign the provider token with the .p8 key: \(error)") }
+        let connection = try APNsConnection(timeout: settings.timeout)
+        return connection.post(base: endpoint.url(for: environment), caFile: endpoint.caFile, token: deviceToken,
+                               headers: [("authorization", "bearer \(jwt)")] + announcement.headers(topic: topic), body: announcement.payload)
+    }
+
     private func send(_ body: [UInt8], headers: [(String, String)], to device: PushDevice, over connection: APNsConnection) -> Outcome {
         var attempt = 0
         var renewed = false
         while true {
-            guard let jwt = try? token.bearer() else { return .failed }
+            guard let jwt = try? token.bearer() else { return .failed("the .p8 key cannot sign") }
             let answer = connection.post(base: endpoint.url(for: device.environment), caFile: endpoint.caFile, token: device.token,
                                          headers: [("authorization", "bearer \(jwt)")] + headers, body: body)
-            switch (answer?.status ?? 0, answer?.reason) {
+            switch (answer.status, answer.reason) {
             case (200, _): return .sent
-            case (410, _), (400, "BadDeviceToken"): return .gone
+            case (410, _), (400, "BadDeviceToken"): return .gone(answer.failure)
             case (403, "ExpiredProviderToken") where !renewed:
                 token.invalidate()
                 renewed = true
             case (0, _), (429, _), (500...599, _):  // 0: no answer (connection, timeout)
-                guard attempt < settings.retries else { return .failed }
+                guard attempt < settings.retries else { return .failed(answer.failure) }
                 Thread.sleep(forTimeInterval: min(30, settings.backoff * Double(1 << attempt)))
                 attempt += 1
             default:
-                return .failed
+                return .failed(answer.failure)
             }
         }
     }

@@ -272,6 +272,25 @@ enum Schema {
         PRIMARY KEY(app, token)
     );
     CREATE INDEX IF NOT EXISTS push_devices_by_version ON push_devices(app, app_version, channel);
+    -- registered_at is the last refresh (a device registers on every launch): push rounds go
+    -- freshest first, a full table evicts its stalest token, and expired ones are pruned.
+    CREATE INDEX IF NOT EXISTS push_devices_by_refresh ON push_devices(app, registered_at);
+    -- Issue 20; additive. The device a token was first registered by, as 128 bits of the
+    -- SHA-256 of its X-Device-ID: only it may re-point the token. A token without a row (one
+    -- stored before this table) is bound by its next registration.
+    CREATE TABLE IF NOT EXISTS push_device_owners(
+        app TEXT NOT NULL,
+        token TEXT NOT NULL,
+        device TEXT NOT NULL,
+        PRIMARY KEY(app, token)
+    );
+    -- How many tokens each app holds, kept with every insert and delete so that a new
+    -- token learns whether the table is full without counting a million rows; an app
+    -- without a row is counted once, by its next new token.
+    CREATE TABLE IF NOT EXISTS push_device_counts(
+        app TEXT PRIMARY KEY,
+        stored INTEGER NOT NULL
+    );
     -- The app's APNs provider identity (`patchctl apps apns`); its .p8 key is a file in the
     -- key directory, named by key id, never a column.
     CREATE TABLE IF NOT EXISTS apns_config(

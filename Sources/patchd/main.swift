@@ -14,19 +14,21 @@ import PatchServer
 ///   --trusted-proxy CIDR[,CIDR...] (HOTPATCH_TRUSTED_PROXIES)
 ///   front-door limits: --max-conns, --max-conns-per-ip, --max-new-conns-per-ip, --header-timeout,
 ///   --request-timeout, --idle-timeout, --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS, …; see `usage`)
+///   --push-new-per-network N (HOTPATCH_PUSH_NEW_PER_NETWORK)
 let usage = """
     Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns N] [--max-conns-per-ip N] [--max-new-conns-per-ip N] [--header-timeout S]
                   [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
                   [--report-devices-per-network N] [--report-devices-per-block N] [--report-devices-per-app N]
-                  [--report-events-per-network N] [--report-events-per-app N] [--guard-min-blocks N] [--report-queue N]
+                  [--report-events-per-network N] [--report-events-per-app N] [--guard-min-blocks N] [--report-queue N] [--push-new-per-network N]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
     HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_MAX_NEW_CONNS_PER_IP,
     HOTPATCH_HEADER_TIMEOUT, HOTPATCH_REQUEST_TIMEOUT,
     HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX, HOTPATCH_REPORT_DEVICES_PER_NETWORK,
     HOTPATCH_REPORT_DEVICES_PER_BLOCK, HOTPATCH_REPORT_DEVICES_PER_APP, HOTPATCH_REPORT_EVENTS_PER_NETWORK,
-    HOTPATCH_REPORT_EVENTS_PER_APP, HOTPATCH_GUARD_MIN_BLOCKS, HOTPATCH_REPORT_QUEUE.
+    HOTPATCH_REPORT_EVENTS_PER_APP, HOTPATCH_GUARD_MIN_BLOCKS, HOTPATCH_REPORT_QUEUE,
+    HOTPATCH_PUSH_NEW_PER_NETWORK.
     --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
     serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
@@ -55,6 +57,8 @@ let usage = """
     --guard-min-blocks N     a guard trips on rollbacks, a staged rollout steps on installs, only
                              from devices in at least N distinct /16 or /32 blocks (default 5)
     --report-queue N         report events queued for counting; past it 503 (default 50000)
+    --push-new-per-network N new device tokens per app an IPv4 /24 or IPv6 /48 may register per
+                             hour; past it 429 (default 100; 0: no quota)
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
 
     """
@@ -78,7 +82,8 @@ let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DAT
                        ("--report-devices-per-app", "HOTPATCH_REPORT_DEVICES_PER_APP"),
                        ("--report-events-per-network", "HOTPATCH_REPORT_EVENTS_PER_NETWORK"),
                        ("--report-events-per-app", "HOTPATCH_REPORT_EVENTS_PER_APP"),
-                       ("--guard-min-blocks", "HOTPATCH_GUARD_MIN_BLOCKS"), ("--report-queue", "HOTPATCH_REPORT_QUEUE")]
+                       ("--guard-min-blocks", "HOTPATCH_GUARD_MIN_BLOCKS"), ("--report-queue", "HOTPATCH_REPORT_QUEUE"),
+                       ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK")]
 for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
@@ -162,6 +167,7 @@ if let n = integer("--report-events-per-app", in: 1...100_000_000) { reportRules
 if let n = integer("--guard-min-blocks", in: 1...100_000) { reportRules.minBlocks = n }
 serviceConfiguration.reportRules = reportRules
 if let n = integer("--report-queue", in: 1...10_000_000) { serviceConfiguration.reportQueueEvents = n }
+if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
 // Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
 // test-only HOTPATCH_APNS_URL.
 do { serviceConfiguration.apnsEndpoint = try APNsEndpoint.current() } catch { fail("\(error)", code: 64) }

@@ -19,6 +19,7 @@ struct PushTests {
     @Test("registerPushToken stores the token as hex with this version, channel and environment; again, it is refreshed, not doubled")
     func registers() async throws {
         let fixture = try ClientFixture()
+        try fixture.publish(fixture.demo)
         let server = try LiveServer(fixture)
         let client = PatchClient(configuration: try fixture.configuration(fixture.demo, server: server.url))
         let token = Data((0..<32).map { UInt8($0 * 7 & 0xFF) })
@@ -29,6 +30,21 @@ struct PushTests {
         #expect(devices.first?.environment == .sandbox)
         #expect(devices.first?.appVersion.rawValue == "2.3")
         #expect(devices.first?.channel == .production)
+    }
+
+    @Test("registerPushToken sends the device ID: the token is bound to this device, and another device's client cannot re-point it")
+    func boundToTheDeviceID() async throws {
+        let fixture = try ClientFixture()
+        try fixture.publish(fixture.demo)
+        let server = try LiveServer(fixture)
+        let token = Data(repeating: 0x5A, count: 32)
+        let mine = PatchClient(configuration: try fixture.configuration(fixture.demo, server: server.url, device: "device-mine"))
+        try await mine.registerPushToken(token)
+        let other = PatchClient(configuration: try fixture.configuration(fixture.demo, server: server.url, device: "device-other"))
+        await #expect(throws: PatchClientError.self) { try await other.registerPushToken(token, environment: .sandbox) }
+        #expect(try fixture.registry.pushDevices(app: fixture.demo).first?.environment == .production)
+        try await mine.registerPushToken(token, environment: .sandbox)
+        #expect(try fixture.registry.pushDevices(app: fixture.demo).first?.environment == .sandbox)
     }
 
     @Test("registerPushToken throws the server's refusal (a token too short to be one)")

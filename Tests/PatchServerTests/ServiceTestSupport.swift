@@ -18,7 +18,7 @@ final class ServiceFixture {
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
          maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
-         reportQueueEvents: Int = 50_000) throws {
+         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -38,8 +38,10 @@ final class ServiceFixture {
         configuration.maxPushDevicesPerApp = maxPushDevices
         configuration.reportRules = reportRules
         configuration.reportQueueEvents = reportQueueEvents
+        configuration.pushNewTokensPerNetworkPerHour = pushNewPerNetwork
         service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
-                                   ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), log: { _ in })
+                                   ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), pushQuota: IPRateLimiter(clock: { Double(clock.seconds) }),
+                                   log: { _ in })
     }
 
     deinit { try? FileManager.default.removeItem(at: root) }

@@ -44,9 +44,17 @@ def ws(tmp_path, apns):
     return w
 
 
-def register(server, tok, version="2.3", channel="production", environment="production"):
+def register_response(server, tok, version="2.3", channel="production", environment="production", device=None):
+    """PatchClient.registerPushToken's request; each token its own device unless told."""
     body = json.dumps({"token": tok, "appVersion": version, "channel": channel, "environment": environment}).encode()
-    return request(server.url, "/v1/apps/demo/devices", method="POST", body=body, headers={"Content-Type": "application/json"}).status
+    headers = {"Content-Type": "application/json"}
+    if device is not False:
+        headers["X-Device-ID"] = device or f"device-{tok[-8:]}"
+    return request(server.url, "/v1/apps/demo/devices", method="POST", body=body, headers=headers)
+
+
+def register(server, tok, **kw):
+    return register_response(server, tok, **kw).status
 
 
 def pushing(ws, standin, *args):
@@ -75,6 +83,8 @@ def test_apns_key_is_kept_private_and_checked(ws, apns, tmp_path):
 def test_publish_notify_pushes_the_version_and_channel_and_handles_every_answer(ws, apns, start):
     standin, _ = apns
     ws.publish("demo", "2.3", "fix(1)")
+    ws.publish("demo", "2.4", "other(1)")
+    ws.publish("demo", "2.3", "staged(1)", channel="staging")
     server = start(ws)
     for n in range(1, 7):
         assert register(server, token(n)) == 201
@@ -88,7 +98,9 @@ def test_publish_notify_pushes_the_version_and_channel_and_handles_every_answer(
     assert result.rc == 0, result.stderr
     published = json.loads(result.stdout)
     # 1, 2, 5 (after a 429 and a 503) and 9 (sandbox) sent; 3 and 4 gone; 6 failed after 3 retries.
-    assert published["push"] == {"sent": 4, "failed": 1, "removed": 2}
+    reasons = {"Unregistered": 1, "BadDeviceToken": 1, "InternalServerError": 1}
+    assert published["push"] == {"sent": 4, "failed": 1, "removed": 2, "reasons": reasons}
+    assert "push: 1 not sent: InternalServerError" in result.stderr and "push: 1 not sent: Unregistered" in result.stderr
     assert "push: 9/" not in result.stderr and "push: 7/7" in result.stderr
     assert standin.problems == []
     assert sorted(t for t, _, _ in standin.accepted) == [token(1), token(2), token(5), token(9)]
@@ -101,7 +113,7 @@ def test_publish_notify_pushes_the_version_and_channel_and_handles_every_answer(
         assert headers["apns-collapse-id"] == "hotpatch:demo:2.3:production"
     assert token(3) not in stored_tokens(ws) and token(4) not in stored_tokens(ws) and token(6) in stored_tokens(ws)
     audit = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
-    assert audit[-1]["details"] == {"sent": 4, "failed": 1, "removed": 2, "appVersion": "2.3", "channel": "production",
+    assert audit[-1]["details"] == {"sent": 4, "failed": 1, "removed": 2, "reasons": reasons, "appVersion": "2.3", "channel": "production",
                                     "timestampVersion": timestamp, "reason": "publish"}
 
 
@@ -109,6 +121,7 @@ def test_notify_revoke_rollback_promote(ws, apns, start):
     standin, _ = apns
     ws.publish("demo", "2.3", "fix(1)")
     ws.publish("demo", "2.3", "fix(2)", channel="staging")
+    ws.publish("demo", "2.4", "other(1)")
     server = start(ws)
     assert register(server, token(1)) == 201
     assert register(server, token(2), channel="staging") == 201
@@ -117,10 +130,10 @@ def test_notify_revoke_rollback_promote(ws, apns, start):
     assert result.rc == 0, result.stderr
     assert result.stdout.strip() == "push: 3 sent, 0 failed, 0 removed"
     result = pushing(ws, standin, "notify", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--json")
-    assert json.loads(result.stdout) == {"sent": 1, "failed": 0, "removed": 0}
+    assert json.loads(result.stdout) == {"sent": 1, "failed": 0, "removed": 0, "reasons": {}}
     result = pushing(ws, standin, "promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--to", "production", "--notify", "--json")
     assert result.rc == 0, result.stderr
-    assert json.loads(result.stdout)["push"] == {"sent": 1, "failed": 0, "removed": 0}
+    assert json.loads(result.stdout)["push"] == {"sent": 1, "failed": 0, "removed": 0, "reasons": {}}
     result = pushing(ws, standin, "rollback", "--app", "demo", "--app-version", "2.3", "--notify")
     assert result.rc == 0, result.stderr
     assert "push: 1 sent, 0 failed, 0 removed" in result.stdout
@@ -150,6 +163,7 @@ def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):
     standin, _ = apns
     ws.publish("demo", "2.3", "fix(1)")
     ws.publish("demo", "2.3", "fix(2)")
+    ws.publish("demo", "2.4", "other(1)")
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
     # 127.0.0.1 is trusted as a proxy so each device reports from a /16 of its own: a guard
     # needs rollbacks from 5 blocks (ReportRules).
@@ -191,3 +205,138 @@ def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):
         assert [e["action"] for e in ws.json("audit")["events"] if e["action"] in ("guard.halt", "guard.revoke")] == ["guard.halt", "guard.revoke"]
     finally:
         server.stop()
+
+
+def audit_reasons(ws):
+    return [e["details"]["reasons"] for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
+
+
+def test_failure_reasons_on_stderr_in_json_and_audit(ws, apns, start):
+    """Issue 20, item 7: each reason a token was not sent, counted, with what to check."""
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    server = start(ws)
+    for n in range(1, 4):
+        assert register(server, token(n)) == 201
+    standin.script = {token(2): [(400, "BadEnvironmentKeyInToken")], token(3): [(400, "DeviceTokenNotForTopic")]}
+    result = pushing(ws, standin, "notify", "--app", "demo", "--json")
+    assert result.rc == 0, result.stderr  # one was sent
+    assert json.loads(result.stdout) == {"sent": 1, "failed": 2, "removed": 0,
+                                         "reasons": {"BadEnvironmentKeyInToken": 1, "DeviceTokenNotForTopic": 1}}
+    assert "push: 1 not sent: BadEnvironmentKeyInToken (a sandbox (development build) token sent to production" in result.stderr
+    assert "push: 1 not sent: DeviceTokenNotForTopic (the topic set with `patchctl apps apns --topic`" in result.stderr
+    assert audit_reasons(ws)[-1] == {"BadEnvironmentKeyInToken": 1, "DeviceTokenNotForTopic": 1}
+
+
+@pytest.mark.parametrize("cause", ["topic", "team", "unreachable"])
+def test_nothing_sent_is_a_failure_with_its_reason(ws, apns, start, cause):
+    """BadTopic (the wrong bundle ID), InvalidProviderToken (a team the key is not of), and
+    an APNs host that does not answer: exit 2 after the output, the reason everywhere; the
+    publish itself stays made."""
+    standin, p8 = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    server = start(ws)
+    assert register(server, token(1)) == 201 and register(server, token(2)) == 201
+    env = standin.env
+    if cause == "topic":
+        ws.ok("apps", "apns", "demo", "--team-id", TEAM, "--key-id", KEY_ID, "--key", p8, "--topic", "com.example.wrong")
+        reason = "BadTopic"
+    elif cause == "team":
+        ws.ok("apps", "apns", "demo", "--team-id", "TEAM999999", "--key-id", KEY_ID, "--key", p8, "--topic", TOPIC)
+        reason = "InvalidProviderToken"
+    else:
+        env = {**standin.env, "HOTPATCH_APNS_URL": "https://127.0.0.1:9"}
+        reason = "unreachable"
+    result = ws.run("notify", "--app", "demo", "--json", env=env, timeout=300)
+    assert result.rc == 2, result.stderr
+    assert json.loads(result.stdout) == {"sent": 0, "failed": 2, "removed": 0, "reasons": {reason: 2}}
+    assert f"push: 2 not sent: {reason} (" in result.stderr
+    assert f"patchctl: push: no device was reached (2 {reason})" in result.stderr
+    result = ws.run("publish", "--app", "demo", "--app-version", "2.3", "--notify", ws.write_file("fix(2)"), env=env, timeout=300)
+    assert result.rc == 2, result.stderr
+    assert "published demo 2.3 patch 2" in result.stdout and "push: 0 sent, 2 failed, 0 removed" in result.stdout
+    assert [p["patch"] for p in ws.json("list") if p["appVersion"] == "2.3"][-1] == 2
+    assert audit_reasons(ws)[-2:] == [{reason: 2}, {reason: 2}]
+    if cause == "topic":  # the other --notify commands end the same way
+        ws.publish("demo", "2.3", "staged(1)", channel="staging")
+        for args in (["promote", "--from", "staging", "--to", "production"], ["rollback"], ["revoke", "--json"]):
+            result = ws.run(*args, "--app", "demo", "--app-version", "2.3", "--notify", env=env, timeout=300)
+            assert result.rc == 2 and "push: no device was reached (2 BadTopic)" in result.stderr, (args, result.stderr)
+            assert "push: 2 not sent: BadTopic" in result.stderr
+        assert [p["state"] for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"].count("active") == 0, "each change was made"
+    assert standin.accepted == []
+
+
+def test_notify_with_no_tokens_is_not_a_failure(ws, apns):
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    result = pushing(ws, standin, "notify", "--app", "demo")
+    assert result.rc == 0, result.stderr
+    assert result.stdout.strip() == "push: 0 sent, 0 failed, 0 removed"
+
+
+def test_apps_apns_shows_the_configuration_and_tests_a_token(ws, apns):
+    standin, p8 = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    shown = ws.ok("apps", "apns", "demo")
+    assert f"APNs key {KEY_ID} of team {TEAM} for {TOPIC}" in shown and "set by " in shown and ": present" in shown
+    config = ws.json("apps", "apns", "demo")
+    assert config["teamId"] == TEAM and config["keyId"] == KEY_ID and config["topic"] == TOPIC and config["keyFilePresent"] is True
+    assert config["setBy"] and config["setAt"] and config["keyFile"].endswith(f"apns.{KEY_ID}.p8")
+    assert "BEGIN" not in shown and "BEGIN" not in json.dumps(config)
+
+    result = pushing(ws, standin, "apps", "apns", "demo", "--test", token(1))
+    assert result.rc == 0, result.stderr
+    assert "status 200, apns-id 00000000-0000-0000-0000-000000000000" in result.stdout
+    assert [t for t, _, _ in standin.accepted] == [token(1)] and standin.problems == []
+    assert stored_tokens(ws) == [], "a test push stores nothing"
+
+    standin.script = {token(2): [(400, "BadEnvironmentKeyInToken")]}
+    result = pushing(ws, standin, "apps", "apns", "demo", "--test", token(2), "--sandbox", "--json")
+    assert result.rc == 2
+    answer = json.loads(result.stdout)
+    assert answer["status"] == 400 and answer["reason"] == "BadEnvironmentKeyInToken" and answer["environment"] == "sandbox"
+    assert answer["apnsId"] == "00000000-0000-0000-0000-000000000000"
+    assert "not delivered (BadEnvironmentKeyInToken)" in result.stderr
+    result = ws.run("apps", "apns", "demo", "--test", token(3), env={**standin.env, "HOTPATCH_APNS_URL": "https://127.0.0.1:9"})
+    assert result.rc == 2 and "no answer from https://127.0.0.1:9" in result.stdout, result.stdout + result.stderr
+    assert_cli_error(ws.run("apps", "apns", "demo", "--test", "xyz"), 64, "hexadecimal")
+    assert_cli_error(ws.run("apps", "apns", "demo", "--team-id", TEAM), 64, "--key-id")
+    assert_cli_error(ws.run("apps", "apns", "demo", "--sandbox"), 64, "--test")
+
+    (ws.keys / "demo" / f"apns.{KEY_ID}.p8").unlink()
+    assert "MISSING" in ws.ok("apps", "apns", "demo")
+    assert ws.json("apps", "apns", "demo")["keyFilePresent"] is False
+
+
+def test_apps_apns_without_a_key_says_how_to_set_one(tmp_path):
+    w = Workspace(tmp_path / "bare")
+    w.create_app("demo")
+    assert_cli_error(w.run("apps", "apns", "demo"), 2, "no APNs key", "--team-id")
+
+
+def test_device_registration_guards_on_a_real_patchd(ws, start):
+    """Issue 20, item 5, end to end: X-Device-ID is required and binds the token; a version
+    without a patch is refused; new tokens per /24 an hour (`--push-new-per-network`) are
+    capped with 429 and Retry-After, counted in /metrics."""
+    ws.publish("demo", "2.3", "fix(1)")
+    server = start(ws, args=["--push-new-per-network", "2"])
+    anonymous = register_response(server, token(1), device=False)
+    assert anonymous.status == 400 and b"X-Device-ID" in anonymous.body
+    assert register(server, token(1), version="9.9") == 404
+    assert register(server, token(1), channel="staging") == 404
+    assert stored_tokens(ws) == []
+    assert register(server, token(1), device="phone-a") == 201
+    assert register(server, token(1), device="phone-b", environment="sandbox") == 409
+    assert register(server, token(1), device="phone-a", environment="sandbox") == 200
+    with ws.sql() as db:
+        owners = db.execute("SELECT device FROM push_device_owners").fetchall()
+    assert len(owners) == 1 and "phone-a" not in str(owners)
+    assert register(server, token(2)) == 201
+    refused = register_response(server, token(3))
+    assert refused.status == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert json.loads(refused.body)["error"]["code"] == "throttled"
+    assert stored_tokens(ws) == [token(1), token(2)]
+    assert register(server, token(2), environment="sandbox") == 200, "a refresh is not a new token"
+    metrics = request(server.url, "/metrics").body.decode()
+    assert "hotpatch_push_quota_refusals_total 1\n" in metrics

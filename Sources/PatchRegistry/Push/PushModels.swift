@@ -14,12 +14,14 @@ public struct PushDevice: Sendable, Equatable {
     public let environment: PushEnvironment
     public let appVersion: AppVersion
     public let channel: ChannelName
+    /// When the device last registered it (each registration refreshes it).
     public let registeredAt: String
 }
 
 /// What a registration did: a new token, or one already stored (its version, channel and
-/// environment replaced by what the device says now).
-public enum PushRegistration: String, Sendable { case stored, refreshed }
+/// environment replaced by what the device says now), or nothing: a new token the caller's
+/// quota did not admit.
+public enum PushRegistration: String, Sendable { case stored, refreshed, overQuota }
 
 /// The app's APNs provider identity (`patchctl apps apns`): token-based auth with an ES256
 /// key of the team, for one topic (the app's bundle ID).
@@ -45,11 +47,20 @@ public struct PushSummary: Sendable, Equatable {
     public var failed = 0
     /// Tokens APNs said are gone (410, or 400 BadDeviceToken), deleted from the registry.
     public var removed = 0
-    public init(sent: Int = 0, failed: Int = 0, removed: Int = 0) {
+    /// Why the failed and removed tokens were not sent: APNs' reason (`BadTopic`,
+    /// `Unregistered`…), `HTTP {status}` when it gave none, `unreachable` when no answer came.
+    public var reasons: [String: Int] = [:]
+    public init(sent: Int = 0, failed: Int = 0, removed: Int = 0, reasons: [String: Int] = [:]) {
         self.sent = sent
         self.failed = failed
         self.removed = removed
+        self.reasons = reasons
     }
-    public var json: JSON { ["sent": .int(Int64(sent)), "failed": .int(Int64(failed)), "removed": .int(Int64(removed))] }
+    public var json: JSON {
+        ["sent": .int(Int64(sent)), "failed": .int(Int64(failed)), "removed": .int(Int64(removed)),
+         "reasons": .object(reasons.mapValues { .int(Int64($0)) })]
+    }
     public var text: String { "\(sent) sent, \(failed) failed, \(removed) removed" }
+    /// There were tokens, and none was reached: the round did nothing a device will see.
+    public var reachedNone: Bool { sent == 0 && failed + removed > 0 }
 }

@@ -6,8 +6,16 @@ import PatchCore
 extension Registry {
     /// Stored tokens per app, at most, by default: registration is unauthenticated, so a
     /// flood of made-up tokens stops here instead of growing the table (and every push
-    /// round) without end. Tokens already stored are refreshed whatever the count.
+    /// round) without end. Past it a new token evicts the stalest one (`registerPushDevice`).
     public static let defaultMaxPushDevicesPerApp = 1_000_000
+
+    /// How long a token not registered again stays: devices register on every launch, so a
+    /// token two months silent belongs to an app deleted, a device gone, or a flood.
+    public static let pushTokenLifetime: TimeInterval = 60 * 86_400
+
+    /// Tokens one registration evicts or one pruning pass deletes per app, at most: the
+    /// work an anonymous request (or one pass) can cause stays bounded when the cap is lowered.
+    static let pushDeleteBatch = 1_000
 
     /// A device token as APNs hands it to the app: hex, 32 bytes today, up to 100 bytes
     /// allowed (Apple says the length may grow). Kept lowercase, so one token is one row.
@@ -20,37 +28,90 @@ extension Registry {
         return token
     }
 
-    /// Stores or refreshes one device token (one transaction). A new token beyond `limit`
-    /// tokens of the app is refused (`conflict`).
+    /// Stores or refreshes one device token (one transaction), refusing with nothing changed:
+    /// a token bound to another device (`conflict`: only the device that first registered
+    /// it may re-point it), and a version and channel the app has no patch for (`notFound`:
+    /// a token there would never be pushed). A new token is stored only when `admitNew`
+    /// says so (the caller's quota; else `.overQuota`), and beyond `limit` tokens of the app
+    /// it takes the place of the stalest.
     @discardableResult
-    public func registerPushDevice(app: AppName, token rawToken: String, environment: PushEnvironment, appVersion: AppVersion,
-                                   channel: ChannelName, limit: Int = Registry.defaultMaxPushDevicesPerApp,
-                                   now: Date = Date()) throws(RegistryError) -> PushRegistration {
+    public func registerPushDevice(app: AppName, token rawToken: String, deviceID: String, environment: PushEnvironment,
+                                   appVersion: AppVersion, channel: ChannelName, limit: Int = Registry.defaultMaxPushDevicesPerApp,
+                                   now: Date = Date(), admitNew: () -> Bool = { true }) throws(RegistryError) -> PushRegistration {
         let token = try Registry.pushToken(rawToken)
+        guard !deviceID.isEmpty else { throw .invalidInput("a device ID is needed: a token is bound to the device that registers it") }
+        let device = Registry.deviceHash(deviceID)
+        // Checked first outside the transaction, so that a refusal (the quota's above all)
+        // writes nothing: on PostgreSQL every write wakes every instance's reload.
+        let found = try consistentRead { () throws -> StoredPushToken in
+            try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
+        }
+        if found == .none, !admitNew() { return .overQuota }
         return try write { () throws -> PushRegistration in
-            _ = try self.app(app)
+            let key: [SQLValue] = [.text(app.rawValue), .text(token)]
             let values: [SQLValue] = [.text(environment.rawValue), .text(appVersion.rawValue), .text(channel.rawValue), .text(TUFTime.format(now))]
-            try db.run("UPDATE push_devices SET environment = ?, app_version = ?, channel = ?, registered_at = ? WHERE app = ? AND token = ?",
-                       values + [.text(app.rawValue), .text(token)])
-            if db.changes == 1 { return .refreshed }
-            let stored = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
-            guard stored < Int64(limit) else {
-                throw RegistryError.conflict("app \"\(app)\" has \(stored) device tokens, its limit: no new token is stored")
+            let stored = try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
+            if stored != .none {
+                try db.run("UPDATE push_devices SET environment = ?, app_version = ?, channel = ?, registered_at = ? WHERE app = ? AND token = ?",
+                           values + key)
+                // Stored before tokens were bound: this registration binds it.
+                if stored == .unbound { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)]) }
+                return .refreshed
             }
-            try db.run("INSERT INTO push_devices(environment, app_version, channel, registered_at, app, token) VALUES (?,?,?,?,?,?)",
-                       values + [.text(app.rawValue), .text(token)])
+            var count = try db.query("SELECT stored FROM push_device_counts WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first
+            if count == nil {
+                count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
+                try db.run("INSERT INTO push_device_counts(app, stored) VALUES (?,?)", [.text(app.rawValue), .int(count ?? 0)])
+            }
+            if let count, count >= Int64(limit) {
+                // Ordered by the index alone (no tie-break): the stalest rows are its first.
+                let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at LIMIT ?",
+                                           [.text(app.rawValue), .int(min(count - Int64(limit) + 1, Int64(Registry.pushDeleteBatch)))]) { $0.text(0) }
+                try deletePushDevices(app: app, tokens: stalest)
+            }
+            try db.run("INSERT INTO push_devices(environment, app_version, channel, registered_at, app, token) VALUES (?,?,?,?,?,?)", values + key)
+            try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)])
+            try db.run("UPDATE push_device_counts SET stored = stored + 1 WHERE app = ?", [.text(app.rawValue)])
             return .stored
         }
     }
 
-    /// The tokens of the devices that run `appVersion` (nil: every version) and follow
-    /// `channel` (nil: every channel), by environment then token.
-    public func pushDevices(app: AppName, appVersion: AppVersion? = nil, channel: ChannelName? = nil) throws(RegistryError) -> [PushDevice] {
-        var sql = "SELECT token, environment, app_version, channel, registered_at FROM push_devices WHERE app = ?"
-        var values: [SQLValue] = [.text(app.rawValue)]
+    /// What the registry holds of a token, for a registration.
+    private enum StoredPushToken { case none, unbound, owned }
+
+    /// A registration's checks, in either a read or the write: the app exists, the token is
+    /// not another device's (`conflict`), the version and channel have a patch (`notFound`).
+    private func storedPushToken(app: AppName, token: String, device: String, appVersion: AppVersion,
+                                 channel: ChannelName) throws -> StoredPushToken {
+        _ = try self.app(app)
+        let owners = try db.query("""
+            SELECT o.device FROM push_devices d LEFT JOIN push_device_owners o ON o.app = d.app AND o.token = d.token
+            WHERE d.app = ? AND d.token = ?
+            """, [.text(app.rawValue), .text(token)]) { $0.optionalText(0) }
+        if let owner = owners.first, let owner, owner != device {
+            throw RegistryError.conflict("this device token was registered by another device; nothing was changed")
+        }
+        let patches = try db.query("""
+            SELECT 1 FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+            WHERE p.app = ? AND p.app_version = ? AND COALESCE(r.channel, 'production') = ? LIMIT 1
+            """, [.text(app.rawValue), .text(appVersion.rawValue), .text(channel.rawValue)]) { $0.int(0) }
+        guard !patches.isEmpty else {
+            throw RegistryError.notFound("app \"\(app)\" has no patch for \(appVersion) on channel \(channel): a token is registered for a version and channel that has one; nothing was stored")
+        }
+        guard let owner = owners.first else { return .none }
+        return owner == nil ? .unbound : .owned
+    }
+
+    /// The live tokens (registered again within `pushTokenLifetime`) of the devices that run
+    /// `appVersion` (nil: every version) and follow `channel` (nil: every channel), the most
+    /// recently refreshed first: a round reaches the devices in use before a flood's.
+    public func pushDevices(app: AppName, appVersion: AppVersion? = nil, channel: ChannelName? = nil,
+                            now: Date = Date()) throws(RegistryError) -> [PushDevice] {
+        var sql = "SELECT token, environment, app_version, channel, registered_at FROM push_devices WHERE app = ? AND registered_at >= ?"
+        var values: [SQLValue] = [.text(app.rawValue), .text(TUFTime.format(now.addingTimeInterval(-Registry.pushTokenLifetime)))]
         if let appVersion { sql += " AND app_version = ?"; values.append(.text(appVersion.rawValue)) }
         if let channel { sql += " AND channel = ?"; values.append(.text(channel.rawValue)) }
-        sql += " ORDER BY environment, token"
+        sql += " ORDER BY registered_at DESC, token"
         let rows = try read { () throws(StorageError) in
             try db.query(sql, values) { s in (s.text(0), s.text(1), s.text(2), s.text(3), s.text(4)) }
         }
@@ -61,19 +122,46 @@ extension Registry {
         }
     }
 
+    /// Deletes the tokens not registered again within `pushTokenLifetime` (patchd's upkeep),
+    /// at most `pushDeleteBatch` per app a pass; how many.
+    @discardableResult
+    public func prunePushDevices(now: Date = Date()) throws(RegistryError) -> Int {
+        let cutoff = TUFTime.format(now.addingTimeInterval(-Registry.pushTokenLifetime))
+        var pruned = 0
+        for app in try apps() {
+            let expired = try read { () throws(StorageError) in
+                try db.query("SELECT token FROM push_devices WHERE app = ? AND registered_at < ? ORDER BY registered_at LIMIT ?",
+                             [.text(app.name.rawValue), .text(cutoff), .int(Int64(Registry.pushDeleteBatch))]) { $0.text(0) }
+            }
+            // A write only when there is something to delete: on PostgreSQL every write wakes
+            // every instance's reload.
+            guard !expired.isEmpty else { continue }
+            pruned += try write { () throws -> Int in try deletePushDevices(app: app.name, tokens: expired) }
+        }
+        return pruned
+    }
+
+    /// Inside a write: the tokens, their bindings and their count; how many tokens were stored.
+    @discardableResult
+    private func deletePushDevices(app: AppName, tokens: [String]) throws -> Int {
+        guard !tokens.isEmpty else { return 0 }
+        let delete = try db.prepare("DELETE FROM push_devices WHERE app = ? AND token = ?")
+        let unbind = try db.prepare("DELETE FROM push_device_owners WHERE app = ? AND token = ?")
+        var removed = 0
+        for token in Set(tokens) {
+            try delete.run([.text(app.rawValue), .text(token)])
+            removed += db.changes
+            try unbind.run([.text(app.rawValue), .text(token)])
+        }
+        try db.run("UPDATE push_device_counts SET stored = stored - ? WHERE app = ?", [.int(Int64(removed)), .text(app.rawValue)])
+        return removed
+    }
+
     /// Deletes the tokens APNs said are gone; how many were still stored.
     @discardableResult
     public func removePushDevices(app: AppName, tokens: [String]) throws(RegistryError) -> Int {
         guard !tokens.isEmpty else { return 0 }
-        return try write { () throws -> Int in
-            let delete = try db.prepare("DELETE FROM push_devices WHERE app = ? AND token = ?")
-            var removed = 0
-            for token in Set(tokens) {
-                try delete.run([.text(app.rawValue), .text(token)])
-                removed += db.changes
-            }
-            return removed
-        }
+        return try write { () throws -> Int in try deletePushDevices(app: app, tokens: tokens) }
     }
 
     // MARK: The app's APNs identity

@@ -24,6 +24,7 @@ extension Registry {
         ("patch_conditions", "app, app_version, number"), ("push_devices", "app, token"), ("apns_config", "app"),
         ("report_senders", "app, device"), ("report_budget", "app, kind, scope, hour"),
         ("report_blocks", "app, app_version, channel, patch, event, block"), ("registry_secrets", "name"),
+        ("push_device_owners", "app, token"), ("push_device_counts", "app"),
     ]
 
     public struct CopyReport: Sendable {

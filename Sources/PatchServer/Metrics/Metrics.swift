@@ -35,6 +35,7 @@ public final class Metrics: Sendable {
     private let latencyCount = AtomicCounter()
     private let bytes = AtomicCounter()
     private let publishes = AtomicCounter()
+    private let pushQuotaRefusals = AtomicCounter()
 
     public init() {
         requests = (0..<(Route.allCases.count * (Metrics.statuses.count + 1))).map { _ in AtomicCounter() }
@@ -57,6 +58,9 @@ public final class Metrics: Sendable {
 
     public func recordPublish() { publishes.add(1) }
 
+    /// A new device token refused by its network's hourly quota (`POST /v1/apps/{app}/devices`).
+    public func recordPushQuotaRefusal() { pushQuotaRefusals.add(1) }
+
     public func count(route: Route, status: Int) -> Int { requests[cell(route, status)].load }
 
     /// The Prometheus text exposition format (version 0.0.4).
@@ -73,6 +77,7 @@ public final class Metrics: Sendable {
         out += "# HELP hotpatch_throttled_total Requests answered 429.\n# TYPE hotpatch_throttled_total counter\nhotpatch_throttled_total \(throttled)\n"
         out += "# HELP hotpatch_response_bytes_total Response body bytes.\n# TYPE hotpatch_response_bytes_total counter\nhotpatch_response_bytes_total \(bytes.load)\n"
         out += "# HELP hotpatch_publishes_total Patches published through this server.\n# TYPE hotpatch_publishes_total counter\nhotpatch_publishes_total \(publishes.load)\n"
+        out += "# HELP hotpatch_push_quota_refusals_total New device tokens refused by their network's hourly quota.\n# TYPE hotpatch_push_quota_refusals_total counter\nhotpatch_push_quota_refusals_total \(pushQuotaRefusals.load)\n"
         out += "# HELP hotpatch_request_duration_seconds Time to build a response.\n# TYPE hotpatch_request_duration_seconds histogram\n"
         var cumulative = 0
         for (index, bound) in Metrics.latencyBounds.enumerated() {

@@ -8,12 +8,17 @@ extension PatchService {
     static let devicesBodyLimit = 1024
 
     /// `POST /v1/apps/{app}/devices`: `{"token": HEX, "environment": "production"|"sandbox",
-    /// "appVersion": "2.3", "channel": "production"}` (channel and environment optional). No
-    /// token, so bounded like reports: the 1 KiB cap and the per-IP bucket from the head
-    /// (`admit`), and `maxPushDevicesPerApp` stored tokens per app (503 `full` for a new one
-    /// beyond it; a stored token is refreshed whatever the count). 201 stored, 200 refreshed.
+    /// "appVersion": "2.3", "channel": "production"}` (channel and environment optional) and
+    /// `X-Device-ID`, the device the token is bound to. No token, so bounded like reports: the
+    /// 1 KiB cap and the per-IP bucket from the head (`admit`); then a new token must fit its
+    /// network's hourly quota (429), name a version and channel with a patch (404), and past
+    /// `maxPushDevicesPerApp` it evicts the app's stalest token. A stored token is refreshed
+    /// only by its own device (409 for another). 201 stored, 200 refreshed.
     func registerDevice(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
+        guard let device = try deviceID(request) else {
+            throw .badRequest("X-Device-ID is required: a device token is bound to the device that registers it")
+        }
         let body: JSON
         do { body = try JSONParser.parse(request.body, maxLength: PatchService.devicesBodyLimit) } catch {
             throw .badRequest("body must be JSON like {\"token\": \"…\", \"appVersion\": \"2.3\"}: \(error)")
@@ -28,19 +33,36 @@ extension PatchService {
         } ?? .production
         let rawEnvironment = body["environment"]?.stringValue ?? PushEnvironment.production.rawValue
         guard let environment = PushEnvironment(rawValue: rawEnvironment) else { throw .badRequest("environment must be production or sandbox") }
-        let limit = configuration.maxPushDevicesPerApp
+        let limit = configuration.maxPushDevicesPerApp, quota = configuration.pushNewTokensPerNetworkPerHour
+        let network = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For")).network
+        var wait: Int?
         let registered: PushRegistration
         do {
             registered = try registry.withLock { registry throws(RegistryError) in
-                try registry.registerPushDevice(app: app, token: token, environment: environment, appVersion: version, channel: channel, limit: limit)
+                try registry.registerPushDevice(app: app, token: token, deviceID: device, environment: environment, appVersion: version,
+                                                channel: channel, limit: limit) {
+                    wait = pushQuota.take(scope: app.rawValue, ip: network, perHour: quota)
+                    return wait == nil
+                }
             }
-        } catch .conflict(let message) {
-            throw HTTPError(503, "full", message, headers: [("Retry-After", "3600")])
         } catch {
             if !error.isCallerError { logOnce("cannot store a device token: \(error)") }
             throw error.httpError
         }
+        if registered == .overQuota {
+            metrics.recordPushQuotaRefusal()
+            throw .throttled(retryAfter: wait ?? 60, "too many new device tokens from this network (\(quota) an hour); nothing was stored, retry in \(wait ?? 60) s")
+        }
         return .json(["registered": .string(registered.rawValue)], status: registered == .stored ? 201 : 200)
+    }
+
+    /// Part of patchd's upkeep: deletes the tokens not registered again within
+    /// `Registry.pushTokenLifetime` (never pushed to meanwhile: `pushDevices` leaves them out).
+    public func pushUpkeep(now: Date = Date()) {
+        registry.withLock { registry in
+            guard registry.holdsUpkeepLease() else { return }
+            do { try registry.prunePushDevices(now: now) } catch { logOnce("cannot prune expired device tokens: \(error)") }
+        }
     }
 
     /// A guard acted: wakes the devices of the patch's version and channel (issue 15: "the
@@ -63,7 +85,8 @@ extension PatchService {
                 do {
                     let result = try round.send()
                     try self.registry.withLock { registry throws(PushError) in try round.finish(registry: registry, result: result, actor: Actor("patchd guard")) }
-                    log("guard push for \(app) \(key.appVersion) \(key.channel): \(result.summary.text)")
+                    let reasons = result.summary.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                    log("guard push for \(app) \(key.appVersion) \(key.channel): \(result.summary.text)\(reasons.isEmpty ? "" : " (not sent: \(reasons))")")
                 } catch {
                     log("guard push for \(app) \(key.appVersion) failed: \(error)")
                 }

@@ -20,6 +20,12 @@ public struct ServiceConfiguration: Sendable {
     public var ipv6Prefix = 64
     /// Device tokens stored per app, at most (`POST /v1/apps/{app}/devices` is unauthenticated).
     public var maxPushDevicesPerApp = Registry.defaultMaxPushDevicesPerApp
+    /// New device tokens per app per client network (`IPAddress.network`: /24, /48) per hour;
+    /// 0: no quota (patchd's `--push-new-per-network`).
+    public var pushNewTokensPerNetworkPerHour = ServiceConfiguration.defaultPushNewTokensPerNetworkPerHour
+    /// A site's new installs in an hour, many times over, and 10,000 networks' worth of
+    /// hours to fill a million-token table.
+    public static let defaultPushNewTokensPerNetworkPerHour = 100
     /// Where a guard's halt or revoke is pushed for apps with an APNs key; nil: not pushed.
     public var apnsEndpoint: APNsEndpoint?
     /// What a device report must cost before it counts (budgets per network, block and app;
@@ -39,6 +45,9 @@ public final class PatchService: HTTPResponder {
     public let metrics = Metrics()
     public let devices: DeviceThrottle
     public let ipLimiter: IPRateLimiter
+    /// The new-token quota per network; its own buckets, so a flood of other requests cannot
+    /// crowd its entries out.
+    public let pushQuota: IPRateLimiter
     let configuration: ServiceConfiguration
     let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
@@ -63,10 +72,11 @@ public final class PatchService: HTTPResponder {
     let lastReload = Locked<(at: Double, result: Result<Int, RegistryError>)?>(nil)
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
-                devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil,
+                devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil, pushQuota: IPRateLimiter? = nil,
                 log: @escaping @Sendable (String) -> Void = { writeLine("patchd: " + $0) }) throws(RegistryError) {
         self.devices = devices ?? DeviceThrottle(capacity: configuration.maxTrackedDevices)
         self.ipLimiter = ipLimiter ?? IPRateLimiter()
+        self.pushQuota = pushQuota ?? IPRateLimiter(maxEntries: 100_000)
         self.configuration = configuration
         self.log = log
         // Only the names at start-up: every app's catalog is built on its first request.

@@ -5,7 +5,8 @@ import Synchronization
 /// to the registry (every second, and on PostgreSQL as soon as the change feed says so, from
 /// a thread of its own that waits on it) and re-signs online roles before they expire (every
 /// minute, the first pass right away so a registry of a thousand apps does not delay
-/// start-up), then applies the guards and prunes old report ids (`reportUpkeep`).
+/// start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
+/// tokens (`pushUpkeep`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
 /// OpenSSL's and SQLite's clean-up handlers, and a re-signing pass still inside OpenSSL on
@@ -32,6 +33,7 @@ public final class Upkeep: @unchecked Sendable {
         refresh.setEventHandler { [weak self] in
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
             service.reportUpkeep()
+            service.pushUpkeep()
         }
         timers.forEach { $0.resume() }
         if let feed = service.changeFeed {

@@ -36,14 +36,24 @@ public final class IPRateLimiter: Sendable {
     /// minute's worth unless given).
     public func take(scope: String, ip: some Hashable, ratePerMinute: Int, burst: Int? = nil) -> Int? {
         guard ratePerMinute > 0 else { return nil }
+        return take(scope: scope, ip: ip, perSecond: Double(ratePerMinute) / 60, burst: burst ?? ratePerMinute)
+    }
+
+    /// The same bucket for a quota counted per hour (new push tokens per network): `perHour`
+    /// tokens, refilled over the hour. 0 is off.
+    public func take(scope: String, ip: some Hashable, perHour: Int) -> Int? {
+        guard perHour > 0 else { return nil }
+        return take(scope: scope, ip: ip, perSecond: Double(perHour) / 3600, burst: perHour)
+    }
+
+    private func take(scope: String, ip: some Hashable, perSecond rate: Double, burst: Int) -> Int? {
         var hasher = Hasher()
         hasher.combine(seed)
         hasher.combine(scope)
         hasher.combine(ip)
         let key = UInt64(bitPattern: Int64(hasher.finalize()))
         let now = clock()
-        let rate = Double(ratePerMinute) / 60
-        let burst = Double(max(1, burst ?? ratePerMinute))
+        let burst = Double(max(1, burst))
         return shards[Int(key % UInt64(IPRateLimiter.shardCount))].withLock { buckets in
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) * rate)

@@ -38,8 +38,9 @@ enum Notify {
         let endpoint: APNsEndpoint
         do { endpoint = try APNsEndpoint.current() } catch { throw .failed(error.description) }
         let step = Mutex(0)
+        let summary: PushSummary
         do throws(PushError) {
-            return try PushRound.run(registry: registry, app: app, appVersion: version, channel: channel, reason: reason, actor: actor,
+            summary = try PushRound.run(registry: registry, app: app, appVersion: version, channel: channel, reason: reason, actor: actor,
                                      endpoint: endpoint) { done, total in
                 // About ten progress lines a round, and the last one.
                 let tenth = max(1, total / 10)
@@ -53,7 +54,25 @@ enum Notify {
         } catch {
             throw .failed("push: \(error.description)")
         }
+        for line in reasonLines(summary) { Output.error(line) }
+        return summary
     }
 
     static func line(_ summary: PushSummary) -> String { "push: \(summary.text)" }
+
+    /// One stderr line per reason tokens were not sent, most frequent first, with what to
+    /// check when a configuration causes it.
+    static func reasonLines(_ summary: PushSummary) -> [String] {
+        summary.reasons.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { reason, count in
+            "push: \(count) not sent: \(reason)" + (APNsAnswer.hint(reason).map { " (\($0))" } ?? "")
+        }
+    }
+
+    /// Called last, once the command's output is printed: a round that reached no device of
+    /// the ones it had is a failure (exit 2), whatever the command changed before it.
+    static func requireReached(_ summary: PushSummary?) throws(CLIError) {
+        guard let summary, summary.reachedNone else { return }
+        let reasons = summary.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        throw .failed("push: no device was reached (\(reasons)); see the reasons above")
+    }
 }

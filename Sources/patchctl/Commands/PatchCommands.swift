@@ -62,7 +62,7 @@ struct PublishCommand: Command {
         }
         let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "publish", actor: context.actor)
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
-        if arguments.flag("--json") { Output.json(patch); return }
+        if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }
         let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
         Output.line(dryRun ? "dry run: would publish \(summary)" : "published \(summary)")
         Output.line("sha256 \(patch["sha256"]?.stringValue ?? "")")
@@ -72,6 +72,7 @@ struct PublishCommand: Command {
         if let schedule { Output.line(StagedRollout.line(schedule)) }
         if let push { Output.line(Notify.line(push)) }
         if dryRun { Output.line("nothing was changed") }
+        try Notify.requireReached(push)
     }
 
     /// FILE, or `{patchesDirectory}/{app}/{appVersion}/main.js` (the project file's, relative to
@@ -138,11 +139,13 @@ struct RevokeCommand: Command {
             Output.json(revoked)
             // The answer is the array of revoked patches; the push figures go beside it.
             if let push { Output.error(Notify.line(push)) }
+            try Notify.requireReached(push)
             return
         }
         if let push { Output.line(Notify.line(push)) }
         for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
         if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, remote: remote, registry: registry) }
+        try Notify.requireReached(push)
     }
 }
 

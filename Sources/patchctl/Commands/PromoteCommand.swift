@@ -56,7 +56,7 @@ struct PromoteCommand: Command {
         }
         let push = try Notify.ifAsked(arguments, registry: local, app: name, version: version, channel: to, reason: "promote", actor: actor)
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
-        if arguments.flag("--json") { Output.json(patch); return }
+        if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }
         if let push { Output.line(Notify.line(push)) }
         let origin = patch["promotedFrom"]
         let summary = "\(name) \(version) patch \(origin?["patch"]?.intValue ?? 0) of \(from) as patch \(patch["patch"]?.intValue ?? 0) of \(to) (rollout \(patch["rollout"]?.intValue ?? 0)%)"
@@ -68,5 +68,6 @@ struct PromoteCommand: Command {
         } else if let served = try NowServed.servings(app: name, version: version, remote: remote, registry: local).first(where: { $0.channel == to }) {
             Output.line(NowServed.line(served))
         }
+        try Notify.requireReached(push)
     }
 }

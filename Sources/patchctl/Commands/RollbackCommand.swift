@@ -53,10 +53,12 @@ struct RollbackCommand: Command {
             var json: [String: JSON] = ["revoked": revoked, "now": after.json]
             if let push { json["push"] = push.json }
             Output.json(.object(json))
+            try Notify.requireReached(push)
             return
         }
         Output.line("revoked \(name) \(version) patch \(number)")
         if let push { Output.line(Notify.line(push)) }
         Output.line(NowServed.line(after))
+        try Notify.requireReached(push)
     }
 }
