@@ -8,9 +8,11 @@ the report state of DEVICES devices that installed and confirmed the patch is th
 straight into its report tables with the rows patchd's ingest writes (Registry+Reports.swift:
 128 bits of SHA-256 per device, a 128-bit key per (device, event id), the per-device rows and their
 counts), since posting a million reports one by one would take hours. Then patchd starts on
-it and this measures: stats and /metrics read times, one report's time, RSS, the file size,
-and the time of the report that makes the guard halt the patch (its answer comes after the
-halt is committed and served).
+it and this measures: stats and /metrics read times, one report's time (its 202: counting
+follows off the request path), RSS, the file size, and the time from the report that makes
+the guard halt the patch to the first simple check that no longer offers it (the halt
+committed, re-signed and served). The seeded rollbacks come from 5 blocks (the guard's
+quorum), and every report carries its receipt (bench/receipts.py).
 """
 import hashlib
 import json
@@ -25,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "interop"))
 from hotpatch_testing import Workspace  # noqa: E402
 from patchd_support import Patchd, request  # noqa: E402
+from receipts import receipt, secret  # noqa: E402
 
 
 def seed(db_path, devices, hour):
@@ -57,6 +60,9 @@ def add_rollbacks(db_path, k):
         db.executemany("INSERT INTO report_devices VALUES ('demo','2.3','production',1,'rolledBack','',?)",
                        [(hashlib.sha256(f"device-{i}".encode()).hexdigest()[:32],) for i in range(k)])
         db.execute("INSERT INTO report_counts VALUES ('demo','2.3','production',1,'rolledBack','',?)", (k,))
+        # They came from 5 blocks: the guard's quorum (ReportRules.minBlocks).
+        db.executemany("INSERT INTO report_blocks VALUES ('demo','2.3','production',1,'rolledBack',?)",
+                       [(f"10.{b}.0.0/16",) for b in range(5)])
     db.close()
 
 
@@ -76,13 +82,15 @@ def rss_kb(pid):
     return None
 
 
-def post(server, device, events):
-    body = json.dumps({"events": events}).encode()
+KEY = None
+# Every simulated device here is 127.0.0.1: more than a network's 20 new devices an hour.
+LIFTED = ["--report-devices-per-network", "1000", "--report-devices-per-block", "1000"]
+
+
+def post(server, device, kinds):
+    r = receipt(KEY, device)
+    body = json.dumps({"events": [{"id": str(uuid.uuid4()), "type": k, "appVersion": "2.3", "patch": 1, "receipt": r} for k in kinds]}).encode()
     return request(server.url, "/v1/apps/demo/reports", method="POST", body=body, headers={"X-Device-ID": device})
-
-
-def ev(kind):
-    return {"id": str(uuid.uuid4()), "type": kind, "appVersion": "2.3", "patch": 1}
 
 
 def main():
@@ -98,29 +106,40 @@ def main():
         seed(str(ws.sqlite), devices, time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime()))
         seeded = time.monotonic() - started
         size = sum(f.stat().st_size for f in ws.data.iterdir())
-        server = Patchd(ws)
+        global KEY
+        server = Patchd(ws, args=LIFTED)
         try:
+            KEY = secret(str(ws.sqlite))
             auth = {"Authorization": f"Bearer {auditor}"}
             stats = timed(lambda: request(server.url, "/v1/apps/demo/stats", headers=auth))
             metrics = timed(lambda: request(server.url, "/metrics"))
             counter = iter(range(10**9))
-            report = timed(lambda: post(server, f"new-{next(counter)}", [ev("installed"), ev("confirmed")]))
+            report = timed(lambda: post(server, f"new-{next(counter)}", ["installed", "confirmed"]))
             figures = json.loads(request(server.url, "/v1/apps/demo/stats", headers=auth).body)["patches"][0]["devices"]
             # Rollbacks seeded just under the threshold (the Wilson lower bound of k of n at
-            # most 2 %), so the next device that installs and rolls back crosses it: that
-            # report's answer comes after the halt is committed and served.
+            # most 2 %), so the next device that installs and rolls back crosses it.
+            time.sleep(1)  # the 20 timed reports are counted
+            figures = json.loads(request(server.url, "/v1/apps/demo/stats", headers=auth).body)["patches"][0]["devices"]
             n, k = figures["installed"], 0
             while wilson_lower(k + 1, n + 1) <= 0.02:
                 k += 1
             add_rollbacks(str(ws.sqlite), k)
             server.stop()
-            server = Patchd(ws)
-            below = timed(lambda: post(server, f"quiet-{next(counter)}", [ev("confirmed")]), n=5)
+            server = Patchd(ws, args=LIFTED)
+            below = timed(lambda: post(server, f"quiet-{next(counter)}", ["confirmed"]), n=5)
             started = time.monotonic()
-            post(server, "the-one-that-crosses", [ev("installed"), ev("rolledBack")])
+            post(server, "the-one-that-crosses", ["installed", "rolledBack"])
+            # New devices inside the 50 % rollout (PROTOCOL.md section 7), each asking once.
+            probes = (d for d in (f"probe-{i}" for i in range(10**9))
+                      if int.from_bytes(hashlib.sha256(f"demo|2.3|1|{d}".encode()).digest()[:4], "big") % 100 < 50)
+            while request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": next(probes)}).status != 204:
+                if time.monotonic() - started > 30:
+                    raise SystemExit("the guard did not halt the patch within 30 s")
             decision = time.monotonic() - started
-            served = request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "x"}).status
-            trip = json.loads(request(server.url, "/v1/apps/demo/stats", headers=auth).body)["trips"][0]
+            served = 204
+            answer = request(server.url, "/v1/apps/demo/stats", headers=auth)
+            assert answer.status == 200, answer.body
+            trip = json.loads(answer.body)["trips"][0]
             print(json.dumps({
                 "devices": devices, "seed_s": round(seeded, 1), "registry_bytes": size,
                 "bytes_per_device": round(size / devices, 1), "installed_seen": figures["installed"],
