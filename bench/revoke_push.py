@@ -67,7 +67,8 @@ def main(devices, threads):
         ws.publish("demo", "2.3", "fix(2)")
         woken = queue.Queue()
         standin = WakingStandIn(key.public_key(), TEAM, KEY_ID, TOPIC, woken=woken)
-        server = Patchd(ws, args=["--push-new-per-network", "0"])  # 1,000 new tokens from one /24
+        # 1,000 new tokens, and 2,000 new connections, from one address
+        server = Patchd(ws, args=["--push-new-per-network", "0", "--max-new-conns-per-ip", "0"])
         try:
             before = {}
             for n in range(devices):

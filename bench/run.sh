@@ -638,8 +638,9 @@ for s in hp ng; do v=sc_${s}_bad; [[ ${!v} == 0 ]] || note "**Unexpected statuse
 
 say "row 10: 1,000 devices install kill 2.3 patch 2, then patchctl revoke and a forced sync each"
 # Every simulated device keeps its own connection open (as each phone would), all from
-# 127.0.0.1, so the per-address connection cap is raised for this patchd only.
-start_patchd kill "$REG" "$KEYS" --max-conns-per-ip 5000; KILL_PID=$STARTED_PID; KILL_PORT=$STARTED_PORT
+# 127.0.0.1, so the per-address connection cap and new-connection rate are lifted for this
+# patchd only (1,000 devices connect within a second or two).
+start_patchd kill "$REG" "$KEYS" --max-conns-per-ip 5000 --max-new-conns-per-ip 0; KILL_PID=$STARTED_PID; KILL_PORT=$STARTED_PORT
 "$PY" "$REPO/bench/revoke_landing_http.py" "http://127.0.0.1:$KILL_PORT" kill 2.3 "$BIN/patchctl" "$WORK/kill.token" 3 1000 64 >"$WORK/kill-http.json" \
   || die "bench/revoke_landing_http.py failed"
 "$BIN/hotpatch-bench" revoke-landing --server "http://127.0.0.1:$KILL_PORT" --app kill --app-version 2.3 --root "$WORK/kill.root.json" \

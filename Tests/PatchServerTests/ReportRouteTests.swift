@@ -123,11 +123,13 @@ struct ReportRouteTests {
         #expect(f.report(f.events([f.installed("late", device: "d2")]), device: "d2").status == 202, "room again once counted")
     }
 
-    @Test("a bundle fetched with X-Device-ID carries that device's receipt and may not be kept by a shared cache; without one it is the prepared public answer")
+    @Test("a bundle fetched with X-Device-ID (the simple check: and X-Want-Receipt) carries that device's receipt and may not be kept by a shared cache; without one it is the prepared public answer")
     func receiptsServed() throws {
         let f = try ServiceFixture()
         f.publish("one()")
-        let check = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-1"])
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-0"]).header("X-Patch-Receipt") == nil,
+                "the simple check's receipt only when asked for")
+        let check = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-1", "X-Want-Receipt": "1"])
         let expected = f.service.receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "phone-1")
         #expect(check.status == 200 && check.header("X-Patch-Receipt") == expected && expected.count == 32)
         let sha = try #require(check.header("X-Patch-SHA256"))
@@ -136,7 +138,7 @@ struct ReportRouteTests {
         #expect(target.header("Cache-Control") == "private, max-age=31536000, immutable" && target.header("Vary") == "X-Device-ID")
         let anonymous = f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js")
         #expect(anonymous.header("X-Patch-Receipt") == nil && anonymous.header("Cache-Control") == "public, max-age=31536000, immutable")
-        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-2"]).header("X-Patch-Receipt") != expected,
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-2", "X-Want-Receipt": "1"]).header("X-Patch-Receipt") != expected,
                 "each device its own receipt")
     }
 

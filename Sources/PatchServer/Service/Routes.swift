@@ -129,7 +129,9 @@ extension PatchService {
             return PatchService.noPatch
         }
         if tags.contains(where: { $0 == entry.etag }) { return entry.notModified }
-        guard let device = try deviceID(request), let version = try? AppVersion(version) else { return entry.ok }
+        // The receipt only when asked for: the prepared answer costs no work per request, and
+        // the JSPatch-style apps the simple check serves mostly do not report.
+        guard request.header("X-Want-Receipt") == "1", let device = try deviceID(request), let version = try? AppVersion(version) else { return entry.ok }
         return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
                                                                     patch: entry.number, deviceID: device)))
     }
