@@ -27,7 +27,7 @@ extension ServiceFixture {
     /// One event about patch `patch` of 2.3, with the receipt `device` got with the patch
     /// (nil: none, as a forger without a download sends it).
     func installed(_ id: String, patch: Int = 1, type: String = "installed", device: String? = "device-1") -> String {
-        let receipt = device.map { ", \"receipt\": \"\(service.receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: patch, deviceID: $0))\"" } ?? ""
+        let receipt = device.map { ", \"receipt\": \"\(service.receipts()!.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: patch, deviceID: $0))\"" } ?? ""
         return "{\"id\": \"\(id)\", \"type\": \"\(type)\", \"appVersion\": \"2.3\", \"patch\": \(patch), \"at\": \"2026-12-01T10:00:00Z\"\(receipt)}"
     }
 
@@ -112,8 +112,9 @@ struct ReportRouteTests {
         let f = try ServiceFixture(reportQueueEvents: 150)
         f.publish("one()")
         // Hold the registry lock so the worker cannot drain while the queue fills.
+        let bodies = (0..<3).map { n in f.events((0..<60).map { f.installed("e\(n)-\($0)", device: "d\(n)") }) }
         let answers: [HTTPResponse] = f.service.registry.withLock { _ in
-            (0..<3).map { n in f.report(f.events((0..<60).map { f.installed("e\(n)-\($0)", device: "d\(n)") }), device: "d\(n)") }
+            (0..<3).map { n in f.report(bodies[n], device: "d\(n)") }
         }
         #expect(answers.map(\.status) == [202, 202, 503])
         #expect(answers[2].header("Retry-After") == "30")
@@ -130,7 +131,7 @@ struct ReportRouteTests {
         #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-0"]).header("X-Patch-Receipt") == nil,
                 "the simple check's receipt only when asked for")
         let check = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "phone-1", "X-Want-Receipt": "1"])
-        let expected = f.service.receipts.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "phone-1")
+        let expected = f.service.receipts()!.receipt(app: "demo", appVersion: "2.3", channel: "production", patch: 1, deviceID: "phone-1")
         #expect(check.status == 200 && check.header("X-Patch-Receipt") == expected && expected.count == 32)
         let sha = try #require(check.header("X-Patch-SHA256"))
         let target = f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js", headers: ["X-Device-ID": "phone-1"])

@@ -61,8 +61,9 @@ public final class PatchService: HTTPResponder {
     /// (PatchService+Reports.swift).
     let reportQueue: ReportQueue
     let reportTally = ReportTally()
-    /// Makes and checks the receipts patches are served with (`X-Patch-Receipt`).
-    let receipts: ReportReceipt
+    /// The receipt secret (`X-Patch-Receipt`), read or made on first need: patchd must start,
+    /// and serve, on a registry it cannot write (a full disk), only without receipts then.
+    private let receiptSecret = Locked<(receipts: ReportReceipt?, failedAt: Double)>((nil, -1_000))
     /// Push rounds a guard started, one at a time, off the request threads and the registry lock.
     let pushQueue = DispatchQueue(label: "hotpatch.push")
     /// When `/healthz` last read the registry successfully (monotonic seconds), and what it read.
@@ -82,7 +83,6 @@ public final class PatchService: HTTPResponder {
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
-        receipts = try registry.reportReceipts()
         reportQueue = ReportQueue(capacity: configuration.reportQueueEvents)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
@@ -224,6 +224,25 @@ public final class PatchService: HTTPResponder {
         let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For"))
         if let wait = ipLimiter.take(scope: scope, ip: client.limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
+        }
+    }
+
+    /// What receipts are made with, or nil while the registry cannot give its secret (tried
+    /// again at most every 10 s; the bundle is then served without one, and logged once).
+    func receipts() -> ReportReceipt? {
+        let now = IPRateLimiter.monotonicTime()
+        let known = receiptSecret.withLock { $0 }
+        if let receipts = known.receipts { return receipts }
+        guard now - known.failedAt >= 10 else { return nil }
+        let result = registry.withLock { registry in Result { () throws(RegistryError) in try registry.reportReceipts() } }
+        switch result {
+        case .success(let receipts):
+            receiptSecret.withLock { $0.receipts = receipts }
+            return receipts
+        case .failure(let error):
+            receiptSecret.withLock { $0.failedAt = now }
+            logOnce("bundles are served without report receipts: the receipt secret cannot be read or made: \(error)")
+            return nil
         }
     }
 

@@ -131,7 +131,8 @@ extension PatchService {
         if tags.contains(where: { $0 == entry.etag }) { return entry.notModified }
         // The receipt only when asked for: the prepared answer costs no work per request, and
         // the JSPatch-style apps the simple check serves mostly do not report.
-        guard request.header("X-Want-Receipt") == "1", let device = try deviceID(request), let version = try? AppVersion(version) else { return entry.ok }
+        guard request.header("X-Want-Receipt") == "1", let device = try deviceID(request), let version = try? AppVersion(version),
+              let receipts = receipts() else { return entry.ok }
         return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
                                                                     patch: entry.number, deviceID: device)))
     }
@@ -140,7 +141,7 @@ extension PatchService {
     /// it names its device, which then gets the patch's receipt for its reports
     /// (`ReportReceipt`) and an answer no shared cache may keep for another device.
     func receipted(_ target: ServedTarget, of app: AppName, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
-        guard let device = try deviceID(request) else { return target.response }
+        guard let device = try deviceID(request), let receipts = receipts() else { return target.response }
         let key = target.key
         let receipt = receipts.receipt(app: app.rawValue, appVersion: key.appVersion.rawValue, channel: key.channel.rawValue, patch: key.patch, deviceID: device)
         let headers = target.response.headers.filter { $0.0 != "Cache-Control" } + [
