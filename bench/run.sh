@@ -165,9 +165,9 @@ HAPROXY_BENCH_LIMITS=(HOTPATCH_HAPROXY_CONN_PER_SRC=100000000 HOTPATCH_HAPROXY_C
 start_haproxy() {
   local name=$1 log=$WORK/haproxy-$1.log i up
   HAPROXY_PORT=$(free_port)
-  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
+  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_PROXY_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
     haproxy -c -q -f "$REPO/deploy/haproxy.cfg" >"$log" 2>&1 || die "haproxy rejected deploy/haproxy.cfg: $(cat "$log")"
-  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
+  env "${HAPROXY_BENCH_LIMITS[@]}" HOTPATCH_PROXY_LISTEN=127.0.0.1:$HAPROXY_PORT PATCHD1=$2 PATCHD2=$3 \
     haproxy -db -f "$REPO/deploy/haproxy.cfg" >>"$log" 2>&1 </dev/null &
   HAPROXY_PID=$!; PIDS+=("$HAPROXY_PID")
   up=0

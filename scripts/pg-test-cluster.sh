@@ -14,6 +14,11 @@
 # directory (no TCP port: nothing to pick, nothing to collide with the Debian package's own
 # cluster on 5432), trusts local connections (nothing but the socket's directory reaches it)
 # and holds one database, hotpatch_test, owned by the role hotpatch.
+#
+# PG_TEST_STATEMENT_LOG=FILE (with `run`): the server logs every statement it executes, and
+# that log is appended to FILE when the cluster stops; scripts/pg-statements.py turns it into
+# the set of distinct statements, which is how `make test`'s PostgreSQL coverage is compared
+# between two layouts of the suite (docs/TESTING.md).
 set -euo pipefail
 
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -52,7 +57,7 @@ start() {
             --encoding=UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 \
             || { cat "$dir/initdb.log" >&2; exit 1; }
         as_server_user "$PG_BIN/pg_ctl" start --wait --pgdata="$dir/data" --log="$dir/server.log" \
-            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200" \
+            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 ${PG_TEST_STATEMENT_LOG:+-c log_statement=all -c log_parameter_max_length=0}" \
             >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     ) || { rm -rf "$dir"; die "could not start a cluster in $dir"; }
     "$PG_BIN/createdb" --host="$dir" --username="$ROLE" "$DATABASE" \
@@ -65,6 +70,7 @@ stop() {
     [ -d "$dir/data" ] || die "$dir holds no cluster"
     (cd "$dir" && as_server_user "$PG_BIN/pg_ctl" stop --wait --mode=fast --pgdata="$dir/data" >/dev/null) \
         || echo "pg-test-cluster: could not stop the server in $dir; removing it anyway" >&2
+    if [ -n "${PG_TEST_STATEMENT_LOG:-}" ] && [ -f "$dir/server.log" ]; then cat "$dir/server.log" >>"$PG_TEST_STATEMENT_LOG"; fi
     rm -rf "$dir"
 }
 

@@ -96,6 +96,30 @@ public struct AppCatalog: Sendable {
                           jspatchFailure: jspatchFailure, timestampVersion: timestamp.version)
     }
 
+    /// Whether a file this catalog does not have could be in a newer state of the app, so a
+    /// miss is worth a catch-up (PatchService.catchUp) before its 404: a snapshot or targets
+    /// version above the newest served, or a patch numbered above the newest listed for its app
+    /// version (numbers are one sequence per version across channels). Anything else (an old
+    /// version pruned, a revoked patch's target, a made-up name) is a 404 at once.
+    func mayBeNewer(metadata file: String) -> Bool {
+        guard let (version, role) = AppCatalog.versioned(file) else { return false }
+        let newest = metadata.keys.compactMap { AppCatalog.versioned($0) }.filter { $0.role == role }.map(\.version).max() ?? 0
+        return version > newest
+    }
+
+    func mayBeNewer(patch: Int, of version: AppVersion) -> Bool {
+        patch > (versions[version.rawValue]?.first?.number ?? 0)
+    }
+
+    /// `N.snapshot.json`, `N.targets.json` → (N, role); nil for any other name (`N.root.json`
+    /// too: every sync asks for the next root, which is normally missing).
+    static func versioned(_ file: String) -> (version: Int64, role: Substring)? {
+        let parts = file.split(separator: ".", maxSplits: 1)
+        guard parts.count == 2, parts[1] == "snapshot.json" || parts[1] == "targets.json", parts[0].count <= 18,
+              parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let version = Int64(parts[0]) else { return nil }
+        return (version, parts[1])
+    }
+
     private static func metadataResponse(_ bytes: [UInt8], immutable: Bool) -> HTTPResponse {
         HTTPResponse(status: 200, headers: [
             ("Content-Type", "application/json"),

@@ -6,6 +6,9 @@ import PatchRegistry
 extension PatchService {
     /// The devices route's JSON body, at most: a token, a version, a channel and an environment.
     static let devicesBodyLimit = 1024
+    /// What a registration may hold; at their longest (a 200-digit token, a 64-byte version and
+    /// channel) about 400 bytes, well under `devicesBodyLimit`.
+    static let registrationMembers: Set<String> = ["token", "appVersion", "channel", "environment"]
 
     /// `POST /v1/apps/{app}/devices`: `{"token": HEX, "environment": "production"|"sandbox",
     /// "appVersion": "2.3", "channel": "production"}` (channel and environment optional) and
@@ -22,6 +25,11 @@ extension PatchService {
         let body: JSON
         do { body = try JSONParser.parse(request.body, maxLength: PatchService.devicesBodyLimit) } catch {
             throw .badRequest("body must be JSON like {\"token\": \"…\", \"appVersion\": \"2.3\"}: \(error)")
+        }
+        // Only the documented members: a body the schema bounds is one that fits the route's
+        // byte limit, so a well-formed registration is never refused as too large.
+        if let unknown = body.objectValue?.keys.filter({ !PatchService.registrationMembers.contains($0) }).min() {
+            throw .badRequest("unknown member \"\(unknown.debugSanitized)\": a registration has only token, appVersion, channel and environment")
         }
         guard let token = body["token"]?.stringValue, let rawVersion = body["appVersion"]?.stringValue else {
             throw .badRequest("body needs string token (hex, as APNs gave it) and appVersion")

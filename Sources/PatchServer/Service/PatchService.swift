@@ -52,8 +52,10 @@ public final class PatchService: HTTPResponder {
     let log: @Sendable (String) -> Void
     private let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
-    /// When `catchUp` last reloaded (monotonic milliseconds).
-    private let lastCatchUp = AtomicCounter(-1_000)
+    /// When the last reload of the registry began (monotonic microseconds; written under the
+    /// registry lock): what `catchUp` asks to know whether a reload already covers a miss.
+    private let lastReloadStarted = AtomicCounter(-1)
+    var lastReloadStartedForTests: Int { lastReloadStarted.load }
     /// On a PostgreSQL registry, wakes `Upkeep` as soon as any instance commits (nil on SQLite).
     public let changeFeed: RegistryChangeFeed?
     private let loggedOnce = Locked<Set<String>>([])
@@ -376,42 +378,48 @@ public final class PatchService: HTTPResponder {
     /// poll is one pragma; on PostgreSQL it is one row (`registry_changes`), and `changeFeed`
     /// says when to look without waiting for the next poll.
     public func reloadChanged() {
-        registry.withLock { registry in
-            let version: Int
-            do throws(RegistryError) {
-                version = try registry.dataVersion()
-                // What /healthz answers for the next few seconds, so a health check (one a
-                // second from every proxy) costs the worker thread that takes it no database
-                // round trip and no wait for the registry lock.
-                let apps = try registry.checkReadable()
-                lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .success(apps)) }
-            } catch {
-                lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .failure(error)) }
-                logOnce("reload failed: \(error)")
-                return
-            }
-            guard lastDataVersion.load != version else { return }
-            do {
-                lastDataVersion.store(version)
-                let refresh = try catalog.refresh(from: registry)
-                if !refresh.rebuilt.isEmpty { log("reloaded \(refresh.rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
-                report(refresh)
-            } catch { log("reload failed: \(error)") }
+        registry.withLock { reload($0) }
+    }
+
+    /// `reloadChanged`'s work, under the registry lock.
+    private func reload(_ registry: Registry) {
+        lastReloadStarted.store(Int(IPRateLimiter.monotonicTime() * 1_000_000))
+        let version: Int
+        do throws(RegistryError) {
+            version = try registry.dataVersion()
+            // What /healthz answers for the next few seconds, so a health check (one a
+            // second from every proxy) costs the worker thread that takes it no database
+            // round trip and no wait for the registry lock.
+            let apps = try registry.checkReadable()
+            lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .success(apps)) }
+        } catch {
+            lastReload.withLock { $0 = (IPRateLimiter.monotonicTime(), .failure(error)) }
+            logOnce("reload failed: \(error)")
+            return
         }
+        guard lastDataVersion.load != version else { return }
+        do {
+            lastDataVersion.store(version)
+            let refresh = try catalog.refresh(from: registry)
+            if !refresh.rebuilt.isEmpty { log("reloaded \(refresh.rebuilt.map(\.rawValue).sorted().joined(separator: ", "))") }
+            report(refresh)
+        } catch { log("reload failed: \(error)") }
     }
 
     /// For a request that missed what another instance may have committed a moment ago
-    /// (several patchd on one registry): reloads now instead of at the next poll, and says
-    /// whether anything changed, so the caller looks again only then. At most once per 50 ms
-    /// whoever asks, so a flood of requests for files that do not exist costs at most 20
-    /// data-version reads a second, never a rebuild each.
-    func catchUp() -> Bool {
-        let now = Int(IPRateLimiter.monotonicTime() * 1000)
-        let last = lastCatchUp.load
-        guard now - last >= 50, lastCatchUp.compareExchange(expected: last, desired: now) else { return false }
-        let before = lastDataVersion.load
-        reloadChanged()
-        return lastDataVersion.load != before
+    /// (several patchd on one registry; the device's metadata came from there): returns once a
+    /// reload that began at or after `missedAt` has run, so whatever was committed before the
+    /// miss is in the catalog when the caller looks again. Misses coalesce on the registry
+    /// lock: every request that missed while one reload ran is answered by the next, so a
+    /// burst costs one reload (one data-version read when nothing changed) per reload's time,
+    /// never one per request. Only misses a newer state could fill ask
+    /// (`AppCatalog.mayBeNewer`); a made-up name is a 404 at once.
+    func catchUp(missedAt: Double) {
+        let missed = Int(missedAt * 1_000_000)
+        registry.withLock { registry in
+            guard lastReloadStarted.load < missed else { return }
+            reload(registry)
+        }
     }
 
     /// A push can reach a device before this instance has reloaded the change it announces
@@ -422,24 +430,8 @@ public final class PatchService: HTTPResponder {
     func caughtUpForPush(_ request: HTTPRequest, _ catalog: AppCatalog) throws(HTTPError) -> AppCatalog? {
         guard let announced = try PatchService.pushAnnounced(request),
               devices.servedSince(app: catalog.app.rawValue, announced: announced) == nil else { return nil }
-        catchUpOrWait()
+        catchUp(missedAt: IPRateLimiter.monotonicTime())
         return servedApp(catalog.app)
-    }
-
-    /// `catchUp`, or, when another request's catch-up (or the upkeep's reload) holds the
-    /// registry, waiting for it to finish: a burst of pushed devices all arrive within the
-    /// same 50 ms, and each must see the reload the first one started.
-    func catchUpOrWait() {
-        if !catchUp() { registry.withLock { _ in } }
-    }
-
-    /// `N.snapshot.json`, `N.targets.json`: the files a sync asks for by version after reading
-    /// the timestamp, so a miss means this instance is behind (or the request is made up).
-    /// Not `N.root.json`: every sync asks for the next root, which is normally missing.
-    static func isVersionedMetadata(_ file: String) -> Bool {
-        let parts = file.split(separator: ".", maxSplits: 1)
-        guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
-        return ["snapshot.json", "targets.json"].contains(String(parts[1]))
     }
 
     /// Re-signs online roles that are within half their lifetime of expiring, for every app

@@ -9,8 +9,10 @@ extension PatchService {
         r.add("GET", "/healthz", metric: .health) { s, _, _ throws(HTTPError) in try s.health() }
         r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
         r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
-        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
-        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p) }
+        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
+        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
+        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.conditional.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
+        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.conditional.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/promote", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.promote(q, p) }
@@ -91,25 +93,33 @@ extension PatchService {
         }
         if let response = app.metadata[p["file"]] { return response }
         // A versioned file this instance does not have yet may have been committed through
-        // another instance a moment ago (the device's timestamp came from there): catch up
-        // once and look again, rather than answer 404 inside the device's sync.
-        if PatchService.isVersionedMetadata(p["file"]), catchUp(), let response = try appCatalog(p["app"]).metadata[p["file"]] {
-            return response
+        // another instance a moment ago (the device's timestamp came from there): caught up
+        // before the 404, so a sync split across instances does not fail on the one behind.
+        if app.mayBeNewer(metadata: p["file"]) {
+            catchUp(missedAt: IPRateLimiter.monotonicTime())
+            if let response = try appCatalog(p["app"]).metadata[p["file"]] { return response }
         }
         throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"")
     }
 
-    func target(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+    /// A target the catalog's prepared paths (the fast path in `admit`) did not have: one
+    /// committed through another instance a moment ago is caught up on before the 404.
+    /// `conditional`: a `….main.conditional.js` target (a patch with delivery conditions).
+    func target(_ request: HTTPRequest, _ p: PathParameters, conditional: Bool) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
         let version = try appVersion(p["version"])
         let number = try PatchService.patchNumber(p["patch"])
         let channel = try p.values["channel"].map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
         if p.values["channel"] != nil, channel == .production { throw .notFound("no such target (production targets have no channel in their path)") }
-        let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number)
-        let name = String(path.dropLast("main.js".count)) + "\(p["hash"]).main.js"
+        let file = conditional ? PatchTargetInfo.conditionalFileName : "main.js"
+        let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number, conditional: conditional)
+        let name = String(path.dropLast(file.count)) + "\(p["hash"]).\(file)"
         if let target = app.targets[name] { return try receipted(target, of: app.app, request) }
-        if catchUp(), let target = try appCatalog(p["app"]).targets[name] { return try receipted(target, of: app.app, request) }
+        if app.mayBeNewer(patch: number, of: version) {
+            catchUp(missedAt: IPRateLimiter.monotonicTime())
+            if let target = try appCatalog(p["app"]).targets[name] { return try receipted(target, of: app.app, request) }
+        }
         throw .notFound("no such target (revoked, or never published)")
     }
 
