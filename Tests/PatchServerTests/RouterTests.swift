@@ -312,6 +312,24 @@ struct RouterTests {
         #expect(f.service.lastReloadStartedForTests == before, "no reload for a miss no newer state could fill")
     }
 
+    @Test("a patch a newer full rollout unlisted keeps its bundle served while older kept targets metadata names it; revoked, it is 404 at once")
+    func supersededTargetsStayServable() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        let app = try AppName("demo"), version = try AppVersion("2.3")
+        let registry = try TestBackend.registry(dataDirectory: f.dataDirectory, keysDirectory: f.keysDirectory)
+        let first = try registry.publish(app: app, appVersion: version, bundle: Array("first()".utf8), actor: Actor("cli"))
+        let url = "/v1/apps/demo/targets/2.3/1/\(first.patch.served.sha256).main.js"
+        // A device read targets naming patch 1; then patch 2 at 100 % unlisted it.
+        _ = try registry.publish(app: app, appVersion: version, bundle: Array("second()".utf8), actor: Actor("cli"))
+        f.service.reloadChanged()
+        let latest = try SignedTargets(bytes: f.get("/v1/apps/demo/metadata/\(try registry.latestMetadata(app: app, role: .targets).version).targets.json").body)
+        #expect(!latest.body.targets.keys.contains("2.3/1/main.js"), "superseded: no longer listed")
+        #expect(f.get(url).bodyString == "first()", "still served: the targets file before names it")
+        _ = try registry.revoke(app: app, appVersion: version, number: 1, actor: Actor("cli"))
+        f.service.reloadChanged()
+        #expect(f.get(url).status == 404, "a revoke stops serving it at once")
+    }
+
     @Test("catalogs are built on an app's first request, not at start-up; unknown names never reach the registry")
     func lazyCatalogs() throws {
         let f = try ServiceFixture()

@@ -62,16 +62,22 @@ public struct AppCatalog: Sendable {
         do { body = try SignedTargets(bytes: targetsBytes).body } catch { throw .internalError("stored targets of \(app) do not parse: \(error)") }
         var targets: [String: ServedTarget] = [:]
         var versions: [String: [CheckEntry]] = [:]
-        for (path, file) in body.targets {
+        /// The bundle of one target under each of its hashes; nil for an entry that is not a patch.
+        func serve(_ path: String, _ file: TargetFile) throws(RegistryError) -> (info: PatchTargetInfo, sha256: String, bytes: [UInt8])? {
             guard let info = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"],
-                  let version = try? AppVersion(info.appVersion) else { continue }
+                  let version = try? AppVersion(info.appVersion) else { return nil }
             let bytes = try registry.servedBytes(sha256: sha256)
             let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
-            let etag = "\"\(sha256)\""
             let served = ServedTarget(response: HTTPResponse(status: 200, headers: [
-                ("Content-Type", contentType), immutable, ("ETag", etag),
+                ("Content-Type", contentType), immutable, ("ETag", "\"\(sha256)\""),
             ], body: bytes, prepared: true), key: PatchKey(appVersion: version, channel: info.channel, patch: info.patch))
             for hash in file.hashes.values { targets[info.servedPath(hash: hash)] = served }
+            return (info, sha256, bytes)
+        }
+        for (path, file) in body.targets {
+            guard let (info, sha256, bytes) = try serve(path, file) else { continue }
+            let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
+            let etag = "\"\(sha256)\""
             var patchHeaders = [
                 ("X-Patch-Number", String(info.patch)), ("X-Patch-SHA256", sha256), ("X-Patch-MD5", file.hashes["md5"] ?? ""),
                 ("ETag", etag),
@@ -87,6 +93,24 @@ public struct AppCatalog: Sendable {
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
         for key in versions.keys { versions[key]!.sort { $0.number > $1.number } }
+        // The targets the older kept versions of targets metadata list stay servable while their
+        // patch is active: a device that read one of those files a moment before a publish
+        // unlisted a patch (a newer one at 100 % supersedes it) still gets the bundle it was
+        // told of, from this instance or from another that reloaded sooner. A revoked patch is
+        // not among them: a revoke stops serving its bundle at once.
+        let current = try registry.latestMetadata(app: app, role: .targets).version
+        let active = Set(try registry.patches(app: app, appVersion: nil, activeOnly: true).map {
+            PatchKey(appVersion: $0.appVersion, channel: $0.channel, patch: $0.number)
+        })
+        for version in max(1, current - keptVersions + 1)..<current {
+            guard let bytes = try registry.metadata(app: app, role: .targets, version: version),
+                  let older = try? SignedTargets(bytes: bytes).body else { continue }
+            for (path, file) in older.targets where !body.targets.keys.contains(path) {
+                guard let info = PatchTargetInfo(path: path, file: file), let version = try? AppVersion(info.appVersion),
+                      active.contains(PatchKey(appVersion: version, channel: info.channel, patch: info.patch)) else { continue }
+                _ = try serve(path, file)
+            }
+        }
         // The legacy JSPatch packages must not take the TUF repository down with them: a
         // missing or wrong JSPatch key disables only the /jspatch routes of this app.
         var jspatch: JSPatchCatalog?

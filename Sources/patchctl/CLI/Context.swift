@@ -124,10 +124,10 @@ enum Output {
     /// Reads a whole file given on the command line, with a clear error.
     static func readFile(_ path: String, what: String, limit: Int) throws(CLIError) -> [UInt8] {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw .failed("cannot read \(what) \(path.debugSanitized): \(String(cString: strerror(errno)))") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .failed("\(what) \(path.debugSanitized) is not a regular file") }
-        guard Int(info.st_size) <= limit else { throw .failed("\(what) \(path.debugSanitized) is \(info.st_size) bytes; the limit is \(limit) bytes") }
-        guard let data = FileManager.default.contents(atPath: path) else { throw .failed("cannot read \(what) \(path.debugSanitized)") }
+        guard stat(path, &info) == 0 else { throw .failed("cannot read \(what) \(path.pathSanitized): \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .failed("\(what) \(path.pathSanitized) is not a regular file") }
+        guard Int(info.st_size) <= limit else { throw .failed("\(what) \(path.pathSanitized) is \(info.st_size) bytes; the limit is \(limit) bytes") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw .failed("cannot read \(what) \(path.pathSanitized)") }
         return Array(data)
     }
 }

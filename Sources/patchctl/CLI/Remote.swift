@@ -78,7 +78,7 @@ struct Remote {
         var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
         if !query.isEmpty { components.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
-        guard let url = components.url else { throw .usage("cannot build a URL for \(path.debugSanitized)") }
+        guard let url = components.url else { throw .usage("cannot build a URL for \(path.pathSanitized)") }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }

@@ -28,13 +28,13 @@ enum Token {
     static func read(_ path: String) throws(CLIError) -> String {
         guard !path.isEmpty else { throw .usage("--token-file needs a file name") }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .failed("cannot read the token file \(path.debugSanitized): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .failed("cannot read the token file \(path.pathSanitized): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
         if fstat(fd, &info) == 0 {
-            if info.st_mode & S_IFMT == S_IFDIR { throw .failed("the token file \(path.debugSanitized) is a directory") }
+            if info.st_mode & S_IFMT == S_IFDIR { throw .failed("the token file \(path.pathSanitized) is a directory") }
             if info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
-                Output.error("warning: the token file \(path.debugSanitized) is readable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 on it")
+                Output.error("warning: the token file \(path.pathSanitized) is readable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 600 on it")
             }
         }
         // Read to the end (a pipe such as <(pass show …) comes in pieces), at most one byte past the limit.
@@ -43,12 +43,12 @@ enum Token {
         while bytes.count <= maxFileSize {
             let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw .failed("cannot read the token file \(path.debugSanitized): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else { throw .failed("cannot read the token file \(path.pathSanitized): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             bytes += buffer[0..<n]
         }
-        guard bytes.count <= maxFileSize else { throw .failed("the token file \(path.debugSanitized) is over \(maxFileSize) bytes: not a token") }
-        return try check(String(decoding: bytes, as: UTF8.self), from: "the token file \(path.debugSanitized)")
+        guard bytes.count <= maxFileSize else { throw .failed("the token file \(path.pathSanitized) is over \(maxFileSize) bytes: not a token") }
+        return try check(String(decoding: bytes, as: UTF8.self), from: "the token file \(path.pathSanitized)")
     }
 
     /// One line of visible ASCII: what an Authorization header can carry unchanged.

@@ -93,6 +93,6 @@ enum RootKeyArgument {
     static func key(_ arguments: Arguments) throws(CLIError) -> SigningKey? {
         guard let path = arguments.value("--root-key") else { return nil }
         let pem = try Output.readFile(path, what: "the root key", limit: 64 << 10)
-        do { return try SigningKey(pem: pem) } catch { throw .failed("\(path.debugSanitized): \(error)") }
+        do { return try SigningKey(pem: pem) } catch { throw .failed("\(path.pathSanitized): \(error)") }
     }
 }

@@ -28,7 +28,7 @@ enum JSPatchKeyArgument {
         do {
             guard let path = arguments.value("--import") else { return try RSAPrivateKey.generate(bits: 2048) }
             let pem = try Output.readFile(path, what: "the key", limit: 64 << 10)
-            do { return try RSAPrivateKey(pem: pem) } catch { throw CLIError.failed("\(path.debugSanitized): \(error)") }
+            do { return try RSAPrivateKey(pem: pem) } catch { throw CLIError.failed("\(path.pathSanitized): \(error)") }
         } catch let error as CLIError {
             throw error
         } catch {

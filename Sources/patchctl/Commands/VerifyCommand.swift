@@ -104,7 +104,7 @@ enum ExportedRepository {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .failed("could not verify: \(path.debugSanitized) is not a directory")
+            throw .failed("could not verify: \(path.pathSanitized) is not a directory")
         }
         let directory = URL(fileURLWithPath: path, isDirectory: true)
         if manager.fileExists(atPath: directory.appendingPathComponent("metadata").path) { return directory }
@@ -112,12 +112,12 @@ enum ExportedRepository {
         guard let names = try? manager.contentsOfDirectory(atPath: apps.path), !names.isEmpty else { return directory }
         if let app {
             guard names.contains(app.rawValue) else {
-                throw .failed("unknown app \"\(app)\": \(path.debugSanitized) holds exports of \(names.sorted().joined(separator: ", "))")
+                throw .failed("unknown app \"\(app)\": \(path.pathSanitized) holds exports of \(names.sorted().joined(separator: ", "))")
             }
             return apps.appendingPathComponent(app.rawValue, isDirectory: true)
         }
         guard names.count == 1 else {
-            throw .usage("\(path.debugSanitized) holds exports of several apps (\(names.sorted().joined(separator: ", "))); give --app")
+            throw .usage("\(path.pathSanitized) holds exports of several apps (\(names.sorted().joined(separator: ", "))); give --app")
         }
         return apps.appendingPathComponent(names[0], isDirectory: true)
     }
