@@ -14,7 +14,8 @@ import PatchCore
 /// its own BEGIN IMMEDIATE write, so a role due is re-signed once, by whichever comes first.
 extension Registry {
     /// True when this process runs the background passes: always on SQLite; on PostgreSQL
-    /// while its last `renewUpkeepLease` holds (no database round trip).
+    /// while its last `renewUpkeepLease` holds (no database round trip), else when a renewal
+    /// on the same terms succeeds now.
     public func holdsUpkeepLease() -> Bool {
         guard let store = db as? PostgresStore else { return true }
         return store.holdsUpkeepLease()

@@ -36,6 +36,7 @@ extension PostgresStore {
     func renewUpkeepLease(seconds: Double, missingKeys: Int) -> Bool {
         let sent = ContinuousClock.now
         leaseValidUntil = nil
+        leaseTerms = (seconds, missingKeys)
         guard !inTransaction else { return false }
         let rows = try? query("""
             INSERT INTO upkeep_lease(id, holder, expires_at, missing_keys)
@@ -50,10 +51,13 @@ extension PostgresStore {
         return true
     }
 
-    /// Whether the last renewal succeeded and its time has not run out.
+    /// Whether the last renewal succeeded and its time has not run out; if not, asks again
+    /// on the last renewal's terms (a pass that runs without the re-signing pass before it,
+    /// or one that resumed after a stop). Before any renewal it claims it cannot re-sign
+    /// anything, so it takes only a lease nobody holds.
     func holdsUpkeepLease() -> Bool {
-        guard let until = leaseValidUntil else { return false }
-        return ContinuousClock.now < until
+        if let until = leaseValidUntil, ContinuousClock.now < until { return true }
+        return renewUpkeepLease(seconds: leaseTerms.seconds, missingKeys: leaseTerms.missingKeys)
     }
 
     /// Gives the lease up (patchd stopping), so another instance takes it at its next pass

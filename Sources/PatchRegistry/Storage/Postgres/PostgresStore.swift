@@ -31,6 +31,8 @@ final class PostgresStore: SQLStore {
     /// holder without asking again (PostgresStore+Lease.swift).
     let leaseHolder = PostgresStore.holderName()
     var leaseValidUntil: ContinuousClock.Instant?
+    /// What the last renewal asked for; before any, 180 s and "cannot re-sign anything".
+    var leaseTerms = (seconds: 180.0, missingKeys: Int(Int64.max))
 
     init(conninfo: String) throws(StorageError) {
         self.conninfo = conninfo
