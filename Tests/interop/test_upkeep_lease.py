@@ -112,7 +112,7 @@ def test_a_hung_lease_holder_is_replaced_and_the_other_instance_re_signs_in_time
                 takeover = time.monotonic() - stopped
                 spare = wait_for_resign(ws, second, before)
                 assert request(second.url, "/healthz").status == 200
-                who = (f"PostgreSQL: the other instance holds the lease after {takeover:.1f} s (--upkeep-lease {LEASE})"
+                who = (f"PostgreSQL: the other instance holds the lease after {takeover:.1f} s (--upkeep-lease {LEASE}) and"
                        if ON_POSTGRES else "SQLite: every instance runs the passes; the other one")
                 print(f"\nholder SIGSTOPped; {who} re-signed {spare:.1f} s before the timestamp ({LIFETIME} s) expired")
             finally:
