@@ -80,7 +80,14 @@ public struct ExpiryPolicy: Sendable {
     public var snapshot: TimeInterval = 30 * 86_400
     public var timestamp: TimeInterval = 86_400
 
-    public init() {}
+    /// For the end-to-end tests of re-signing (`test_upkeep_lease.py`), which cannot wait a
+    /// day: `HOTPATCH_TEST_TIMESTAMP_LIFETIME=S` makes the timestamp lifetime S seconds in
+    /// patchctl and patchd alike. Unset (always, outside tests) it changes nothing.
+    public init() {
+        if let raw = ProcessInfo.processInfo.environment["HOTPATCH_TEST_TIMESTAMP_LIFETIME"], let seconds = TimeInterval(raw), seconds >= 1 {
+            timestamp = seconds
+        }
+    }
 
     func lifetime(_ role: Role) -> TimeInterval {
         switch role {

@@ -178,21 +178,26 @@ extension Registry {
         let records = if let name { [try app(name)] } else { try apps() }
         var result: [AppStatus] = []
         for record in records {
-            let rows = try read { () throws(StorageError) in
-                // The newest version of each role (portable: no bare column beside MAX).
-                try db.query("""
-                    SELECT m.role, m.version, m.expires FROM metadata m
-                    WHERE m.app = ? AND m.version = (SELECT MAX(version) FROM metadata WHERE app = m.app AND role = m.role)
-                    """, [.text(record.name.rawValue)]) {
-                    ($0.text(0), $0.int(1), $0.text(2))
-                }
-            }
+            let rows = try newestMetadata(app: record.name)
             let metadata = Role.allCases.compactMap { role in
-                rows.first { $0.0 == role.rawValue }.map { AppStatus.RoleMetadata(role: role, version: $0.1, expires: $0.2) }
+                rows.first { $0.role == role.rawValue }.map { AppStatus.RoleMetadata(role: role, version: $0.version, expires: $0.expires) }
             }
             let versions = VersionServing.grouped(try patches(app: record.name, appVersion: nil, activeOnly: false))
             result.append(AppStatus(app: record.name, metadata: metadata, versions: versions))
         }
         return result
+    }
+
+    /// The newest version of each role's metadata, of one app or of every app (nil), with its
+    /// expiry as signed: one query (portable: no bare column beside MAX).
+    func newestMetadata(app: AppName?) throws(RegistryError) -> [(app: String, role: String, version: Int64, expires: String)] {
+        try read { () throws(StorageError) in
+            try db.query("""
+                SELECT m.app, m.role, m.version, m.expires FROM metadata m
+                WHERE \(app == nil ? "" : "m.app = ? AND ")m.version = (SELECT MAX(version) FROM metadata WHERE app = m.app AND role = m.role)
+                """, app.map { [.text($0.rawValue)] } ?? []) {
+                (app: $0.text(0), role: $0.text(1), version: $0.int(2), expires: $0.text(3))
+            }
+        }
     }
 }

@@ -43,16 +43,6 @@ extension Registry {
         do { return try body() } catch { throw .storage(error) }
     }
 
-    /// True when this process runs the background passes (re-signing, guards, staged
-    /// rollouts, pruning): always on SQLite (one box; every pass re-checks what it changes
-    /// inside its own write anyway); on PostgreSQL only for the one instance holding the
-    /// registry's upkeep lease (`PostgresStore.holdsUpkeepLease`), which the server gives back
-    /// when that instance dies, so another takes over at its next pass.
-    public func holdsUpkeepLease() -> Bool {
-        guard let store = db as? PostgresStore else { return true }
-        return store.holdsUpkeepLease()
-    }
-
     /// A feed of changes committed by anyone, for a server to reload on (PostgreSQL); nil on
     /// SQLite, where a server polls `dataVersion` (PRAGMA data_version) instead.
     public func changeFeed() -> RegistryChangeFeed? {

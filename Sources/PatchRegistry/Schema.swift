@@ -316,8 +316,16 @@ enum Schema {
     /// `registry_identity`: names this registry in the markers it leaves in a key directory.
     /// `schema_script`: the SHA-256 of the script that last ran, so an open skips it when it is
     /// the same (`Registry.init`).
+    /// `upkeep_lease`: which instance runs the background passes, until when (the server's
+    /// clock), and how many apps it cannot re-sign (`PostgresStore.renewUpkeepLease`).
     static let postgresOnly = """
     CREATE TABLE IF NOT EXISTS schema_script(sha256 TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS upkeep_lease(
+        id INTEGER PRIMARY KEY CHECK(id = 1),
+        holder TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL,
+        missing_keys BIGINT NOT NULL
+    );
     CREATE TABLE IF NOT EXISTS registry_changes(version BIGINT NOT NULL);
     INSERT INTO registry_changes(version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM registry_changes);
     CREATE TABLE IF NOT EXISTS registry_identity(id TEXT NOT NULL);

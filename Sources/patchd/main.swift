@@ -15,12 +15,14 @@ import PatchServer
 ///   front-door limits: --max-conns, --max-conns-per-ip, --max-new-conns-per-ip, --header-timeout,
 ///   --request-timeout, --idle-timeout, --body-budget, --ipv6-prefix (HOTPATCH_MAX_CONNS, …; see `usage`)
 ///   --push-new-per-network N (HOTPATCH_PUSH_NEW_PER_NETWORK)
+///   --upkeep-lease S, --expiry-margin S (HOTPATCH_UPKEEP_LEASE, HOTPATCH_EXPIRY_MARGIN)
 let usage = """
     Usage: patchd [--version] [--data DIR | --database postgres://…] [--keys DIR] [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--threads N]
                   [--trusted-proxy CIDR[,CIDR...]] [--max-conns N] [--max-conns-per-ip N] [--max-new-conns-per-ip N] [--header-timeout S]
                   [--request-timeout S] [--idle-timeout S] [--body-budget BYTES] [--ipv6-prefix N]
                   [--report-devices-per-network N] [--report-devices-per-block N] [--report-devices-per-app N]
                   [--report-events-per-network N] [--report-events-per-app N] [--guard-min-blocks N] [--report-queue N] [--push-new-per-network N]
+                  [--upkeep-lease S] [--expiry-margin S]
     Serves the apps of a hotpatch registry over HTTP. Each option can also be set with
     HOTPATCH_DATA, HOTPATCH_DATABASE, HOTPATCH_KEYS, HOTPATCH_LISTEN, HOTPATCH_TLS_CERT, HOTPATCH_TLS_KEY, HOTPATCH_THREADS,
     HOTPATCH_TRUSTED_PROXIES, HOTPATCH_MAX_CONNS, HOTPATCH_MAX_CONNS_PER_IP, HOTPATCH_MAX_NEW_CONNS_PER_IP,
@@ -28,7 +30,7 @@ let usage = """
     HOTPATCH_IDLE_TIMEOUT, HOTPATCH_BODY_BUDGET, HOTPATCH_IPV6_PREFIX, HOTPATCH_REPORT_DEVICES_PER_NETWORK,
     HOTPATCH_REPORT_DEVICES_PER_BLOCK, HOTPATCH_REPORT_DEVICES_PER_APP, HOTPATCH_REPORT_EVENTS_PER_NETWORK,
     HOTPATCH_REPORT_EVENTS_PER_APP, HOTPATCH_GUARD_MIN_BLOCKS, HOTPATCH_REPORT_QUEUE,
-    HOTPATCH_PUSH_NEW_PER_NETWORK.
+    HOTPATCH_PUSH_NEW_PER_NETWORK, HOTPATCH_UPKEEP_LEASE, HOTPATCH_EXPIRY_MARGIN.
     --database: a PostgreSQL registry that several patchd (and patchctl) share; each instance
     serves a change any of them commits within milliseconds (LISTEN/NOTIFY).
     --trusted-proxy: load balancers whose X-Forwarded-For names the client for the per-IP limits
@@ -59,6 +61,11 @@ let usage = """
     --report-queue N         report events queued for counting; past it 503 (default 50000)
     --push-new-per-network N new device tokens per app an IPv4 /24 or IPv6 /48 may register per
                              hour; past it 429 (default 100; 0: no quota)
+    --upkeep-lease S         PostgreSQL: the instance running re-signing, guards and pruning renews
+                             its lease every min(60, S/3) s; another takes over S s after the last
+                             renewal (default 180)
+    --expiry-margin S        /healthz answers 200 "degraded" once an app's timestamp expires within
+                             S s (default: a quarter of the timestamp lifetime, 21600)
     SIGTERM or SIGINT stop accepting connections, finish in-flight requests and exit 0.
 
     """
@@ -83,7 +90,8 @@ let optionVariables = [("--data", "HOTPATCH_DATA"), ("--database", "HOTPATCH_DAT
                        ("--report-events-per-network", "HOTPATCH_REPORT_EVENTS_PER_NETWORK"),
                        ("--report-events-per-app", "HOTPATCH_REPORT_EVENTS_PER_APP"),
                        ("--guard-min-blocks", "HOTPATCH_GUARD_MIN_BLOCKS"), ("--report-queue", "HOTPATCH_REPORT_QUEUE"),
-                       ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK")]
+                       ("--push-new-per-network", "HOTPATCH_PUSH_NEW_PER_NETWORK"),
+                       ("--upkeep-lease", "HOTPATCH_UPKEEP_LEASE"), ("--expiry-margin", "HOTPATCH_EXPIRY_MARGIN")]
 for (flag, variable) in optionVariables {
     if let value = environment[variable] { options[flag] = value }
 }
@@ -168,6 +176,8 @@ if let n = integer("--guard-min-blocks", in: 1...100_000) { reportRules.minBlock
 serviceConfiguration.reportRules = reportRules
 if let n = integer("--report-queue", in: 1...10_000_000) { serviceConfiguration.reportQueueEvents = n }
 if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
+if let n = integer("--upkeep-lease", in: 3...86_400) { serviceConfiguration.upkeepLease = Double(n) }
+if let n = integer("--expiry-margin", in: 0...(366 * 86_400)) { serviceConfiguration.expiryMargin = Double(n) }
 // Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
 // test-only HOTPATCH_APNS_URL.
 do { serviceConfiguration.apnsEndpoint = try APNsEndpoint.current() } catch { fail("\(error)", code: 64) }

@@ -50,4 +50,55 @@ struct HealthTests {
         #expect(during.status == 200 && during.bodyString.contains("\"apps\":2"))
         #expect(waited < 0.5, "waited \(waited) s for the registry")
     }
+
+    @Test("says degraded (200, with the reason) once an app's timestamp expires within the margin, ok outside it")
+    func expiringTimestamp() throws {
+        // The timestamp lives a day: a two-day margin puts it inside.
+        let near = try ServiceFixture(expiryMargin: 2 * 86_400)
+        near.service.refreshExpiring()
+        let health = near.get("/healthz")
+        #expect(health.status == 200, "the same on every instance: haproxy must keep them")
+        let json = try near.json(health)
+        #expect(json["status"]?.stringValue == "degraded")
+        let reasons = json["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(reasons.count == 2 && reasons.allSatisfy { $0.hasPrefix("timestamp of app ") && $0.hasSuffix(" s") }, "\(reasons)")
+        #expect(reasons.contains { $0.hasPrefix("timestamp of app demo expires in 86") }, "\(reasons)")
+
+        // The default margin is a quarter of the lifetime (6 h of the day).
+        let far = try ServiceFixture()
+        far.service.refreshExpiring()
+        #expect(try far.json(far.get("/healthz"))["status"]?.stringValue == "ok")
+        // Before the first pass nothing is known, so nothing is degraded.
+        #expect(try ServiceFixture(expiryMargin: 2 * 86_400).get("/healthz").bodyString.contains("\"ok\""))
+    }
+
+    @Test("/metrics has each role's seconds to expiry per app, whether this instance holds the upkeep lease, and re-sign failures")
+    func upkeepMetrics() throws {
+        let f = try ServiceFixture()
+        f.service.refreshExpiring()
+        let text = f.get("/metrics").bodyString
+        for role in ["root", "targets", "snapshot", "timestamp"] {
+            #expect(text.contains("hotpatch_metadata_expires_in_seconds{app=\"demo\",role=\"\(role)\"} "), "\(role)")
+        }
+        let timestamp = text.split(separator: "\n").first { $0.hasPrefix("hotpatch_metadata_expires_in_seconds{app=\"demo\",role=\"timestamp\"} ") }
+        let seconds = timestamp.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+        #expect((86_000...86_400).contains(seconds), "\(timestamp ?? "none")")
+        #expect(text.contains("hotpatch_upkeep_lease_held 1\n"), "the only instance")
+        #expect(text.contains("hotpatch_upkeep_apps_without_keys 0\n"))
+        #expect(text.contains("# TYPE hotpatch_resign_failures_total counter\n"))
+
+        // The timestamp key gone, and a pass a day later (the timestamp is due): a failure of kind "keys".
+        try removeKeys(of: "timestamp", in: f.keysDirectory.appendingPathComponent("demo"))
+        f.service.refreshExpiring(now: Date().addingTimeInterval(86_000))
+        let after = f.get("/metrics").bodyString
+        #expect(after.contains("hotpatch_resign_failures_total{app=\"demo\",reason=\"keys\"} 1\n"), "\(after)")
+        #expect(after.contains("hotpatch_upkeep_apps_without_keys 1\n"))
+    }
+}
+
+/// Deletes an app's key files of one role (`{role}.{keyid}.pem`): this machine can no longer sign for it.
+func removeKeys(of role: String, in directory: URL) throws {
+    for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name.hasPrefix(role + ".") {
+        try FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+    }
 }

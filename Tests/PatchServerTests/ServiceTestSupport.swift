@@ -18,7 +18,7 @@ final class ServiceFixture {
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
          maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
-         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0) throws {
+         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -39,6 +39,7 @@ final class ServiceFixture {
         configuration.reportRules = reportRules
         configuration.reportQueueEvents = reportQueueEvents
         configuration.pushNewTokensPerNetworkPerHour = pushNewPerNetwork
+        configuration.expiryMargin = expiryMargin
         service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
                                    ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), pushQuota: IPRateLimiter(clock: { Double(clock.seconds) }),
                                    log: { _ in })

@@ -75,31 +75,100 @@ struct SharedRegistryTests {
         #expect(listed.sorted() == Array(1...(writers * each)))
     }
 
-    @Test("one instance at a time holds the upkeep lease; when it goes away the next one to ask takes it")
+    @Test("one instance at a time holds the upkeep lease; a holder that stops renewing (hung, dead) loses it to the next one to ask after its deadline")
     func upkeepLease() throws {
         let shared = try SharedDatabase()
-        var first: Registry? = try shared.registry()
-        let second = try shared.registry()
-        #expect(first?.holdsUpkeepLease() == true)
-        #expect(first?.holdsUpkeepLease() == true, "kept, not taken again")
-        #expect(second.holdsUpkeepLease() == false)
-        first = nil  // its connection closes: the server gives the lease back
+        let first = try shared.registry(), second = try shared.registry()
+        #expect(first.renewUpkeepLease(for: 1, missingKeys: 0))
+        #expect(first.renewUpkeepLease(for: 1, missingKeys: 0), "renewed by its holder")
+        #expect(first.holdsUpkeepLease())
+        #expect(!second.renewUpkeepLease(for: 1, missingKeys: 0))
+        #expect(!second.holdsUpkeepLease())
+        // The holder stops renewing, as a SIGSTOPped patchd does: its connection (and before,
+        // its session lock) stays, but its deadline passes.
+        let stopped = ContinuousClock.now
         var taken = false
-        for _ in 0..<100 where !taken {
-            taken = second.holdsUpkeepLease()
-            if !taken { Thread.sleep(forTimeInterval: 0.02) }
+        while !taken, ContinuousClock.now - stopped < .seconds(5) {
+            taken = second.renewUpkeepLease(for: 1, missingKeys: 0)
+            if !taken { Thread.sleep(forTimeInterval: 0.05) }
         }
+        let waited = ContinuousClock.now - stopped
         #expect(taken)
-        #expect(first == nil)
-        // The holder's connection is cut: the server frees the lease, a third instance takes it,
-        // and the old holder, reconnected, knows it no longer holds it.
-        let pid = try #require(try second.db.query("SELECT pg_backend_pid()") { $0.int(0) }.first)
-        _ = try PostgresConnection(shared.url).query("SELECT pg_terminate_backend($1::int4)", [.int(pid)])
-        Thread.sleep(forTimeInterval: 0.2)
-        let third = try shared.registry()
-        #expect(third.holdsUpkeepLease())
-        _ = try? second.apps()  // the call that finds the connection gone
-        #expect(second.holdsUpkeepLease() == false)
+        #expect(waited >= .milliseconds(900) && waited < .seconds(2), "taken over after \(waited)")
+        #expect(!first.holdsUpkeepLease(), "resumed, its own time ran out and the lease is taken")
+        #expect(!first.renewUpkeepLease(for: 1, missingKeys: 0))
+        // Given back (patchd stopping): the next one to ask takes it at once.
+        second.releaseUpkeepLease()
+        #expect(first.renewUpkeepLease(for: 1, missingKeys: 0))
+        #expect(!second.holdsUpkeepLease())
+    }
+
+    @Test("instances asking at once for a lapsed lease: exactly one gets it")
+    func upkeepLeaseOneWinner() throws {
+        let shared = try SharedDatabase()
+        let registries = try (0..<4).map { _ in try shared.registry() }
+        for round in 0..<5 {
+            Thread.sleep(forTimeInterval: round == 0 ? 0 : 0.25)  // the previous winner's 0.2 s lapse
+            let wins = Mutex(0)
+            let group = DispatchGroup()
+            for registry in registries {
+                nonisolated(unsafe) let registry = registry
+                DispatchQueue.global().async(group: group) {
+                    if registry.renewUpkeepLease(for: 0.2, missingKeys: 0) { wins.withLock { $0 += 1 } }
+                }
+            }
+            group.wait()
+            #expect(wins.withLock { $0 } == 1, "round \(round)")
+        }
+    }
+
+    @Test("an instance that cannot re-sign some apps gives the lease to one that can at once, and takes it only when no better one renews")
+    func upkeepLeaseKeys() throws {
+        let shared = try SharedDatabase()
+        let keyless = try shared.registry(), alsoKeyless = try shared.registry(), withKeys = try shared.registry()
+        #expect(keyless.renewUpkeepLease(for: 1, missingKeys: 1), "alone, it does the rest of the work (guards, pruning)")
+        #expect(!alsoKeyless.renewUpkeepLease(for: 1, missingKeys: 1), "no better: no takeover before the deadline")
+        #expect(withKeys.renewUpkeepLease(for: 1, missingKeys: 0), "one with every key takes it at once")
+        #expect(!keyless.renewUpkeepLease(for: 1, missingKeys: 1))
+        #expect(!keyless.holdsUpkeepLease())
+        #expect(withKeys.renewUpkeepLease(for: 1, missingKeys: 0), "kept by renewing")
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(!keyless.renewUpkeepLease(for: 1, missingKeys: 1))
+        #expect(withKeys.renewUpkeepLease(for: 1, missingKeys: 0))
+        Thread.sleep(forTimeInterval: 1.2)  // the one with the keys stops renewing
+        #expect(keyless.renewUpkeepLease(for: 1, missingKeys: 1), "no better instance alive: the keyless one takes it again")
+    }
+
+    @Test("patchd without the timestamp key does not keep the lease from one with every key, which re-signs; both export the lease and the expiry")
+    func upkeepServiceWithoutKeys() throws {
+        let shared = try SharedDatabase()
+        let app = try AppName("demo")
+        try shared.registry().createApp(app, encrypted: false, actor: shared.actor)
+        let partial = shared.keys.deletingLastPathComponent().appendingPathComponent(shared.keys.lastPathComponent + "-partial", isDirectory: true)
+        try? FileManager.default.removeItem(at: partial)
+        try FileManager.default.copyItem(at: shared.keys, to: partial)
+        try removeKeys(of: "timestamp", in: partial.appendingPathComponent("demo"))
+        var configuration = ServiceConfiguration()
+        configuration.upkeepLease = 60
+        let without = try PatchService(registry: try Registry(database: .postgres(shared.url), keysDirectory: partial), configuration: configuration, log: { _ in })
+        let with = try PatchService(registry: try shared.registry(), configuration: configuration, log: { _ in })
+        func metrics(_ service: PatchService) -> String { String(decoding: get(service, "/metrics").body, as: UTF8.self) }
+
+        without.refreshExpiring()
+        #expect(metrics(without).contains("hotpatch_upkeep_lease_held 1\n"), "alone")
+        #expect(metrics(without).contains("hotpatch_upkeep_apps_without_keys 1\n"))
+        with.refreshExpiring()
+        without.refreshExpiring()
+        #expect(metrics(with).contains("hotpatch_upkeep_lease_held 1\n"))
+        #expect(metrics(without).contains("hotpatch_upkeep_lease_held 0\n"))
+        // A day on, the timestamp is due: the instance with the key re-signs it.
+        let before = timestampVersion(with)
+        with.refreshExpiring(now: Date().addingTimeInterval(86_000))
+        #expect(timestampVersion(with) > before)
+        without.refreshExpiring(now: Date().addingTimeInterval(86_000))
+        #expect(!metrics(without).contains("hotpatch_resign_failures_total{"), "it does not hold the lease, so it never tried")
+        #expect(metrics(without).contains("hotpatch_metadata_expires_in_seconds{app=\"demo\",role=\"timestamp\"} "))
+        try? FileManager.default.removeItem(at: partial)
     }
 
     @Test("a connection the server drops fails the call under way as unreachable (503, nothing changed) and is replaced on the next call")

@@ -10,7 +10,7 @@ import PatchCore
 extension Registry {
     /// Every table, parents before children (foreign keys), with the key that orders its rows
     /// for reading in batches. `schema_info` is not copied (the target writes its own), nor
-    /// PostgreSQL's own `registry_changes`, `registry_identity` and `schema_script`.
+    /// PostgreSQL's own `registry_changes`, `registry_identity`, `schema_script` and `upkeep_lease`.
     static let copiedTables: [(name: String, key: String)] = [
         ("apps", "name"), ("blobs", "sha256"), ("patches", "app, app_version, number"),
         ("metadata", "app, role, version"), ("audit", "seq"), ("throttle", "app"), ("tokens", "id"),

@@ -33,6 +33,14 @@ public struct ServiceConfiguration: Sendable {
     public var reportRules = ReportRules()
     /// Report events queued for counting, at most (~200 bytes each); past it, 503.
     public var reportQueueEvents = 50_000
+    /// How long the upkeep lease lasts without a renewal (patchd's `--upkeep-lease`), on a
+    /// PostgreSQL registry: a hung or dead holder is replaced within about this long plus one
+    /// pass, and the holder renews it every pass (a third of it, at most a minute).
+    public var upkeepLease: Double = 180
+    /// `/healthz` says degraded once an app's timestamp expires within this many seconds
+    /// (patchd's `--expiry-margin`); nil: a quarter of the registry's timestamp lifetime
+    /// (6 h of a day), half of the time between the re-sign (at half-life) and the expiry.
+    public var expiryMargin: Double?
     public init() {}
 }
 
@@ -73,6 +81,9 @@ public final class PatchService: HTTPResponder {
     /// When `reloadChanged` (patchd's upkeep, every second) last read the registry, and what it
     /// found: `/healthz` answers from it while it is fresh.
     let lastReload = Locked<(at: Double, result: Result<Int, RegistryError>)?>(nil)
+    /// What the last upkeep pass found: the lease, each role's expiry, re-sign failures
+    /// (`/metrics`, and `/healthz` once a timestamp is within the margin).
+    let upkeepStatus: UpkeepStatus
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil, pushQuota: IPRateLimiter? = nil,
@@ -86,6 +97,7 @@ public final class PatchService: HTTPResponder {
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
         reportQueue = ReportQueue(capacity: configuration.reportQueueEvents)
+        upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
     }
@@ -432,29 +444,6 @@ public final class PatchService: HTTPResponder {
               devices.servedSince(app: catalog.app.rawValue, announced: announced) == nil else { return nil }
         catchUp(missedAt: IPRateLimiter.monotonicTime())
         return servedApp(catalog.app)
-    }
-
-    /// Re-signs online roles that are within half their lifetime of expiring, for every app
-    /// whose keys this server holds, so a quiet app never serves stale metadata. A missing
-    /// (offline) key is logged once per app, not every minute. `shouldContinue` is asked
-    /// before each app, so a pass over many apps can be cut short at shutdown. Several patchd
-    /// on one PostgreSQL registry: only the holder of the upkeep lease runs it.
-    public func refreshExpiring(now: Date = Date(), while shouldContinue: () -> Bool = { true }) {
-        registry.withLock { registry in
-            guard registry.holdsUpkeepLease(), let apps = try? registry.apps() else { return }
-            for app in apps where shouldContinue() {
-                do {
-                    let refresh = try registry.refreshExpiring(app: app.name, now: now)
-                    if !refresh.roles.isEmpty {
-                        report(try catalog.refresh(from: registry, app: app.name))
-                        log("re-signed \(refresh.roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
-                    }
-                    if let failure = refresh.failure { logOnce("cannot re-sign metadata of \(app.name): \(failure)") }
-                } catch {
-                    logOnce("cannot re-sign metadata of \(app.name): \(error)")
-                }
-            }
-        }
     }
 
     /// Logs what a catalog refresh could not prepare: an app left on its previous state

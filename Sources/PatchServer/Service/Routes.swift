@@ -312,7 +312,8 @@ extension PatchService {
     // MARK: Operations
 
     /// 200 while the registry can be read; 503 (JSON, Retry-After) when it cannot, so a load
-    /// balancer takes this instance out instead of sending devices to a server that 404s.
+    /// balancer takes this instance out instead of sending devices to a server that 404s;
+    /// 200 "degraded" with `reasons` when a timestamp expires within `--expiry-margin`.
     /// While a change holds the registry (a publish, a re-signing pass), a successful read
     /// from the last 10 s answers instead: the probe must not queue behind the change (under a
     /// flood of 10 MB publishes it waited 300–440 ms), and the change is itself a reader.
@@ -331,6 +332,13 @@ extension PatchService {
         switch checked {
         case .success(let apps):
             lastHealthyRead.withLock { $0 = (now, apps) }
+            // A timestamp about to expire is the same on every instance of the registry: 200,
+            // like an unreachable shared database, so haproxy keeps serving; the reasons say why.
+            let expiring = upkeepStatus.expiring()
+            guard expiring.isEmpty else {
+                return .json(["status": "degraded", "apps": .int(Int64(apps)), "reasons": .array(expiring.map { .string($0) })],
+                             headers: [("Cache-Control", "no-store")])
+            }
             return .json(["status": "ok", "apps": .int(Int64(apps))], headers: [("Cache-Control", "no-store")])
         case .failure(.storage(let error)) where error.kind == .unavailable && changeFeed != nil:
             // A shared (PostgreSQL) database that is down is down for every instance alike:
@@ -350,6 +358,6 @@ extension PatchService {
         .text(metrics.render(gauges: [
             ("hotpatch_tracked_devices", "Devices in the minimum-interval table.", devices.count),
             ("hotpatch_apps", "Apps prepared for serving (built on their first request).", catalog.appCount),
-        ]) + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        ]) + upkeepStatus.render() + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

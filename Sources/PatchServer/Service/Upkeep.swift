@@ -4,8 +4,8 @@ import Synchronization
 /// patchd's background work on one serial queue: picks up changes another process commits
 /// to the registry (every second, and on PostgreSQL as soon as the change feed says so, from
 /// a thread of its own that waits on it) and re-signs online roles before they expire (every
-/// minute, the first pass right away so a registry of a thousand apps does not delay
-/// start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
+/// minute, or a third of the upkeep lease when shorter; the first pass right away so a
+/// registry of a thousand apps does not delay start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
 /// tokens (`pushUpkeep`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
@@ -21,9 +21,14 @@ public final class Upkeep: @unchecked Sendable {
     /// Signalled when the change-feed thread has returned (or at once when there is none).
     private let feedDone = DispatchSemaphore(value: 0)
     private let feedWait: Duration
+    private let service: PatchService
 
-    public init(service: PatchService, reloadEvery: Double = 1, refreshEvery: Double = 60, feedWait: Duration = .milliseconds(250)) {
+    /// `refreshEvery` nil: every `min(60, upkeepLease / 3)` s, so the lease holder renews
+    /// it well before its deadline.
+    public init(service: PatchService, reloadEvery: Double = 1, refreshEvery: Double? = nil, feedWait: Duration = .milliseconds(250)) {
         self.feedWait = feedWait
+        self.service = service
+        let refreshEvery = refreshEvery ?? min(60, service.configuration.upkeepLease / 3)
         let reload = DispatchSource.makeTimerSource(queue: queue)
         reload.schedule(deadline: .now() + reloadEvery, repeating: reloadEvery)
         reload.setEventHandler { service.reloadChanged() }
@@ -63,5 +68,7 @@ public final class Upkeep: @unchecked Sendable {
         feedDone.wait()
         // The queue is serial: this block runs after whatever handler is executing now.
         queue.sync {}
+        // No pass runs any more: another instance may take the lease at its next pass.
+        service.releaseUpkeepLease()
     }
 }

@@ -23,10 +23,16 @@ final class PostgresStore: SQLStore {
     let channel: String
     private let lockKey: Int32
 
-    /// The advisory-lock class of the writer lock and of the upkeep lease ('hp' + 1, 2), so
-    /// they never meet another application's advisory locks on a shared database.
+    /// The advisory-lock class of the writer lock ('hp' + 1), so it never meets another
+    /// application's advisory locks on a shared database. (0x6870_0002 was the session lock
+    /// of the upkeep lease before it became a row with a deadline: PostgresStore+Lease.swift.)
     static let writerLockClass: Int32 = 0x6870_0001
-    static let upkeepLockClass: Int32 = 0x6870_0002
+    /// This process in the `upkeep_lease` row, and until when (monotonic) it may act as the
+    /// holder without asking again (PostgresStore+Lease.swift).
+    let leaseHolder = PostgresStore.holderName()
+    var leaseValidUntil: ContinuousClock.Instant?
+    /// What the last renewal asked for; before any, 180 s and "cannot re-sign anything".
+    var leaseTerms = (seconds: 180.0, missingKeys: Int(Int64.max))
 
     init(conninfo: String) throws(StorageError) {
         self.conninfo = conninfo
@@ -75,7 +81,6 @@ final class PostgresStore: SQLStore {
     private func use<T>(_ sql: String?, _ body: (PostgresConnection) throws(PostgresError) -> T) throws(StorageError) -> T {
         if !connection.isConnected, !inTransactionFlag {
             connection = try Self.connect(conninfo)
-            generation += 1
         }
         let connection = self.connection
         return try Self.mapped(sql) { () throws(PostgresError) in try body(connection) }
@@ -165,24 +170,6 @@ final class PostgresStore: SQLStore {
 
     func dataVersion() throws(StorageError) -> Int64 {
         try query("SELECT version FROM registry_changes") { $0.int(0) }.first ?? 0
-    }
-
-    /// Counts the connections this store has made: a session lock belongs to one of them.
-    private var generation = 0
-    /// The connection (by generation) that holds the upkeep lease, when this process holds it.
-    private var leaseGeneration: Int?
-
-    /// A session advisory lock taken once and kept for the life of the connection: the
-    /// instance holding it runs the background passes, the others skip them. If the holder
-    /// dies or loses its connection, the server releases the lock and the next instance to ask
-    /// gets it. False also when the database cannot be asked.
-    func holdsUpkeepLease() -> Bool {
-        if leaseGeneration == generation, connection.isConnected { return true }
-        let key: [SQLValue] = [.int(Int64(Self.upkeepLockClass)), .int(Int64(lockKey))]
-        guard !inTransactionFlag,
-              (try? query("SELECT pg_try_advisory_lock(?::int4, ?::int4)", key) { $0.text(0) })?.first == "t" else { return false }
-        leaseGeneration = generation
-        return true
     }
 
     /// `?` placeholders numbered `$1…$n` for libpq, outside quoted strings, quoted names and
