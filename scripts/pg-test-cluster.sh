@@ -57,7 +57,7 @@ start() {
             --encoding=UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 \
             || { cat "$dir/initdb.log" >&2; exit 1; }
         as_server_user "$PG_BIN/pg_ctl" start --wait --pgdata="$dir/data" --log="$dir/server.log" \
-            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 ${PG_TEST_STATEMENT_LOG:+-c log_statement=all -c log_parameter_max_length=0}" \
+            -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=200 ${PG_TEST_STATEMENT_LOG:+-c log_statement=all -c log_parameter_max_length=0 -c log_line_prefix='%m [%p] app=%a '}" \
             >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
     ) || { rm -rf "$dir"; die "could not start a cluster in $dir"; }
     "$PG_BIN/createdb" --host="$dir" --username="$ROLE" "$DATABASE" \

@@ -1,4 +1,5 @@
 internal import CPostgres
+import Foundation
 
 typealias PGConnection = OpaquePointer
 typealias PGResultHandle = OpaquePointer
@@ -13,8 +14,16 @@ public final class PostgresConnection {
     /// `postgresql://user@/db?host=/socket/dir`) or `key=value` pairs (`host=/socket/dir
     /// dbname=db`). Blocks until connected or refused; put `connect_timeout=N` in the string to
     /// bound that.
+    /// The connection names the program (`application_name`, unless the string sets one), so
+    /// `pg_stat_activity` and the server log tell patchd's connections from patchctl's.
     public init(_ conninfo: String) throws(PostgresError) {
-        guard let handle = PQconnectdb(conninfo) else {
+        let program = ProcessInfo.processInfo.processName
+        let connected: PGConnection? = ["dbname", "fallback_application_name"].withCStrings { keywords in
+            [conninfo, program].withCStrings { values in
+                PQconnectdbParams(keywords + [nil], values + [nil], 1)
+            }
+        }
+        guard let handle = connected else {
             throw PostgresError(kind: .connection, message: "libpq could not allocate a connection")
         }
         guard PQstatus(handle) == CONNECTION_OK else {
@@ -148,5 +157,14 @@ extension String {
         var s = Substring(self)
         while s.last == "\n" || s.last == "\r" { s.removeLast() }
         return String(s)
+    }
+}
+
+private extension Array where Element == String {
+    /// The strings as C strings for the duration of `body` (libpq copies what it keeps).
+    func withCStrings<R>(_ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        let owned = map { strdup($0) }
+        defer { owned.forEach { free($0) } }
+        return body(owned.map { UnsafePointer($0) })
     }
 }

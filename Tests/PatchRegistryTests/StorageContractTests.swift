@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import PatchCore
+@testable import PatchRegistry
+import HotpatchTestSupport
+
+/// The registry calls the server, the CLI and the console reach only through their routes and
+/// commands, tested here at the registry itself: `make test` runs the registry's suites on both
+/// backends and the layers above once (on SQLite), so every statement the registry runs must be
+/// run by a registry suite (`scripts/pg-statements.py` compares what the PostgreSQL pass
+/// executes with what the full pass before this layout did).
+@Suite("The registry's reads and writes the layers above use, on each backend")
+struct StorageContractTests {
+    @Test("tokens: listed per app or all in creation order, revoked once (a second revoke is a conflict), unknown ids not found; each change audited")
+    func tokens() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo"), other = try t.app("other")
+        let ci = try t.registry.createToken(app: demo, role: .publisher, name: "ci", actor: t.actor)
+        let audit = try t.registry.createToken(app: nil, role: .auditor, name: "auditor", actor: t.actor)
+        _ = try t.registry.createToken(app: other, role: .publisher, name: "other-ci", actor: t.actor)
+        #expect(try t.registry.tokens(scope: demo).map(\.record.id) == [ci.record.id])
+        #expect(try t.registry.tokens(scope: nil).count == 3)
+        #expect(try t.registry.token(presented: ci.secret)?.id == ci.record.id)
+
+        let revoked = try t.registry.revokeToken(id: ci.record.id, actor: t.actor)
+        #expect(revoked.name == "ci")
+        #expect(try t.registry.token(presented: ci.secret) == nil, "a revoked token stops working at once")
+        #expect(try t.registry.tokens(scope: demo).first?.revokedAt != nil)
+        #expect(throws: RegistryError.self) { try t.registry.revokeToken(id: ci.record.id, actor: t.actor) }
+        #expect(throws: RegistryError.self) { try t.registry.revokeToken(id: "000000000000", actor: t.actor) }
+        #expect(try t.registry.token(presented: audit.secret)?.role == .auditor)
+        let actions = try t.registry.auditEvents(app: demo).map(\.action)
+        #expect(actions.filter { $0 == "token.create" }.count == 1 && actions.contains("token.revoke"))
+    }
+
+    @Test("the audit log pages by seq, per app and across apps, and the pages join into the whole chain")
+    func auditPages() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo"), other = try t.app("other")
+        for n in 1...4 {
+            try t.publish(demo, "2.3", "demo(\(n))")
+            try t.publish(other, "1.0", "other(\(n))")
+        }
+        let all = try t.registry.auditEvents(app: nil)
+        var paged: [AuditEvent] = [], after: Int64 = 0
+        while true {
+            let page = try t.registry.auditEvents(app: nil, after: after, limit: 3)
+            guard let last = page.last else { break }
+            #expect(page.count <= 3)
+            paged += page
+            after = last.seq
+        }
+        #expect(paged.map(\.seq) == all.map(\.seq))
+        let demoPage = try t.registry.auditEvents(app: demo, after: 0, limit: 2)
+        #expect(demoPage.count == 2 && demoPage.allSatisfy { $0.app == "demo" })
+        let rest = try t.registry.auditEvents(app: demo, after: demoPage[1].seq)
+        #expect(rest.allSatisfy { $0.app == "demo" && $0.seq > demoPage[1].seq })
+        #expect(demoPage.count + rest.count == all.filter { $0.app == "demo" }.count)
+        if case .intact(let count, _) = try t.registry.verifyAudit() { #expect(count == all.count) } else { Issue.record("chain broken") }
+    }
+
+    @Test("APNs settings: stored with their key file, read back, replaced by a second set; a key that is not P-256 changes nothing")
+    func apnsSettings() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo")
+        #expect(try t.registry.apnsConfig(app: demo) == nil)
+        let key = try ECDSAPrivateKey.generate().pemRepresentation()
+        try t.registry.setAPNs(app: demo, teamID: "TEAM123456", keyID: "KEY1234567", topic: "com.example.demo", keyPEM: key, actor: t.actor)
+        let first = try #require(try t.registry.apnsConfig(app: demo))
+        #expect(first.teamID == "TEAM123456" && first.keyID == "KEY1234567" && first.topic == "com.example.demo")
+        #expect(try t.registry.apnsKey(app: demo).config == first)
+        try t.registry.setAPNs(app: demo, teamID: "TEAM123456", keyID: "KEY1234567", topic: "com.example.demo2", keyPEM: key, actor: t.actor)
+        #expect(try t.registry.apnsConfig(app: demo)?.topic == "com.example.demo2", "replaced, one row")
+        #expect(throws: RegistryError.self) {
+            try t.registry.setAPNs(app: demo, teamID: "TEAM123456", keyID: "KEY7654321", topic: "com.example.demo", keyPEM: Array("not a key".utf8), actor: t.actor)
+        }
+        #expect(try t.registry.apnsConfig(app: demo)?.topic == "com.example.demo2")
+    }
+
+    @Test("push tokens are selected by version and by channel, the most recently registered first")
+    func pushSelection() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo")
+        try t.publish(demo, "2.3", "a()")
+        try t.publish(demo, "2.4", "b()")
+        let staging = try ChannelName("staging")
+        _ = try t.registry.publish(app: demo, appVersion: try AppVersion("2.3"), bundle: Array("s()".utf8), channel: staging, actor: t.actor)
+        let start = Date()
+        func register(_ n: Int, _ version: String, _ channel: ChannelName = .production) throws {
+            _ = try t.registry.registerPushDevice(app: demo, token: String(repeating: String(format: "%02x", n), count: 32), deviceID: "device-\(n)",
+                                                   environment: .production, appVersion: try AppVersion(version), channel: channel,
+                                                   limit: 100, now: start.addingTimeInterval(Double(n))) { true }
+        }
+        try register(1, "2.3")
+        try register(2, "2.4")
+        try register(3, "2.3", staging)
+        try register(4, "2.3")
+        let v23 = try t.registry.pushDevices(app: demo, appVersion: try AppVersion("2.3"), now: start.addingTimeInterval(10))
+        #expect(v23.map { String($0.token.prefix(2)) } == ["04", "03", "01"])
+        let production = try t.registry.pushDevices(app: demo, appVersion: try AppVersion("2.3"), channel: .production, now: start.addingTimeInterval(10))
+        #expect(production.map { String($0.token.prefix(2)) } == ["04", "01"])
+        #expect(try t.registry.pushDevices(app: demo, now: start.addingTimeInterval(10)).count == 4)
+    }
+
+    @Test("every app's active patches in one read (the guards' and figures' sweep)")
+    func activeAcrossApps() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo"), other = try t.app("other")
+        try t.publish(demo, "2.3", "a()")
+        try t.publish(other, "1.0", "b()")
+        _ = try t.registry.revoke(app: other, appVersion: try AppVersion("1.0"), number: 1, actor: t.actor)
+        let active = try t.registry.patches(app: nil, appVersion: nil, activeOnly: true)
+        #expect(active.map(\.app) == [demo])
+        #expect(try t.registry.patches(app: nil, appVersion: nil, activeOnly: false).count == 2)
+    }
+}
