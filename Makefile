@@ -88,7 +88,7 @@ build-tests: apt
 #   the registry. `scripts/pg-statements.py` checks that this runs every statement the full
 #   PostgreSQL pass did.
 PG_REGISTRY := env HOTPATCH_TEST_REGISTRY=postgres
-PG_SWIFT_SUITES := PatchRegistryTests|JSPatchRegistryTests|PostgresTests
+PG_SWIFT_SUITES := PatchRegistryTests|JSPatchRegistryTests|PostgresTests|PostgresAtRestTests
 test-swift:
 	$(WITH_PG) swift test --skip-build --skip PatchClientTests
 	$(WITH_PG) swift test --skip-build --filter PatchClientTests
