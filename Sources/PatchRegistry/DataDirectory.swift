@@ -43,8 +43,6 @@ enum DataDirectory {
     /// Names this registry file (device and inode), so that files it leaves in a key
     /// directory shared with another registry are never taken for that registry's.
     static func identity(of file: URL) -> String {
-        var info = stat()
-        guard stat(file.path, &info) == 0 else { return "unknown" }
-        return "\(String(UInt64(info.st_dev), radix: 16))-\(String(UInt64(info.st_ino), radix: 16))"
+        FileNode(path: file.path)?.description ?? "unknown"
     }
 }

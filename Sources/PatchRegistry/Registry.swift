@@ -27,26 +27,35 @@ public final class Registry {
     }
 
     /// A SQLite registry under `dataDirectory`.
-    public convenience init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
+    public convenience init(dataDirectory: URL, keysDirectory: URL, durability: Durability = .full, create: Bool = false) throws(RegistryError) {
         try self.init(database: .sqlite(dataDirectory: dataDirectory), keysDirectory: keysDirectory, durability: durability, create: create)
     }
 
-    /// `create: false` opens only an existing registry: a mistyped data directory or database
-    /// then fails with "no registry at …" instead of becoming a new, empty registry that every
-    /// check passes (`audit --verify` with 0 events).
-    public init(database: RegistryDatabase, keysDirectory: URL, durability: Durability = .full, create: Bool = true) throws(RegistryError) {
+    /// Opens the registry in `database`. Only `create: true` (`apps create`, the target of
+    /// `db copy`) makes one where there is none; otherwise a missing registry, a zero-length
+    /// `registry.sqlite` or a database without the schema is "no registry at …" and is left as
+    /// it was, so a mistyped data directory, a truncated file or an empty database never
+    /// becomes a new, empty registry that every check passes (`audit --verify` with 0 events)
+    /// and a server serves as healthy.
+    public init(database: RegistryDatabase, keysDirectory: URL, durability: Durability = .full, create: Bool = false) throws(RegistryError) {
         self.database = database
         switch database {
         case .sqlite(let dataDirectory):
             let file = dataDirectory.appendingPathComponent("registry.sqlite")
-            if !create, !FileManager.default.fileExists(atPath: file.path) {
-                throw .notFound("no registry at \(dataDirectory.path) (create one with `patchctl apps create NAME`, or point --data / $HOTPATCH_DATA at it)")
+            if create {
+                do {
+                    try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
+            } else {
+                // SQLite takes a zero-length file for a new database and writes a header into
+                // it on open: that is no registry either (`: > registry.sqlite`).
+                var info = stat()
+                let found = stat(file.path, &info) == 0
+                if !found || info.st_size == 0 { throw Registry.noRegistry(at: database, emptyFile: found) }
             }
             do {
-                try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch { throw .io("cannot create \(dataDirectory.path): \(error.localizedDescription)") }
-            do {
-                let store = try SQLiteStore(path: file.path, synchronous: durability == .full ? "FULL" : "OFF")
+                let store = try SQLiteStore(path: file.path, synchronous: durability == .full ? "FULL" : "OFF", create: create)
+                if !create, try !Registry.hasSchema(store) { throw Registry.noRegistry(at: database, emptyFile: false) }
                 try store.execute(Schema.statements(for: .sqlite))
                 try Registry.checkSchemaVersion(store)
                 db = store
@@ -59,9 +68,7 @@ public final class Registry {
                 throw .storage(StorageError(kind: error.kind, code: error.code, message: "cannot open the registry at \(database): \(error.message)", sql: nil))
             }
             do {
-                if !create, try store.query("SELECT to_regclass('schema_info') IS NULL", row: { $0.text(0) }).first == "t" {
-                    throw RegistryError.notFound("no registry at \(database) (create one with `patchctl apps create NAME --database …`)")
-                }
+                if !create, try !Registry.hasSchema(store) { throw Registry.noRegistry(at: database, emptyFile: false) }
                 // The schema script runs when this build's differs from the one that last ran
                 // (a new registry, or a hotpatch that added tables), under the writer lock, so
                 // two instances starting on a new database at once do not both create the
@@ -94,6 +101,27 @@ public final class Registry {
             db = store
         }
         keys = KeyStore(directory: keysDirectory)
+    }
+
+    /// Whether the database holds a registry (its `schema_info` table), read before anything is
+    /// written to it.
+    private static func hasSchema(_ store: any SQLStore) throws(StorageError) -> Bool {
+        let sql = switch store.dialect {
+        case .sqlite: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_info'"
+        case .postgres: "SELECT CASE WHEN to_regclass('schema_info') IS NULL THEN 0 ELSE 1 END"
+        }
+        return try store.query(sql) { $0.int(0) }.first == 1
+    }
+
+    /// What every command but the ones that create says of a place with no registry.
+    private static func noRegistry(at database: RegistryDatabase, emptyFile: Bool) -> RegistryError {
+        switch database {
+        case .sqlite(let directory):
+            let empty = emptyFile ? " (its registry.sqlite is empty)" : ""
+            return .notFound("no registry at \(directory.path)\(empty): create one with `patchctl apps create NAME`, or point --data / $HOTPATCH_DATA at an existing one")
+        case .postgres:
+            return .notFound("no registry at \(database) (the database or schema has no registry tables): create one with `patchctl apps create NAME --database …`")
+        }
     }
 
     /// Records the schema version in a new registry; refuses one a newer hotpatch wrote.

@@ -19,6 +19,9 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
             if e.isDiskFull { return "the registry's disk is full; nothing was changed (\(e.message))" }
             if e.isBusy { return "the registry is locked by another process; nothing was changed, try again" }
             if e.kind == .unavailable { return "the registry's database is unreachable; nothing was changed (\(e.message))" }
+            if e.kind == .replaced {
+                return "the registry file was deleted or replaced while open, so nothing more is written to it; nothing was changed (\(e.message)): put the registry back, then restart"
+            }
             return "registry storage error: \(e)"
         case .crypto(let e): return e.description
         case .internalError(let m): return "internal error: \(m)"

@@ -161,7 +161,9 @@ let registry: Registry
 do {
     let database = try RegistryDatabase.resolve(database: options["--database"],
                                                 dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true))
-    registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true))
+    // Never a new registry: patchd on a mistyped --data, an emptied file or an empty database
+    // would answer /healthz 200 and 404 to every device, and stay in the proxy's rotation.
+    registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true), create: false)
 } catch { fail("cannot open the registry: \(error)") }
 
 var serviceConfiguration = ServiceConfiguration()

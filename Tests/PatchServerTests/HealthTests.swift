@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchTestSupport
 import PatchRegistry
 import Testing
 @testable import PatchServer
@@ -93,6 +94,31 @@ struct HealthTests {
         let after = f.get("/metrics").bodyString
         #expect(after.contains("hotpatch_resign_failures_total{app=\"demo\",reason=\"keys\"} 1\n"), "\(after)")
         #expect(after.contains("hotpatch_upkeep_apps_without_keys 1\n"))
+    }
+
+    @Test("a registry file deleted under the service: /healthz 503 after the reload (and without it), a publish refused 503, not 201",
+          .enabled(if: !TestBackend.isPostgres, "about the SQLite file"))
+    func fileDeleted() throws {
+        let f = try ServiceFixture()
+        f.service.reloadChanged()
+        #expect(f.get("/healthz").status == 200)
+        for name in ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"] {
+            try? FileManager.default.removeItem(at: f.dataDirectory.appendingPathComponent(name))
+        }
+        f.service.reloadChanged()
+        let health = f.get("/healthz")
+        #expect(health.status == 503)
+        #expect(health.bodyString.contains("deleted or replaced"))
+        let published = f.publish("lost();")
+        #expect(published.status == 503)
+        #expect(published.bodyString.contains("the registry file was deleted or replaced under this server; nothing was changed"))
+        #expect(f.get("/v1/apps/demo/metadata/timestamp.json").status == 200, "what is prepared is still served")
+
+        let fresh = try ServiceFixture()
+        for name in ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"] {
+            try? FileManager.default.removeItem(at: fresh.dataDirectory.appendingPathComponent(name))
+        }
+        #expect(fresh.get("/healthz").status == 503, "a health check with no reload before it reads the path too")
     }
 }
 

@@ -196,7 +196,7 @@ struct SharedRegistryTests {
         let role = "r_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
         try admin.execute("CREATE ROLE \(role) LOGIN; GRANT ALL ON SCHEMA \(shared.schema) TO \(role)")
         let url = shared.url.replacingOccurrences(of: "://hotpatch@", with: "://\(role)@")
-        let registry = try Registry(database: .postgres(url), keysDirectory: shared.keys)
+        let registry = try Registry(database: .postgres(url), keysDirectory: shared.keys, create: true)
         let app = try AppName("demo")
         try registry.createApp(app, encrypted: false, actor: shared.actor)
         _ = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("x()".utf8), actor: shared.actor)
@@ -250,5 +250,5 @@ struct SharedDatabase {
         keys = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-shared-\(schema)", isDirectory: true)
     }
 
-    func registry() throws -> Registry { try Registry(database: .postgres(url), keysDirectory: keys) }
+    func registry() throws -> Registry { try Registry(database: .postgres(url), keysDirectory: keys, create: true) }
 }

@@ -25,7 +25,9 @@ public enum TestBackend {
         return .postgres(base + separator + "options=-csearch_path%3D" + schema)
     }
 
-    /// `Registry(dataDirectory:keysDirectory:create:)` on the backend under test.
+    /// `Registry(dataDirectory:keysDirectory:create:)` on the backend under test. Unlike
+    /// `Registry`, it creates by default: a test makes its fixture's registry here, and
+    /// reopening an existing one is the same call.
     public static func registry(dataDirectory: URL, keysDirectory: URL, create: Bool = true) throws -> Registry {
         try Registry(database: database(dataDirectory: dataDirectory), keysDirectory: keysDirectory, create: create)
     }

@@ -94,7 +94,7 @@ func bundle(size: Int, seed: Int) -> [UInt8] {
 
 switch command {
 case "publish":
-    let registry = try Registry(database: registryDatabase(), keysDirectory: URL(fileURLWithPath: options.string("--keys")))
+    let registry = try Registry(database: registryDatabase(), keysDirectory: URL(fileURLWithPath: options.string("--keys")), create: true)
     let encrypted = options.flags.contains("--encrypted")
     let app = try AppName(encrypted ? "bench-enc" : "bench-plain")
     if (try? registry.app(app)) == nil { try registry.createApp(app, encrypted: encrypted, actor: Actor("bench")) }
@@ -180,7 +180,7 @@ case "client":
 
 case "seed":
     let registry = try Registry(dataDirectory: URL(fileURLWithPath: options.string("--data")), keysDirectory: URL(fileURLWithPath: options.string("--keys")),
-                                durability: .bulkLoad)
+                                durability: .bulkLoad, create: true)
     let apps = options.int("--apps"), versions = options.int("--versions"), patches = options.int("--patches")
     let started = now()
     for a in 0..<apps {

@@ -162,7 +162,7 @@ final class Fixture: Sendable {
         try? FileManager.default.removeItem(at: root)
         atexit { try? FileManager.default.removeItem(at: Fixture.directory) }
         let registry = try Registry(dataDirectory: root.appendingPathComponent("data"), keysDirectory: root.appendingPathComponent("keys"),
-                                    durability: .bulkLoad)
+                                    durability: .bulkLoad, create: true)
         let actor = Actor("fuzz")
         let demo = try AppName("demo"), secret = try AppName("secret"), js = try AppName("js"), other = try AppName("other")
         try registry.createApp(demo, encrypted: false, actor: actor)

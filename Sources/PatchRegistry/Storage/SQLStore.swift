@@ -35,9 +35,17 @@ protocol SQLStore: AnyObject {
     /// A value that moves whenever anything is committed (by this process or another): the
     /// poll patchd makes every second to notice changes it did not make.
     func dataVersion() throws(StorageError) -> Int64
+
+    /// Throws `.replaced` when what this connection writes is no longer what its path names
+    /// (a SQLite file deleted, or another file moved over it): every commit from then on
+    /// would be acknowledged and lost. One `stat`; `transaction` checks it before COMMIT.
+    func checkNotReplaced() throws(StorageError)
 }
 
 extension SQLStore {
+    /// A database server has no path to lose.
+    func checkNotReplaced() throws(StorageError) {}
+
     func run(_ sql: String) throws(StorageError) { try run(sql, []) }
     func query<T>(_ sql: String, row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         try query(sql, [], row: row)
@@ -108,6 +116,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         case unavailable
         /// A constraint refused the change (a unique key, a trigger, a check).
         case constraint
+        /// The database file is no longer the one at its path (deleted, or another file
+        /// moved over it): nothing more may be written to it.
+        case replaced
         case other
     }
 

@@ -63,6 +63,8 @@ extension RegistryError {
         case .storage(let e) where e.isBusy: return HTTPError(503, "busy", "the registry is busy; retry", headers: [("Retry-After", "1")])
         case .storage(let e) where e.kind == .unavailable:
             return HTTPError(503, "unavailable", "the registry's database is unreachable; nothing was changed, retry", headers: [("Retry-After", "1")])
+        case .storage(let e) where e.kind == .replaced:
+            return HTTPError(503, "unavailable", "the registry file was deleted or replaced under this server; nothing was changed", headers: [("Retry-After", "5")])
         case .storage(let e) where e.isDiskFull: return HTTPError(507, "insufficient_storage", "the registry's disk is full; nothing was changed")
         default: return .internalError
         }

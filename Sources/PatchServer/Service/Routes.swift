@@ -347,6 +347,10 @@ extension PatchService {
             lastHealthyRead.withLock { $0 = nil }
             logOnce("health check: the registry's database is unreachable; serving what is prepared: \(error)")
             return .json(["status": "degraded", "database": "unreachable"], headers: [("Cache-Control", "no-store")])
+        case .failure(.storage(let error)) where error.kind == .replaced:
+            lastHealthyRead.withLock { $0 = nil }
+            logOnce("health check: \(RegistryError.storage(error))")
+            throw HTTPError(503, "unavailable", "the registry file was deleted or replaced under this server", headers: [("Retry-After", "5")])
         case .failure(let error):
             lastHealthyRead.withLock { $0 = nil }
             logOnce("health check: the registry cannot be read: \(error)")

@@ -37,10 +37,11 @@ struct Context {
         do { actor = try Actor.current(environment: environment) } catch { throw .failed(error.message) }
     }
 
-    /// Opens the registry. Only `apps create` and `init` pass `create: true`; every other
-    /// command refuses a directory with no registry ("no registry at PATH", exit 2) and leaves
-    /// nothing behind, so a mistyped `--data` cannot turn into an empty registry that passes
-    /// every check.
+    /// Opens the registry. Only `apps create` passes `create: true` (and `db copy` for its
+    /// target); every other command refuses a directory with no registry, an empty
+    /// registry.sqlite or a database without the schema ("no registry at PATH", exit 2) and
+    /// leaves it as it was, so a mistyped `--data` cannot turn into an empty registry that
+    /// passes every check.
     ///
     /// A command that reaches here acts on the local registry: the commands that can act on a
     /// server have asked `Remote.from` first. When a server is configured anyway

@@ -11,19 +11,33 @@ final class SQLiteStore: SQLStore {
     private let handle: SQLiteConnection
     let path: String
     let dialect = SQLDialect.sqlite
+    /// The file this connection opened: while the path names another file or none (deleted,
+    /// or another moved over it), a commit here would be acknowledged and then lost.
+    private let opened: FileNode
 
-    init(path: String, synchronous: String = "FULL") throws(StorageError) {
-        SQLiteStore.createPrivately(path)
+    /// `create: false` opens only a file that is there (SQLite would create a missing one).
+    init(path: String, synchronous: String = "FULL", create: Bool = true) throws(StorageError) {
+        if create { SQLiteStore.createPrivately(path) }
         var handle: SQLiteConnection?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
             throw SQLiteError(code: rc, message: "\(message): \(path)", sql: nil).storageError
         }
+        // The identity is read from the path after the open: SQLite's own check (against the
+        // inode of the descriptor it holds) proves they are the same file.
+        var moved: Int32 = 0
+        let identity = FileNode(path: path)
+        if identity != nil { sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) }
+        guard let identity, moved == 0 else {
+            sqlite3_close_v2(handle)
+            throw SQLiteStore.replaced(path)
+        }
         self.handle = handle
         self.path = path
+        self.opened = identity
         sqlite3_extended_result_codes(handle, 1)
         // Another process (patchctl beside patchd) may hold the write lock for the length of
         // one publish; wait for it rather than failing.
@@ -83,8 +97,26 @@ final class SQLiteStore: SQLStore {
         }
     }
 
-    /// BEGIN IMMEDIATE: the write lock is taken before `body` reads anything.
-    func transaction<T>(_ body: () throws -> T) throws -> T { try inTransaction("BEGIN IMMEDIATE", body) }
+    /// BEGIN IMMEDIATE: the write lock is taken before `body` reads anything. The file is
+    /// checked last, before COMMIT, so no change is acknowledged into a file that is no longer
+    /// at its path (`rm registry.sqlite*` under a running patchd).
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try inTransaction("BEGIN IMMEDIATE") {
+            let result = try body()
+            try checkNotReplaced()
+            return result
+        }
+    }
+
+    /// One stat of the path, compared with the file opened.
+    func checkNotReplaced() throws(StorageError) {
+        guard FileNode(path: path) != opened else { return }
+        throw SQLiteStore.replaced(path)
+    }
+
+    private static func replaced(_ path: String) -> StorageError {
+        StorageError(kind: .replaced, code: "SQLite", message: "\(path) was deleted or replaced by another file since it was opened", sql: nil)
+    }
 
     /// BEGIN DEFERRED: in WAL mode every read in it sees the one state the first read saw,
     /// whatever other connections commit meanwhile (they are not blocked).
