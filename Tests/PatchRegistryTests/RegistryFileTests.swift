@@ -8,6 +8,13 @@ import PatchCore
 /// and is left as it was (issue 21, item 2).
 @Suite("Opening a registry: only create: true makes one")
 struct RegistryOpeningTests {
+    /// A new data directory beside the fixture's, and where its registry.sqlite would be.
+    static func dataDirectory(_ name: String, in t: TempRegistry) throws -> (URL, URL) {
+        let data = t.root.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        return (data, data.appendingPathComponent("registry.sqlite"))
+    }
+
     @Test("Registry's default opens only an existing registry: a new directory, schema or database is refused and left as it was")
     func defaultRefusesMissing() throws {
         let t = try TempRegistry()
@@ -25,9 +32,7 @@ struct RegistryOpeningTests {
           .enabled(if: !TestBackend.isPostgres, "about the SQLite file"))
     func emptyFileIsNoRegistry() throws {
         let t = try TempRegistry()
-        let data = t.root.appendingPathComponent("emptied")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let file = data.appendingPathComponent("registry.sqlite")
+        let (data, file) = try Self.dataDirectory("emptied", in: t)
         #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
         let error = try #require(throws: RegistryError.self) { try Registry(dataDirectory: data, keysDirectory: t.root.appendingPathComponent("keys")) }
         #expect(error.description.contains("no registry at \(data.path) (its registry.sqlite is empty)"))
@@ -40,9 +45,7 @@ struct RegistryOpeningTests {
           .enabled(if: !TestBackend.isPostgres, "about the SQLite file"))
     func foreignFileIsNoRegistry() throws {
         let t = try TempRegistry()
-        let data = t.root.appendingPathComponent("other")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let file = data.appendingPathComponent("registry.sqlite")
+        let (data, file) = try Self.dataDirectory("other", in: t)
         try SQLiteStore(path: file.path).execute("CREATE TABLE unrelated(x)")
         #expect(throws: RegistryError.self) { try Registry(dataDirectory: data, keysDirectory: t.root.appendingPathComponent("keys")) }
         let tables = try SQLiteStore(path: file.path, create: false).query("SELECT name FROM sqlite_master WHERE type = 'table'") { $0.text(0) }

@@ -92,6 +92,30 @@ def test_registry_file_deleted_under_patchd_is_503_and_a_publish_is_refused_not_
     assert_cli_error(ws.run("audit", "--verify"), 2, f"no registry at {ws.data}", "apps create")
 
 
+@sqlite_only("deletes registry.sqlite under a publishing patchctl")
+def test_patchctl_refuses_to_commit_into_a_registry_file_deleted_while_it_publishes(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.json("apps", "create", "demo")
+    pauses = tmp_path / "pauses"
+    pauses.mkdir()
+    bundle = ws.write_file("lost();")
+    argv = [str(ws.exe), "publish", "--app", "demo", "--app-version", "2.3", str(bundle), *map(str, ws.registry_args), "--keys", str(ws.keys)]
+    env = {**clean_env(), "HOTPATCH_PAUSE_AT": "publish.before-commit", "HOTPATCH_PAUSE_DIR": str(pauses)}
+    proc = spawn(lambda: subprocess.Popen(argv, cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    deadline = time.monotonic() + 30
+    while not (pauses / "publish.before-commit.paused").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "patchctl never reached its commit"
+        time.sleep(0.01)
+    for name in ("registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"):
+        if (ws.data / name).exists():
+            (ws.data / name).unlink()
+    (pauses / "publish.before-commit.resume").touch()
+    out, err = proc.communicate(timeout=60)
+    assert_cli_error(Result(proc.returncode, out.decode(), err.decode()), 2, "the registry file was deleted or replaced while open",
+                     "nothing was changed", str(ws.sqlite))
+    assert b"published" not in out.lower() and not ws.sqlite.exists()
+
+
 @sqlite_only("moves another registry.sqlite over the path under patchd")
 def test_registry_file_replaced_under_patchd_is_503_and_a_publish_is_refused(tmp_path):
     ws = Workspace(tmp_path / "ws")
