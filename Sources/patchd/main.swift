@@ -154,18 +154,6 @@ sigemptyset(&stopSignals)
 for sig in [SIGTERM, SIGINT] { sigaddset(&stopSignals, sig) }
 pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 
-if let url = CommandLine.arguments.drop(while: { $0 != "--database" }).dropFirst().first, RegistryDatabase.hasPassword(url) {
-    writeLine("patchd: warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or HOTPATCH_DATABASE")
-}
-let registry: Registry
-do {
-    let database = try RegistryDatabase.resolve(database: options["--database"],
-                                                dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true))
-    // Never a new registry: patchd on a mistyped --data, an emptied file or an empty database
-    // would answer /healthz 200 and 404 to every device, and stay in the proxy's rotation.
-    registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true), create: false)
-} catch { fail("cannot open the registry: \(error)") }
-
 var serviceConfiguration = ServiceConfiguration()
 serviceConfiguration.ipv6Prefix = ipv6Prefix
 var reportRules = ReportRules()
@@ -192,6 +180,20 @@ if let proxies = options["--trusted-proxy"] {
     guard !serviceConfiguration.trustedProxies.isEmpty else { fail("--trusted-proxy needs at least one address or network", code: 64) }
     configuration.connectionLimitExempt = serviceConfiguration.trustedProxies
 }
+
+if let url = CommandLine.arguments.drop(while: { $0 != "--database" }).dropFirst().first, RegistryDatabase.hasPassword(url) {
+    writeLine("patchd: warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or HOTPATCH_DATABASE")
+}
+// Opened once every option is known good: a usage error (exit 64) is told as such, whatever
+// the registry.
+let registry: Registry
+do {
+    let database = try RegistryDatabase.resolve(database: options["--database"],
+                                                dataDirectory: URL(fileURLWithPath: options["--data"] ?? "data", isDirectory: true))
+    // Never a new registry: patchd on a mistyped --data, an emptied file or an empty database
+    // would answer /healthz 200 and 404 to every device, and stay in the proxy's rotation.
+    registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true), create: false)
+} catch { fail("cannot open the registry: \(error)") }
 
 let service: PatchService
 do { service = try PatchService(registry: registry, configuration: serviceConfiguration) } catch { fail("cannot load the registry: \(error)") }
