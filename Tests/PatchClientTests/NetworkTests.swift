@@ -59,10 +59,14 @@ struct NetworkTests {
     }
 
     /// Observed on Linux: `.timeout` (URLError.timedOut) after about one requestTimeout.
-    @Test("a server that answers after 8 s with requestTimeout 1 s → .timeout (or .network), well before the answer")
+    @Test("a server that answers after 40 s with requestTimeout 1 s → .timeout (or .network), well before the answer")
     func slowServerTimesOut() async throws {
         let scene = try await Self.scene { $0.requestTimeout = 1 }
-        scene.mirror.delay = 8
+        // The answer is far away, so the bound below tells a request timeout from waiting for
+        // the answer even on a loaded machine (6.1 s was seen against the 6 s bound when the
+        // answer came at 8 s, with two other test runs beside it); stopping the mirror ends
+        // the delay, so the test does not wait it out.
+        scene.mirror.delay = 40
         let started = Date()
         let outcome = await scene.client.sync(force: true)
         let elapsed = Date().timeIntervalSince(started)
@@ -71,7 +75,7 @@ struct NetworkTests {
         default: Issue.record("expected .timeout or .network, got \(outcome)")
         }
         // A bound with room for a loaded machine, not a benchmark.
-        #expect(elapsed < 6, "gave up before the 8 s answer came (took \(elapsed) s)")
+        #expect(elapsed < 25, "gave up long before the 40 s answer came (took \(elapsed) s)")
         expectKept(scene.client, scene.good)
     }
 
