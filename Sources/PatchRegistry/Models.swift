@@ -40,6 +40,8 @@ public struct PatchRecord: Sendable, Equatable {
     public let message: String?
     /// The patch of another channel this one was promoted from (same plaintext).
     public let promotedFrom: PatchTargetInfo.Origin?
+    /// The earlier patch of its channel whose plaintext it republishes (`rollback --to`).
+    public var rolledBackTo: PatchTargetInfo.Origin? = nil
     /// Why it was revoked (`revoke --message`), kept with the patch and in the audit event.
     public var revokeMessage: String? = nil
     /// Signed delivery conditions: only the devices they admit get it.
@@ -63,6 +65,7 @@ public struct PatchRecord: Sendable, Equatable {
         ]
         if let message { out["message"] = .string(message) }
         if let promotedFrom { out["promotedFrom"] = promotedFrom.json }
+        if let rolledBackTo { out["rolledBackTo"] = rolledBackTo.json }
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
         if let revokedBy { out["revokedBy"] = .string(revokedBy) }
         if let revokeMessage { out["revokeMessage"] = .string(revokeMessage) }

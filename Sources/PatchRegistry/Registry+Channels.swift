@@ -19,13 +19,14 @@ extension Registry {
     /// the signed plaintext digests name) is identical; only the served bytes and their
     /// hashes differ, as they differ for every patch.
     public func promote(app name: AppName, appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int? = nil, rollout: Int = 100,
-                        message: String? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         // A conflict, not bad input: each name is valid, the pair names no promotion.
         guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
+            try requireLive(expectLive, app: name, appVersion: appVersion, channel: to)
             let source: PatchRecord
             if let number {
                 guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
@@ -44,21 +45,63 @@ extension Registry {
             }
             if let same = try patches(app: name, appVersion: appVersion, channel: to, activeOnly: true)
                 .last(where: { $0.plaintext.sha256 == source.plaintext.sha256 }) {
+                // A halted copy is there but serves nobody new: say so, and how to resume it.
+                if same.rollout == 0 {
+                    throw RegistryError.conflict("\(name) \(appVersion) patch \(source.number) of \(from) is already in \(to) as patch \(same.number), halted (rollout 0 %): resume it with `patchctl rollout --app \(name) --app-version \(appVersion) --patch \(same.number) --rollout 100`")
+                }
                 throw RegistryError.conflict("\(name) \(appVersion) patch \(source.number) of \(from) is already live in \(to) as patch \(same.number) (sha256 \(source.plaintext.sha256))")
             }
             let plaintext = try self.plaintext(of: source)
             let origin = PatchTargetInfo.Origin(channel: from, patch: source.number, sha256: source.plaintext.sha256)
-            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message,
+            // The release notes QA read go with the patch, unless the promotion gives its own.
+            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message ?? source.message,
                                       promotedFrom: origin, actor: actor, now: now)
             return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
         }
     }
 
+    /// `rollback --to N`: patch N's exact plaintext (live, superseded or revoked, of `channel`)
+    /// published again as the next patch of the version in that channel, signed with
+    /// `rolledBackTo` {channel, patch, sha256} and audited as `patch.rollback`: devices go back to
+    /// what N was by moving forward, which every client accepts (no number goes down) and which
+    /// can itself be rolled back. Refused, nothing changed, when the newest live patch of the
+    /// channel already has those bytes (a retried job), or N is in another channel. Release
+    /// notes default to N's.
+    public func rollBack(app name: AppName, appVersion: AppVersion, channel: ChannelName, to number: Int, rollout: Int = 100,
+                         message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+        guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
+        let message = try Registry.releaseNotes(message)
+        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
+            let app = try self.app(name)
+            try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
+            let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
+            guard let source = all.first(where: { $0.number == number }) else {
+                throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
+            }
+            guard source.channel == channel else {
+                throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is a \(source.channel) patch, not \(channel): a rollback stays in its channel (promote moves a patch between channels)")
+            }
+            let serving = VersionServing(app: name, appVersion: appVersion, channel: channel, patches: all)
+            if let live = serving.newestLive, let current = all.first(where: { $0.number == live }),
+               current.plaintext.sha256 == source.plaintext.sha256 {
+                throw RegistryError.conflict("\(name) \(appVersion) \(channel) already serves patch \(number)'s bytes as patch \(live): nothing to roll back to")
+            }
+            let plaintext = try self.plaintext(of: source)
+            let origin = PatchTargetInfo.Origin(channel: channel, patch: number, sha256: source.plaintext.sha256)
+            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: channel, rollout: rollout,
+                                      message: message ?? source.message, promotedFrom: nil, rolledBackTo: origin,
+                                      conditions: source.conditions, actor: actor, now: now)
+            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+        }
+    }
+
     /// The next patch of an app version, inside the caller's write transaction: sealed under
-    /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`, or
-    /// `patch.promote` (with `from`) when it is a promotion.
+    /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`,
+    /// `patch.promote` (with `from`) when it is a promotion, or `patch.rollback` (with `to`)
+    /// when it republishes an earlier patch of its channel.
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
-                  promotedFrom: PatchTargetInfo.Origin?, conditions: DeliveryConditions? = nil, actor: Actor, now: Date) throws -> PatchRecord {
+                  promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
+                  actor: Actor, now: Date) throws -> PatchRecord {
         let name = app.name
         let plaintext = BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -77,6 +120,7 @@ extension Registry {
                                  publishedAt: time, publishedBy: actor.name, revokedAt: nil, revokedBy: nil, message: message,
                                  promotedFrom: promotedFrom)
         record.conditions = conditions
+        record.rolledBackTo = rolledBackTo
         try db.run("INSERT INTO blobs(sha256, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(servedDigests.sha256), .blob(served)])
         CrashPoint.hit("publish.after-blob")
         try db.run("""
@@ -97,6 +141,10 @@ extension Registry {
             try db.run("INSERT INTO patch_conditions(app, app_version, number, conditions) VALUES (?,?,?,?)",
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(String(decoding: conditions.json.canonicalBytes, as: UTF8.self))])
         }
+        if let rolledBackTo {
+            try db.run("INSERT INTO patch_rollbacks(app, app_version, number, to_patch, to_sha256) VALUES (?,?,?,?,?)",
+                       [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
+        }
         CrashPoint.hit("publish.after-patch")
         try resign(app: name, from: .targets, now: now)
         CrashPoint.hit("publish.after-metadata")
@@ -107,9 +155,10 @@ extension Registry {
         ]
         if let message { details["message"] = .string(message) }
         if let promotedFrom { details["from"] = promotedFrom.json }
+        if let rolledBackTo { details["to"] = rolledBackTo.json }
         if let conditions { details["conditions"] = conditions.json }
-        try AuditLog.append(db, app: name.rawValue, actor: actor, action: promotedFrom == nil ? "patch.publish" : "patch.promote",
-                            details: .object(details), at: now)
+        let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
+        try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
         return record
     }
 

@@ -7,12 +7,15 @@ public struct RolloutChange: Sendable {
     public let changed: Bool
     /// The percentage before the change.
     public let from: Int
+    /// A staged rollout the change stopped: a person setting the percentage takes over from it.
+    public var stoppedSchedule: RolloutSchedule? = nil
 
     /// The Patch JSON with `"changed"` and `"from"`, as `patchctl rollout` and the rollout route answer.
     public var json: JSON {
         var object = patch.json.objectValue ?? [:]
         object["changed"] = .bool(changed)
         object["from"] = .int(Int64(from))
+        if let stoppedSchedule { object["stoppedSchedule"] = stoppedSchedule.json }
         return .object(object)
     }
 }
@@ -37,10 +40,11 @@ extension Registry {
             SELECT p.app, p.app_version, p.number, p.rollout, p.state, p.length, p.sha256, p.md5, p.served_length, p.served_sha256,
                    p.served_md5, p.content_key_id, p.published_at, p.published_by, p.revoked_at, p.revoked_by,
                    COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256, v.message,
-                   c.conditions
+                   c.conditions, b.to_patch, b.to_sha256
             FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
             LEFT JOIN patch_revocations v ON v.app = p.app AND v.app_version = p.app_version AND v.number = p.number
             LEFT JOIN patch_conditions c ON c.app = p.app AND c.app_version = p.app_version AND c.number = p.number
+            LEFT JOIN patch_rollbacks b ON b.app = p.app AND b.app_version = p.app_version AND b.number = p.number
             """ + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
         let rows: [PatchRecord?] = try read { () throws(StorageError) in
             try db.query(sql, values) { s in
@@ -66,6 +70,7 @@ extension Registry {
                     revokedAt: s.optionalText(14), revokedBy: s.optionalText(15), message: s.optionalText(17),
                     promotedFrom: origin, revokeMessage: s.optionalText(21))
                 record.conditions = conditions
+                if let sha256 = s.optionalText(24) { record.rolledBackTo = PatchTargetInfo.Origin(channel: channel, patch: Int(s.int(23)), sha256: sha256) }
                 return record
             }
         }
@@ -103,8 +108,8 @@ extension Registry {
     /// `message` (release notes) is stored and signed with the target. `dryRun` does
     /// everything and commits nothing.
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
-                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, dryRun: Bool = false,
-                        actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, expectLive: Int? = nil,
+                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -118,6 +123,7 @@ extension Registry {
 
         return try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
+            try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             // Only unconditional patches count as "the same release": a script sent to test
             // phones first and then to everyone is the same bytes on purpose.
             if !allowSame, conditions == nil, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
@@ -136,8 +142,12 @@ extension Registry {
     @discardableResult
     /// `message` says why (one line, like release notes): kept with each revoked patch and in
     /// the audit event.
-    public func revoke(app name: AppName, appVersion: AppVersion, number: Int?, message: String? = nil, dryRun: Bool = false,
-                       actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
+    /// Revokes patch `number`, or every active patch of the version in one channel (`channel`,
+    /// default production): pulling a bad production patch never takes QA's staging build with
+    /// it. With `number`, a `channel` that is not the patch's is refused (nothing changes), so
+    /// a command that names both cannot revoke in a channel its operator did not mean.
+    public func revoke(app name: AppName, appVersion: AppVersion, channel: ChannelName? = nil, number: Int?, message: String? = nil,
+                       expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
         let time = TUFTime.format(now)
         let message = try Registry.releaseNotes(message)
         return try write(dryRun: dryRun) { () throws -> [PatchRecord] in
@@ -148,12 +158,17 @@ extension Registry {
                 guard let patch = all.first(where: { $0.number == number }) else {
                     throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
                 }
+                if let channel, patch.channel != channel {
+                    throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is a \(patch.channel) patch, not \(channel): nothing was revoked")
+                }
                 guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is already revoked") }
                 targets = [patch]
             } else {
-                targets = all.filter { $0.state == .active }
-                guard !targets.isEmpty else { throw RegistryError.notFound("\(name) \(appVersion) has no active patch") }
+                let channel = channel ?? .production
+                targets = all.filter { $0.state == .active && $0.channel == channel }
+                guard !targets.isEmpty else { throw RegistryError.notFound("\(name) \(appVersion) has no active patch on \(channel)") }
             }
+            try requireLive(expectLive, app: name, appVersion: appVersion, channel: targets[0].channel)
             for patch in targets {
                 try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
                            [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
@@ -163,7 +178,8 @@ extension Registry {
                 }
             }
             try resign(app: name, from: .targets, now: now)
-            var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "patches": .array(targets.map { .int(Int64($0.number)) })]
+            var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "channel": .string(targets[0].channel.rawValue),
+                                           "patches": .array(targets.map { .int(Int64($0.number)) })]
             if let message { details["message"] = .string(message) }
             try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: .object(details), at: now)
             return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
@@ -174,7 +190,7 @@ extension Registry {
     /// percentage it already has changes nothing: no new metadata, no audit event
     /// (`changed` is false), so a retried or scripted command does not bump versions.
     @discardableResult
-    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, dryRun: Bool = false,
+    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, expectLive: Int? = nil, dryRun: Bool = false,
                            actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
         guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
         return try write(dryRun: dryRun) { () throws -> RolloutChange in
@@ -183,7 +199,23 @@ extension Registry {
                 throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
             }
             guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
-            guard patch.rollout != percent else { return RolloutChange(patch: patch, changed: false, from: patch.rollout) }
+            try requireLive(expectLive, app: name, appVersion: appVersion, channel: patch.channel)
+            // A person's rollout ends the patch's staged rollout (else its next step would undo
+            // what they set). The schedule's own steps and a guard's halt come through here as
+            // patchd's actors: a halt leaves the schedule for the next pass to stop and say so.
+            var stopped: RolloutSchedule?
+            if ![Registry.scheduleActor.name, Registry.guardActor.name].contains(actor.name),
+               let schedule = try schedules(app: name).first(where: { $0.key.appVersion == appVersion && $0.key.patch == number }) {
+                try db.run("DELETE FROM rollout_schedules WHERE app = ? AND app_version = ? AND number = ?",
+                           [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
+                var details = schedule.json.objectValue ?? [:]
+                details["reason"] = .string("manual rollout to \(percent) %")
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "rollout.schedule.stop", details: .object(details), at: now)
+                stopped = schedule
+            }
+            guard patch.rollout != percent else {
+                return RolloutChange(patch: patch, changed: stopped != nil, from: patch.rollout, stoppedSchedule: stopped)
+            }
             try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
                        [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
             try resign(app: name, from: .targets, now: now)
@@ -194,7 +226,7 @@ extension Registry {
             guard let updated = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
             }
-            return RolloutChange(patch: updated, changed: true, from: patch.rollout)
+            return RolloutChange(patch: updated, changed: true, from: patch.rollout, stoppedSchedule: stopped)
         }
     }
 

@@ -201,3 +201,18 @@ extension Registry {
         }
     }
 }
+
+extension Registry {
+    /// `--expect-patch N` (`expectPatch=N`): inside a change's own transaction, refuses it when
+    /// the newest live patch of the version and channel is not N (0: none is live), so a
+    /// retried CI job or a second engineer acting on a state that has moved on changes nothing.
+    func requireLive(_ expected: Int?, app: AppName, appVersion: AppVersion, channel: ChannelName) throws(RegistryError) {
+        guard let expected else { return }
+        let serving = VersionServing(app: app, appVersion: appVersion, channel: channel,
+                                     patches: try patches(app: app, appVersion: appVersion, channel: channel, activeOnly: false))
+        let live = serving.newestLive ?? 0
+        guard live == expected else {
+            throw .conflict("\(app) \(appVersion) \(channel) serves \(live == 0 ? "no patch" : "patch \(live)") now, not \(expected == 0 ? "none" : "patch \(expected)") (--expect-patch): nothing was changed")
+        }
+    }
+}

@@ -120,6 +120,16 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     );
+    -- `rollback --to N`: the patch republishes patch N's plaintext (same channel); additive.
+    CREATE TABLE IF NOT EXISTS patch_rollbacks(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        to_patch INTEGER NOT NULL,
+        to_sha256 TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    );
     -- Device reports (issue 12); additive. A device is kept only as 128 bits of the SHA-256
     -- of its ID. WITHOUT ROWID: the key is the row, so a million devices' rows are stored once,
     -- not once in the table and again in its primary-key index.

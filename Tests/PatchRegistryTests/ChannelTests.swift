@@ -144,4 +144,65 @@ struct ChannelTests {
         let staged = try reopened.publish(app: app, appVersion: v23, bundle: Array("c()".utf8), channel: staging, actor: t.actor).patch
         #expect(staged.number == 3 && staged.targetPath == "staging/2.3/3/main.js")
     }
+
+    @Test("a version's revoke takes one channel's patches (production by default), names it in the audit event; a number in another channel is refused")
+    func revokeOneChannel() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo"), v23 = try AppVersion("2.3"), staging = try ChannelName("staging")
+        try t.publish(app, "2.3", "prod()")
+        _ = try t.registry.publish(app: app, appVersion: v23, bundle: Array("qa()".utf8), channel: staging, actor: t.actor)
+        let revoked = try t.registry.revoke(app: app, appVersion: v23, number: nil, actor: t.actor)
+        #expect(revoked.map(\.number) == [1])
+        #expect(try t.registry.patches(app: app, appVersion: v23, activeOnly: true).map(\.number) == [2], "staging untouched")
+        #expect(try t.registry.auditEvents(app: app).last?.details["channel"] == .string("production"))
+        let before = try t.snapshot()
+        #expect(throws: RegistryError.self) { try t.registry.revoke(app: app, appVersion: v23, channel: .production, number: 2, actor: t.actor) }
+        #expect(throws: RegistryError.self) { try t.registry.revoke(app: app, appVersion: v23, number: nil, actor: t.actor) }
+        #expect(try t.snapshot() == before)
+        #expect(try t.registry.revoke(app: app, appVersion: v23, channel: staging, number: nil, actor: t.actor).map(\.number) == [2])
+    }
+
+    @Test("rollBack(to:) republishes patch N's plaintext as the next patch of its channel, signed rolledBackTo and audited; a retry, another channel's patch or an unknown number changes nothing")
+    func rollBackTo() throws {
+        let t = try TempRegistry()
+        let app = try t.app("vault", encrypted: true), v = try AppVersion("3.1"), staging = try ChannelName("staging")
+        let good = try t.publish(app, "3.1", "good()")
+        try t.publish(app, "3.1", "bad()")
+        _ = try t.registry.revoke(app: app, appVersion: v, number: 1, actor: t.actor)  // an earlier, hasty revoke
+        _ = try t.registry.publish(app: app, appVersion: v, bundle: Array("qa()".utf8), channel: staging, actor: t.actor)
+        let back = try t.registry.rollBack(app: app, appVersion: v, channel: .production, to: 1, actor: t.actor).patch
+        #expect(back.number == 4 && back.channel == .production && back.plaintext == good.plaintext)
+        #expect(back.served.sha256 != good.served.sha256, "sealed again under patch 4's AAD")
+        #expect(try t.registry.plaintext(of: back) == Array("good()".utf8))
+        let origin = PatchTargetInfo.Origin(channel: .production, patch: 1, sha256: good.plaintext.sha256)
+        #expect(back.rolledBackTo == origin)
+        let signed = try #require(try t.targets(app).targets["3.1/4/main.js"])
+        #expect(PatchTargetInfo(path: "3.1/4/main.js", file: signed)?.rolledBackTo == origin)
+        let event = try #require(try t.registry.auditEvents(app: app).last)
+        #expect(event.action == "patch.rollback" && event.details["to"] == origin.json && event.details["patch"] == .int(4))
+        #expect(try t.registry.patches(app: app, appVersion: v, activeOnly: false).first { $0.number == 4 }?.rolledBackTo == origin, "read back")
+        let before = try t.snapshot()
+        #expect(throws: RegistryError.self) { try t.registry.rollBack(app: app, appVersion: v, channel: .production, to: 1, actor: t.actor) }
+        #expect(throws: RegistryError.self) { try t.registry.rollBack(app: app, appVersion: v, channel: .production, to: 3, actor: t.actor) }
+        #expect(throws: RegistryError.self) { try t.registry.rollBack(app: app, appVersion: v, channel: .production, to: 9, actor: t.actor) }
+        #expect(try t.snapshot() == before)
+    }
+
+    @Test("promote keeps the source's release notes unless given others; a halted copy in the target is named as halted, with the rollout that resumes it")
+    func promoteNotesAndHaltedCopy() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo"), v = try AppVersion("2.3"), staging = try ChannelName("staging")
+        _ = try t.registry.publish(app: app, appVersion: v, bundle: Array("qa()".utf8), channel: staging, message: "fixes login", actor: t.actor)
+        let promoted = try t.registry.promote(app: app, appVersion: v, from: staging, to: .production, actor: t.actor).patch
+        #expect(promoted.message == "fixes login")
+        _ = try t.registry.setRollout(app: app, appVersion: v, number: promoted.number, percent: 0, actor: t.actor)
+        do {
+            _ = try t.registry.promote(app: app, appVersion: v, from: staging, to: .production, actor: t.actor)
+            Issue.record("promoted a second copy beside a halted one")
+        } catch {
+            #expect(error.description.contains("halted") && error.description.contains("patchctl rollout --app demo --app-version 2.3 --patch 2 --rollout 100"), "\(error)")
+        }
+        _ = try t.registry.publish(app: app, appVersion: v, bundle: Array("qa2()".utf8), channel: staging, message: "one", actor: t.actor)
+        #expect(try t.registry.promote(app: app, appVersion: v, from: staging, to: .production, message: "two", actor: t.actor).patch.message == "two")
+    }
 }

@@ -72,4 +72,20 @@ struct ScheduleTests {
         }
         #expect(throws: RegistryError.self) { try u.registry.setSchedule(app: other, appVersion: v23, number: 1, steps: [25], everySeconds: 59, actor: u.actor) }
     }
+
+    @Test("a person's rollout stops the patch's staged rollout, audited with the reason; the schedule's own steps do not")
+    func manualRolloutStopsTheSchedule() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo"), v = try AppVersion("2.3")
+        try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: t.actor)
+        let patch = try t.publish(app, "2.3", "a()", rollout: 10)
+        _ = try t.registry.setSchedule(app: app, appVersion: v, number: patch.number, steps: [50, 100], everySeconds: 3600, actor: t.actor)
+        let change = try t.registry.setRollout(app: app, appVersion: v, number: patch.number, percent: 30, actor: t.actor)
+        #expect(change.stoppedSchedule?.steps == [50, 100] && change.json["stoppedSchedule"] != nil)
+        #expect(try t.registry.schedules(app: app).isEmpty, "the next step would have undone the 30 %")
+        let stop = try #require(try t.registry.auditEvents(app: app).last { $0.action == "rollout.schedule.stop" })
+        #expect(stop.actor == t.actor.name && stop.details["reason"] == .string("manual rollout to 30 %"))
+        // Without a schedule, nothing more is said.
+        #expect(try t.registry.setRollout(app: app, appVersion: v, number: patch.number, percent: 40, actor: t.actor).stoppedSchedule == nil)
+    }
 }

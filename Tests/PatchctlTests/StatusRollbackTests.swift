@@ -20,8 +20,9 @@ struct StatusRollbackTests {
         let w = try workspace()
         let text = try w.run(["status"])
         #expect(text.status == 0)
-        #expect(text.stdout.contains("2.3      patch 3 → 25 %, patch 2 → 75 %"))
-        #expect(text.stdout.contains("2.4      none → 100 %"))
+        #expect(text.stdout.contains("VERSION  CHANNEL     DEVICES GET NOW"), "\(text.stdout)")
+        #expect(text.stdout.contains("2.3      production  patch 3 → 25 %, patch 2 → 75 %"))
+        #expect(text.stdout.contains("2.4      production  none → 100 %"))
         #expect(text.stdout.contains("timestamp  ") && text.stdout.contains("in 23 h"))
         let json = try w.json(["status", "--app", "demo"])
         let demo = try #require(json["apps"]?.arrayValue?.first)
@@ -49,11 +50,16 @@ struct StatusRollbackTests {
         let w = try workspace()
         let first = try w.run(["rollback", "--app", "demo", "--app-version", "2.3"])
         #expect(first.status == 0)
-        #expect(first.stdout == "revoked demo 2.3 patch 3\ndemo 2.3 now serves: patch 2 → 100 %\n")
+        #expect(first.stdout == "revoked demo 2.3 patch 3 (production)\ndemo 2.3 now serves: patch 2 → 100 %\n")
         // The superseded patch 1 is live again once patch 2 goes.
         let second = try w.json(["rollback", "--app", "demo", "--app-version", "2.3"])
         #expect(second["revoked"]?["patch"]?.intValue == 2 && second["revoked"]?["state"]?.stringValue == "revoked")
         #expect(second["now"]?["served"]?.arrayValue?.first?["patch"]?.intValue == 1)
+        // A third (a retried job) would leave 2.3 with no patch: refused, nothing changed.
+        let before = try w.json(["audit"])["events"]?.arrayValue?.count
+        let third = try w.run(["rollback", "--app", "demo", "--app-version", "2.3"])
+        #expect(third.status == 2 && third.stderr.contains("would leave production with no patch") && third.stderr.contains("patchctl revoke"), "\(third.stderr)")
+        #expect(try w.json(["audit"])["events"]?.arrayValue?.count == before)
         // 2.4 has only a halted patch: nothing to roll back, nothing changed.
         let events = try w.json(["audit"])["events"]?.arrayValue?.count
         let none = try w.run(["rollback", "--app", "demo", "--app-version", "2.4"])
@@ -71,7 +77,7 @@ struct StatusRollbackTests {
         let rollout = try w.run(["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--rollout", "50"])
         #expect(rollout.stdout.hasSuffix("demo 2.3 now serves: patch 3 → 50 %, patch 2 → 50 %\n"))
         let revoke = try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2"])
-        #expect(revoke.stdout == "revoked demo 2.3 patch 2\ndemo 2.3 now serves: patch 3 → 50 %, patch 1 → 50 %\n")
+        #expect(revoke.stdout == "revoked demo 2.3 patch 2 (production)\ndemo 2.3 now serves: patch 3 → 50 %, patch 1 → 50 %\n")
         let dry = try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--dry-run"])
         #expect(dry.status == 0 && !dry.stdout.contains("now serves"))
     }

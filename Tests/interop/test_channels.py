@@ -103,16 +103,22 @@ def test_status_and_rollback_keep_channels_apart(workspace):
     ws.create_app("demo")
     ws.publish("demo", "2.3", "prod();\n", rollout=50)
     ws.publish("demo", "2.3", "qa();\n", channel="staging")
+    ws.publish("demo", "2.3", "qa2();\n", channel="staging")
     status = ws.json("status", "--app", "demo")["apps"][0]["versions"]
     assert [(v["channel"], [(s["patch"], s["basisPoints"]) for s in v["served"]]) for v in status] == [
-        ("production", [(1, 5000), (None, 5000)]), ("staging", [(2, 10000)])]
+        ("production", [(1, 5000), (None, 5000)]), ("staging", [(3, 10000)])]
     rolled = ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--channel", "staging")
     assert rolled.rc == 0, rolled
-    assert "revoked demo 2.3 patch 2" in rolled.stdout and "demo 2.3 (staging) now serves: none → 100 %" in rolled.stdout
+    assert "revoked demo 2.3 patch 3 (staging)" in rolled.stdout and "demo 2.3 (staging) now serves: patch 2 → 100 %" in rolled.stdout
     states = {p["patch"]: p["state"] for p in ws.json("list", "--app", "demo")}
-    assert states == {1: "active", 2: "revoked"}, "rolling staging back leaves production alone"
-    production = ws.run("rollback", "--app", "demo", "--app-version", "2.3").stdout
-    assert "revoked demo 2.3 patch 1" in production and "demo 2.3 now serves: none → 100 %" in production
+    assert states == {1: "active", 2: "active", 3: "revoked"}, "rolling staging back leaves production alone"
+    # Production's only patch: a rollback would leave it with none, so it is refused and names
+    # the revoke that does that on purpose.
+    before = ws.registry_state()
+    assert_cli_error(ws.run("rollback", "--app", "demo", "--app-version", "2.3"), 2, "would leave production with no patch")
+    assert ws.registry_state() == before
+    production = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1").stdout
+    assert "revoked demo 2.3 patch 1 (production)" in production and "demo 2.3 now serves: none → 100 %" in production
 
 
 def test_promote_prints_what_the_target_channel_serves_and_rollback_dry_run_changes_nothing(workspace):
@@ -151,3 +157,40 @@ def test_revoke_message_is_kept_with_the_patch_and_in_the_audit_locally_and_over
         assert json.loads(over.stdout)[0]["revokeMessage"] == "superseded by the store build"
     finally:
         server.stop()
+
+
+def test_revoke_acts_on_one_channel_and_says_which_locally_and_over_the_server(workspace):
+    # Issue 22: `revoke --app-version 2.3` once revoked 2.3's patches in every channel, so
+    # pulling a bad production patch also killed QA's staging build.
+    from patchd_support import Patchd, remote, token_file
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "prod();\n")
+    ws.publish("demo", "2.3", "qa();\n", channel="staging")
+    ws.publish("demo", "2.3", "qa2();\n", channel="staging")
+
+    def states():
+        return {(p["patch"], p["channel"]): p["state"] for p in ws.json("list", "--app", "demo")}
+
+    result = ws.run("revoke", "--app", "demo", "--app-version", "2.3")
+    assert result.rc == 0, result
+    assert "revoked demo 2.3 patch 1 (production)" in result.stdout, result.stdout
+    assert states() == {(1, "production"): "revoked", (2, "staging"): "active", (3, "staging"): "active"}
+    event = ws.json("audit", "--app", "demo")["events"][-1]
+    assert event["action"] == "patch.revoke" and event["details"]["channel"] == "production" and event["details"]["patches"] == [1]
+    # A patch named by number and another channel: refused, nothing changed.
+    before = ws.registry_state()
+    assert_cli_error(ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--channel", "production"),
+                     2, "is a staging patch, not production")
+    assert ws.registry_state() == before
+    server = Patchd(ws)
+    try:
+        token = token_file(ws, ws.token("--app", "demo", "--name", "ci"), "ci.token")
+        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--channel", "production")
+        assert over.rc == 2 and "is a staging patch, not production" in over.stderr, over
+        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--json")
+        assert over.rc == 0, over
+        assert sorted(p["patch"] for p in json.loads(over.stdout)) == [2, 3]
+    finally:
+        server.stop()
+    assert states() == {(1, "production"): "revoked", (2, "staging"): "revoked", (3, "staging"): "revoked"}

@@ -139,7 +139,7 @@ def test_notify_revoke_rollback_promote(ws, apns, start):
     assert "push: 1 sent, 0 failed, 0 removed" in result.stdout
     result = pushing(ws, standin, "revoke", "--app", "demo", "--app-version", "2.3", "--notify")
     assert result.rc == 0, result.stderr
-    assert "push: 2 sent, 0 failed, 0 removed" in result.stdout, "every channel of the version"
+    assert "push: 1 sent, 0 failed, 0 removed" in result.stdout, "the channel revoked only (production), not staging's devices"
     assert standin.problems == []
     reasons = [e["details"]["reason"] for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
     assert reasons == ["notify", "notify", "promote", "rollback", "revoke"]
@@ -263,7 +263,9 @@ def test_nothing_sent_is_a_failure_with_its_reason(ws, apns, start, cause):
             result = ws.run(*args, "--app", "demo", "--app-version", "2.3", "--notify", env=env, timeout=300)
             assert result.rc == 2 and "push: no device was reached (2 BadTopic)" in result.stderr, (args, result.stderr)
             assert "push: 2 not sent: BadTopic" in result.stderr
-        assert [p["state"] for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"].count("active") == 0, "each change was made"
+        states = {(p["channel"], p["state"]) for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"}
+        assert ("production", "active") not in states, "each change was made"
+        assert ("staging", "active") in states, "a revoke takes one channel's patches"
     assert standin.accepted == []
 
 

@@ -12,7 +12,7 @@ import math
 import uuid
 
 import pytest
-from hotpatch_testing import Workspace
+from hotpatch_testing import Workspace, assert_cli_error
 from patchd_support import Patchd, error_json, poll, remote, request, token_file
 
 Z95 = 1.959963984540054
@@ -304,8 +304,11 @@ def test_apps_guard_locally(ws):
     assert ws.json("apps", "guard", "demo", "--channel", "beta", "--off")["changed"] is True
     actions = [e["action"] for e in ws.json("audit", "--app", "demo")["events"]]
     assert actions[-2:] == ["guard.set", "guard.remove"]
-    bad = ws.run("apps", "guard", "demo", "--max-rollback-rate", "2")
+    bad = ws.run("apps", "guard", "demo", "--max-rollback-rate", "2x")
     assert bad.rc == 64 and "--max-rollback-rate must look like 2%" in bad.stderr
+    # One spelling for percentages: "2" is 2 %, as 25 and 25% are one rollout.
+    assert ws.json("apps", "guard", "demo", "--max-rollback-rate", "2", "--min-devices", "3")["guard"]["maxRollbackRatePpm"] == 20000
+    ws.ok("apps", "guard", "demo", "--off")
     assert ws.run("apps", "guard", "demo", "--off", "--min-devices", "3").rc == 64
 
 
@@ -315,6 +318,14 @@ def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_
     assert refused.rc == 2 and "--advance needs a guard on production" in refused.stderr
     assert len(ws.json("list", "--app", "demo")) == 1, "nothing was published"
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50")
+    # A dry run with --advance says what would be scheduled, by the schedule's own rules.
+    before = ws.registry_state()
+    dry = ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5%", "--advance", "25%,50,100", "--every", "1h",
+                 "--dry-run", ws.write_file("fix(2)"))
+    assert dry.rc == 0 and "then 25 %, 50 %, 100 %, at most one step every 3600 s" in dry.stdout, dry
+    assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "50", "--advance", "25,100", "--every", "1h",
+                            "--dry-run", ws.write_file("fix(2)")), 2, "must be above the rollout in force")
+    assert ws.registry_state() == before, "a dry run changed the registry"
     server = start(ws, MANY_DEVICES)
     publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
     out = remote(ws, server, publisher, "publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5",

@@ -44,7 +44,7 @@ def test_status_over_server_is_the_local_status(ws, start):
     assert [a["app"] for a in only["apps"]] == ["other"]
     assert_cli_error(remote(ws, server, scoped, "status", "--app", "demo"), 2, "403")
     text = remote(ws, server, auditor, "status", "--app", "demo").stdout
-    assert "2.3      patch 3 → 25 %, patch 2 → 75 %" in text and "none → 100 %" in text
+    assert "2.3      production  patch 3 → 25 %, patch 2 → 75 %" in text and "none → 100 %" in text
 
     # list's delivery column is the same over --server.
     listed = json.loads(remote(ws, server, auditor, "list", "--app", "demo", "--json").stdout)
@@ -59,7 +59,7 @@ def test_rollback_over_server_revokes_the_newest_live_patch_and_says_what_device
     publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
     result = remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3")
     assert result.rc == 0, result.stderr
-    assert result.stdout.splitlines() == ["revoked demo 2.3 patch 3", "demo 2.3 now serves: patch 2 → 100 %"]
+    assert result.stdout.splitlines() == ["revoked demo 2.3 patch 3 (production)", "demo 2.3 now serves: patch 2 → 100 %"]
     result = json.loads(remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3", "--json").stdout)
     assert result["revoked"]["patch"] == 2 and result["revoked"]["state"] == "revoked"
     assert result["now"]["served"] == [{"patch": 1, "basisPoints": 10000}]
@@ -72,3 +72,55 @@ def test_rollback_over_server_revokes_the_newest_live_patch_and_says_what_device
     assert revoke.stdout.splitlines()[-1] == "demo 2.3 now serves: none → 100 %"
     # Nothing live: exit 2, nothing changed.
     assert_cli_error(remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3"), 2, "no live patch")
+
+
+def test_rollback_to_republishes_an_earlier_patch_locally_and_over_the_server_and_python_tuf_reads_where_from(ws, start, tmp_path):
+    # Issue 22: a retried `rollback` once revoked 3, then 1, leaving "none → 100 %"; nothing
+    # could be un-revoked. `--to N` goes back by moving forward, as CodePush and EAS do.
+    from hotpatch_testing import fetch, repo_updater
+    server = start(ws)
+    publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
+    local = ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--to", "1")
+    assert local.rc == 0, local.stderr
+    assert local.stdout.splitlines()[0] == "rolled demo 2.3 (production) back to patch 1: its bytes published again as patch 4 (signed rolledBackTo 1)"
+    assert local.stdout.splitlines()[-1] == "demo 2.3 now serves: patch 4 → 100 %"
+    patches = {p["patch"]: p for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"}
+    assert patches[4]["sha256"] == patches[1]["sha256"] and patches[4]["rolledBackTo"] == {"channel": "production", "patch": 1, "sha256": patches[1]["sha256"]}
+    # A retried job: refused, nothing changed.
+    before = ws.registry_state()
+    assert_cli_error(ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--to", "1"), 2, "already serves patch 1's bytes as patch 4")
+    assert ws.registry_state() == before
+    # Over the server, to a patch patch 4 superseded.
+    over = remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3", "--to", "3", "--json")
+    assert over.rc == 0, over.stderr
+    result = json.loads(over.stdout)
+    assert result["published"]["patch"] == 5 and result["published"]["rolledBackTo"]["patch"] == 3
+    assert result["now"]["served"] == [{"patch": 5, "basisPoints": 10000}]
+    event = ws.json("audit", "--app", "demo")["events"][-1]
+    assert event["action"] == "patch.rollback" and event["details"]["to"]["patch"] == 3
+    updater = repo_updater(server.app_url("demo"), tmp_path / "tuf", ws.root_json("demo"))
+    updater.refresh()
+    info, body = fetch(updater, "2.3/5/main.js")
+    assert info.custom["rolledBackTo"] == {"channel": "production", "patch": 3, "sha256": patches[3]["sha256"]}
+    assert body == b"fix(3)"
+
+
+def test_expect_patch_refuses_a_change_made_against_a_state_that_moved_on_locally_and_over_the_server(ws, start):
+    # Issue 22: a retried CI job, or two engineers at once, must not act on a state that moved.
+    server = start(ws)
+    publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
+    before = ws.registry_state()
+    for args in (["rollback", "--app", "demo", "--app-version", "2.3", "--expect-patch", "2"],
+                 ["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--expect-patch", "2"],
+                 ["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--rollout", "50%", "--expect-patch", "0"],
+                 ["publish", "--app", "demo", "--app-version", "2.3", "--expect-patch", "1", ws.write_file(b"fix(5)")]):
+        assert_cli_error(ws.run(*args), 2, "serves patch 3 now, not")
+        refused = remote(ws, server, publisher, *args)
+        assert refused.rc == 2 and "serves patch 3 now" in refused.stderr, (args, refused)
+    assert ws.registry_state() == before, "a refused --expect-patch changed the registry"
+    # 2.4's only patch is halted: none is live, so `--expect-patch 0` publishes once; the same
+    # command again (a retried job) is refused, as patch 2 lives now.
+    assert ws.run("publish", "--app", "demo", "--app-version", "2.4", "--expect-patch", "0", ws.write_file(b"x()")).rc == 0
+    assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.4", "--expect-patch", "0", "--allow-same", ws.write_file(b"x()")),
+                     2, "serves patch 2 now, not none")
+    assert remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3", "--expect-patch", "3").rc == 0

@@ -13,8 +13,10 @@
 /// so a number names one patch and one ciphertext (the AAD binds the number).
 ///
 /// `custom`: patch, rollout, published, plaintext {length, sha256, md5}, optionally
-/// encryption {alg, keyid}, message (release notes) and promotedFrom {channel, patch, sha256}
-/// (the patch of another channel whose plaintext this one is), conditions (DeliveryConditions).
+/// encryption {alg, keyid}, message (release notes), promotedFrom {channel, patch, sha256}
+/// (the patch of another channel whose plaintext this one is), rolledBackTo {channel, patch,
+/// sha256} (the earlier patch of its own channel whose plaintext it republishes: `rollback --to`),
+/// conditions (DeliveryConditions).
 public struct PatchTargetInfo: Sendable, Equatable {
     public struct Encryption: Sendable, Equatable {
         public let algorithm: String
@@ -59,12 +61,14 @@ public struct PatchTargetInfo: Sendable, Equatable {
     /// Release notes, signed with the target.
     public let message: String?
     public let promotedFrom: Origin?
+    /// The earlier patch of the same channel this one republishes (`rollback --to`).
+    public let rolledBackTo: Origin?
     /// Signed delivery conditions: only the devices they admit may get the patch.
     public let conditions: DeliveryConditions?
 
     /// What the registry signs for one patch.
     public init(appVersion: AppVersion, channel: ChannelName, patch: Int, rollout: Int, published: String, plaintext: BundleDigests,
-                encryption: Encryption?, message: String?, promotedFrom: Origin?, conditions: DeliveryConditions? = nil) {
+                encryption: Encryption?, message: String?, promotedFrom: Origin?, rolledBackTo: Origin? = nil, conditions: DeliveryConditions? = nil) {
         self.path = PatchTargetInfo.path(appVersion: appVersion.rawValue, channel: channel, patch: patch, conditional: conditions != nil)
         self.conditions = conditions
         self.appVersion = appVersion.rawValue
@@ -76,6 +80,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
         self.encryption = encryption
         self.message = message
         self.promotedFrom = promotedFrom
+        self.rolledBackTo = rolledBackTo
     }
 
     /// Reads a signed target entry; nil when it is not one of hotpatch's patches.
@@ -112,6 +117,13 @@ public struct PatchTargetInfo: Sendable, Equatable {
             self.promotedFrom = parsed
         } else {
             self.promotedFrom = nil
+        }
+        if let origin = custom["rolledBackTo"] {
+            // Its own channel's earlier patch, with the plaintext this one carries.
+            guard let parsed = Origin(origin), parsed.channel == channel, parsed.patch < patch, parsed.sha256 == sha256 else { return nil }
+            self.rolledBackTo = parsed
+        } else {
+            self.rolledBackTo = nil
         }
         // The file name says whether there are conditions, and the conditions must parse:
         // neither can be dropped or added without the other (fail closed, see above).
@@ -155,6 +167,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
         if let encryption { custom["encryption"] = ["alg": .string(encryption.algorithm), "keyid": .string(encryption.keyID)] }
         if let message { custom["message"] = .string(message) }
         if let promotedFrom { custom["promotedFrom"] = promotedFrom.json }
+        if let rolledBackTo { custom["rolledBackTo"] = rolledBackTo.json }
         if let conditions { custom["conditions"] = conditions.json }
         return .object(custom)
     }

@@ -35,6 +35,17 @@ extension Registry {
     /// Who schedule steps are recorded as.
     public static let scheduleActor = Actor("patchd schedule")
 
+    /// A schedule's own rules, checked before anything is written (and by `publish --advance
+    /// --dry-run`): increasing percentages above 0, the last at most 100, the first above the
+    /// rollout in force; one step per 1 minute to 30 days.
+    public static func checkSchedule(steps: [Int], everySeconds: Int, above rollout: Int? = nil) throws(RegistryError) {
+        guard !steps.isEmpty, zip(steps, steps.dropFirst()).allSatisfy({ $0 < $1 }), let last = steps.last, last <= 100, steps[0] > 0 else {
+            throw .invalidInput("--advance must be increasing percentages above 0, the last at most 100, like 25,50,100")
+        }
+        guard (60...(30 * 86_400)).contains(everySeconds) else { throw .invalidInput("--every must be 1 minute to 30 days") }
+        if let rollout, steps[0] <= rollout { throw .conflict("the first step (\(steps[0]) %) must be above the rollout in force (\(rollout) %)") }
+    }
+
     /// Schedules patch `number` to advance through `steps` (e.g. [25, 50, 100]), at most one
     /// step per `everySeconds`, and only on evidence: when the channel's guard's minimum
     /// device count is reached and the 95 % Wilson upper bound of the rollback rate is under
@@ -42,15 +53,12 @@ extension Registry {
     @discardableResult
     public func setSchedule(app: AppName, appVersion: AppVersion, number: Int, steps: [Int], everySeconds: Int,
                             actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutSchedule {
-        guard !steps.isEmpty, zip(steps, steps.dropFirst()).allSatisfy({ $0 < $1 }), let last = steps.last, last <= 100, steps[0] > 0 else {
-            throw .invalidInput("--advance must be increasing percentages above 0, the last at most 100, like 25,50,100")
-        }
-        guard (60...(30 * 86_400)).contains(everySeconds) else { throw .invalidInput("--every must be 1 minute to 30 days") }
+        try Registry.checkSchedule(steps: steps, everySeconds: everySeconds)
         return try write { () throws -> RolloutSchedule in
             guard let patch = try patches(app: app, appVersion: appVersion, activeOnly: true).first(where: { $0.number == number }) else {
                 throw RegistryError.notFound("\(app) \(appVersion) has no active patch \(number)")
             }
-            guard steps[0] > patch.rollout else { throw RegistryError.conflict("the first step (\(steps[0]) %) must be above the rollout in force (\(patch.rollout) %)") }
+            try Registry.checkSchedule(steps: steps, everySeconds: everySeconds, above: patch.rollout)
             guard try guards(app: app).contains(where: { $0.channel == patch.channel }) else {
                 throw RegistryError.conflict("a staged rollout advances on a guard's evidence: set one first with `patchctl apps guard \(app) --channel \(patch.channel) --max-rollback-rate 2% --min-devices 50`")
             }

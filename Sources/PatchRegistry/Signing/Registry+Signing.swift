@@ -24,7 +24,7 @@ extension Registry {
         let info = PatchTargetInfo(appVersion: patch.appVersion, channel: patch.channel, patch: patch.number, rollout: patch.rollout,
                                    published: patch.publishedAt, plaintext: patch.plaintext,
                                    encryption: patch.contentKeyID.map { PatchTargetInfo.Encryption(keyID: $0) }, message: patch.message,
-                                   promotedFrom: patch.promotedFrom, conditions: patch.conditions)
+                                   promotedFrom: patch.promotedFrom, rolledBackTo: patch.rolledBackTo, conditions: patch.conditions)
         return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: info.custom)
     }
 

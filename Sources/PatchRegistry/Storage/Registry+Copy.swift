@@ -24,7 +24,7 @@ extension Registry {
         ("patch_conditions", "app, app_version, number"), ("push_devices", "app, token"), ("apns_config", "app"),
         ("report_senders", "app, device"), ("report_budget", "app, kind, scope, hour"),
         ("report_blocks", "app, app_version, channel, patch, event, block"), ("registry_secrets", "name"),
-        ("push_device_owners", "app, token"), ("push_device_counts", "app"),
+        ("push_device_owners", "app, token"), ("push_device_counts", "app"), ("patch_rollbacks", "app, app_version, number"),
     ]
 
     public struct CopyReport: Sendable {

@@ -16,6 +16,7 @@ extension PatchService {
         r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
         r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/promote", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.promote(q, p) }
+        r.add("POST", "/v1/apps/:app/versions/:version/rollback", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.rollBack(q, p) }
         r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add("GET", "/v1/apps/:app/status", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.status(q, p) }
         r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
@@ -179,15 +180,27 @@ extension PatchService {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         let message = request.query("message")
         let conditions = try PatchService.conditions(request)
+        let expected = try PatchService.expectedLive(request)
         let bundle = request.body
         let published = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.publish(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                 conditions: conditions, allowSame: allowSame, dryRun: dryRun, actor: token.actor)
+                                 conditions: conditions, allowSame: allowSame, expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         if !dryRun { metrics.recordPublish() }
         var json = published.patch.json.objectValue!
         json["targetsVersion"] = .int(published.targetsVersion)
         return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+    }
+
+    /// `expectPatch=N` on a change: the newest live patch of its version and channel must be N
+    /// (0: none) when it commits (Registry.requireLive), else 409 and nothing changes.
+    static func expectedLive(_ request: HTTPRequest) throws(HTTPError) -> Int? {
+        try request.query("expectPatch").map { raw throws(HTTPError) in
+            guard let n = Int(raw), (0...Int(Int32.max)).contains(n), String(n) == raw else {
+                throw .badRequest("expectPatch must be a patch number, or 0 for none live")
+            }
+            return n
+        }
     }
 
     /// `X-Patch-Conditions`: the signed form of a patch's delivery conditions (canonical JSON,
@@ -225,9 +238,10 @@ extension PatchService {
         let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
         let message = request.query("message")
         let dryRun = try PatchService.flag(request, "dryRun")
+        let expected = try PatchService.expectedLive(request)
         let promoted = try change(app: app, by: token) { registry throws(RegistryError) in
             try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message,
-                                 dryRun: dryRun, actor: token.actor)
+                                 expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         if !dryRun { metrics.recordPublish() }
         var json = promoted.patch.json.objectValue ?? [:]
@@ -235,15 +249,41 @@ extension PatchService {
         return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
     }
 
-    /// Revokes patch `:patch`, or every active patch of the version when the route has none.
+    /// `rollback --to N`: patch `to`'s plaintext published again as the next patch of its
+    /// channel (`channel`, default production), signed `rolledBackTo` (Registry.rollBack).
+    func rollBack(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let version = try appVersion(p["version"])
+        guard let rawTo = request.query("to") else { throw .badRequest("the to query parameter (the patch to go back to) is required") }
+        let number = try PatchService.patchNumber(rawTo)
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
+        let dryRun = try PatchService.flag(request, "dryRun")
+        let expected = try PatchService.expectedLive(request)
+        let published = try change(app: app, by: token) { registry throws(RegistryError) in
+            try registry.rollBack(app: app, appVersion: version, channel: channel, to: number, rollout: rollout, message: request.query("message"),
+                                  expectLive: expected, dryRun: dryRun, actor: token.actor)
+        }
+        if !dryRun { metrics.recordPublish() }
+        var json = published.patch.json.objectValue ?? [:]
+        json["targetsVersion"] = .int(published.targetsVersion)
+        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+    }
+
+    /// Revokes patch `:patch`, or every active patch of the version in the `channel` query
+    /// argument's channel (default production) when the route has none.
     func revoke(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
         let version = try appVersion(p["version"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
+        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) }
         let dryRun = try PatchService.flag(request, "dryRun")
+        let expected = try PatchService.expectedLive(request)
         let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.revoke(app: app, appVersion: version, number: number, message: request.query("message"), dryRun: dryRun, actor: token.actor)
+            try registry.revoke(app: app, appVersion: version, channel: channel, number: number, message: request.query("message"),
+                                expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         return PatchService.changed(.array(revoked.map(\.json)), dryRun: dryRun)
     }
@@ -259,8 +299,10 @@ extension PatchService {
             throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
         }
         let dryRun = try PatchService.flag(request, "dryRun")
+        let expected = try PatchService.expectedLive(request)
         let change = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), dryRun: dryRun, actor: token.actor)
+            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), expectLive: expected,
+                                    dryRun: dryRun, actor: token.actor)
         }
         return PatchService.changed(change.json, dryRun: dryRun)
     }

@@ -142,6 +142,24 @@ struct Arguments {
         return value
     }
 
+    /// A whole percentage as an operator types it, `25` or `25%`: one spelling wherever a
+    /// percentage is taken (rollouts, staged steps, the guard's rate).
+    func percent(_ name: String) throws(CLIError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Arguments.wholePercent(text) else {
+            throw .usage("\(name) must be a percentage from 0 to 100, like 25 or 25%, got \(text.debugSanitized)")
+        }
+        return value
+    }
+
+    /// `25` or `25%` → 25; nil for anything else, or outside 0…100.
+    static func wholePercent<S: StringProtocol>(_ text: S) -> Int? {
+        let digits = text.hasSuffix("%") ? text.dropLast() : text[...]
+        guard !digits.isEmpty, digits.count <= 3, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let value = Int(digits), (0...100).contains(value) else { return nil }
+        return value
+    }
+
     func appName(_ name: String = "--app") throws(CLIError) -> AppName {
         do { return try AppName(try required(name)) } catch let error as ValidationError { throw .usage(error.message) } catch let error as CLIError { throw error } catch { throw .usage("\(error)") }
     }

@@ -19,8 +19,8 @@ enum StagedRollout {
         let advance = arguments.value("--advance"), every = arguments.value("--every")
         guard advance != nil || every != nil else { return nil }
         guard let advance, let every else { throw .usage("--advance and --every go together") }
-        let steps = advance.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
-        guard !steps.isEmpty, steps.allSatisfy({ $0 != nil }) else { throw .usage("--advance must be percentages like 25,50,100, got \(advance.debugSanitized)") }
+        let steps = advance.split(separator: ",", omittingEmptySubsequences: false).map { Arguments.wholePercent($0) }
+        guard !steps.isEmpty, steps.allSatisfy({ $0 != nil }) else { throw .usage("--advance must be percentages like 25,50,100 or 25%,50%,100%, got \(advance.debugSanitized)") }
         let seconds = try DurationArgument.parse(every, option: "--every", max: 30 * 86_400)
         return Plan(steps: steps.compactMap { $0 }, everySeconds: Int(seconds))
     }
@@ -47,6 +47,7 @@ enum StagedRollout {
     /// "then 25 %, 50 %, 100 %, at most one step every 3600 s, from 2026-12-01T11:00:00Z, while its guard's evidence allows"
     static func line(_ schedule: JSON) -> String {
         let steps = (schedule["steps"]?.arrayValue ?? []).map { "\($0.intValue ?? 0) %" }.joined(separator: ", ")
-        return "then \(steps), at most one step every \(schedule["everySeconds"]?.intValue ?? 0) s, from \(schedule["nextAt"]?.stringValue ?? ""), while its guard's evidence allows"
+        let from = schedule["nextAt"]?.stringValue.map { "from \($0)" } ?? "the first one --every after the publish"
+        return "then \(steps), at most one step every \(schedule["everySeconds"]?.intValue ?? 0) s, \(from), while its guard's evidence allows"
     }
 }

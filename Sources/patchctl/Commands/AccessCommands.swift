@@ -22,6 +22,10 @@ struct TokensCreateCommand: Command {
         do { issued = try registry.createToken(app: app, role: role, name: arguments.value("--name") ?? context.actor.name, actor: context.actor) } catch {
             throw error.cliError
         }
+        // A default that may publish is said, on stderr (stdout's last line stays the secret).
+        if arguments.value("--role") == nil {
+            Output.error("note: no --role given, so this is a publisher token (it may publish, revoke and change rollouts); for read-only use (CI checks, dashboards) create one with --role auditor")
+        }
         if arguments.flag("--json") {
             Output.json(["id": .string(issued.record.id), "scope": .string(app?.rawValue ?? "*"), "role": .string(role.rawValue),
                          "name": .string(issued.record.name), "token": .string(issued.secret)])

@@ -58,11 +58,11 @@ struct AppsGuardCommand: Command {
         if let rule { Output.line("\(prefix): " + DeviceFigures.guardLine(rule)) } else { Output.line("\(prefix): no guard on \(channel)") }
     }
 
-    /// "2%", "0.5%", "12.25%" → parts per million; at most 4 decimals, above 0 and at most 100 %.
+    /// "2%", "0.5%", "12.25%" (or without the sign, as every percentage may be typed) → parts
+    /// per million; at most 4 decimals, above 0 and at most 100 %.
     static func parseRate(_ text: String) throws(CLIError) -> Int {
         let usage = CLIError.usage("--max-rollback-rate must look like 2% or 0.5% (above 0, at most 100%), got \(text.debugSanitized)")
-        guard text.hasSuffix("%") else { throw usage }
-        let parts = text.dropLast().split(separator: ".", omittingEmptySubsequences: false)
+        let parts = (text.hasSuffix("%") ? text.dropLast() : text[...]).split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let whole = Int(parts[0]), parts[0].allSatisfy(\.isNumber) else { throw usage }
         var ppm = whole * 10_000
         if parts.count == 2 {

@@ -12,21 +12,21 @@ struct PublishCommand: Command {
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
                                             .value("--channel", "NAME", "the channel devices follow to get it (default: hotpatch.json's, else production)"),
-                                            .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
+                                            .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let staged = try StagedRollout.plan(arguments)
-        if staged != nil, arguments.flag("--dry-run") { throw .usage("--advance cannot be combined with --dry-run") }
-        let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
+        let rollout = try arguments.percent("--rollout") ?? 100
         let channel = try ChannelDefault.resolve(arguments)
         let message = arguments.value("--message")
         let allowSame = arguments.flag("--allow-same")
         let dryRun = arguments.flag("--dry-run")
+        let expected = try ExpectPatch.value(arguments)
         let conditions = try DeliveryOptions.conditions(arguments)
         let remote = try Remote.from(arguments)
         try Notify.check(arguments, remote: remote)
@@ -43,12 +43,12 @@ struct PublishCommand: Command {
             if dryRun { query["dryRun"] = "true" }
             if let message { query["message"] = message }
             let headers = conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
-            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: query, headers: headers, body: bundle)
+            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: ExpectPatch.query(query, expected), headers: headers, body: bundle)
         } else {
             do {
                 let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, channel: channel, rollout: rollout,
-                                                      message: message, conditions: conditions, allowSame: allowSame, dryRun: dryRun,
-                                                      actor: context.actor)
+                                                      message: message, conditions: conditions, allowSame: allowSame, expectLive: expected,
+                                                      dryRun: dryRun, actor: context.actor)
                 var json = published.patch.json.objectValue!
                 json["targetsVersion"] = .int(published.targetsVersion)
                 if dryRun { json["dryRun"] = true }
@@ -56,7 +56,12 @@ struct PublishCommand: Command {
             } catch { throw error.cliError }
         }
         var schedule: JSON?
-        if let staged {
+        if let staged, dryRun {
+            // What would be scheduled, checked by the registry's own rules; nothing is stored.
+            do { try Registry.checkSchedule(steps: staged.steps, everySeconds: staged.everySeconds, above: rollout) } catch { throw error.cliError }
+            schedule = ["steps": .array(staged.steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(staged.everySeconds))]
+            if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
+        } else if let staged {
             schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), remote: remote, registry: registry, actor: context.actor)
             if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
         }
@@ -94,16 +99,21 @@ struct RevokeCommand: Command {
     static let spec = CommandSpec("revoke", summary: "Revoke a patch, or every active patch of an app version when --patch is omitted",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
-                                            .value("--patch", "N", "the patch number (default: all active patches of the version)"),
+                                            .value("--patch", "N", "the patch number (default: every active patch of the version in the channel)"),
+                                            .value("--channel", "NAME", "the channel whose patches are revoked (default: hotpatch.json's, else production); with --patch, checked against the patch's"),
                                             .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
                                             .flag("--dry-run", "say what would be revoked and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
+        // One channel: the one named, else (without --patch) the project's; a patch named by
+        // number is in one channel already, which an explicit --channel must match.
+        let channel = number == nil ? try ChannelDefault.resolve(arguments) : try arguments.channel("--channel")
         let dryRun = arguments.flag("--dry-run")
         let message = arguments.value("--message")
+        let expected = try ExpectPatch.value(arguments)
         let revoked: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
@@ -116,7 +126,8 @@ struct RevokeCommand: Command {
             let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
             var query = message.map { ["message": $0] } ?? [:]
             if dryRun { query["dryRun"] = "true" }
-            revoked = try remote.json("POST", path, query: query)
+            if let channel { query["channel"] = channel.rawValue }
+            revoked = try remote.json("POST", path, query: ExpectPatch.query(query, expected))
         } else {
             let context = try Context(arguments: arguments)
             let local = try context.openRegistry()
@@ -125,16 +136,19 @@ struct RevokeCommand: Command {
             actor = context.actor
             try Notify.check(arguments, registry: local, app: name)
             do {
-                revoked = .array(try local.revoke(app: name, appVersion: version, number: number, message: message, dryRun: dryRun,
-                                                  actor: context.actor).map { patch in
+                revoked = .array(try local.revoke(app: name, appVersion: version, channel: channel, number: number, message: message,
+                                                  expectLive: expected, dryRun: dryRun, actor: context.actor).map { patch in
                     guard dryRun, var object = patch.json.objectValue else { return patch.json }
                     object["dryRun"] = true
                     return .object(object)
                 })
             } catch { throw error.cliError }
         }
-        // Every channel of the version: a revoke without --patch may take patches of several.
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: nil, reason: "revoke", actor: actor)
+        // The channel the revoked patches were in (one: a revoke never spans channels).
+        let revokedChannel = try (revoked.arrayValue?.first?["channel"]?.stringValue).map { raw throws(CLIError) in
+            do { return try ChannelName(raw) } catch { throw CLIError.failed("the server named an invalid channel: \(error)") }
+        } ?? channel ?? .production
+        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: revokedChannel, reason: "revoke", actor: actor)
         if arguments.flag("--json") {
             Output.json(revoked)
             // The answer is the array of revoked patches; the push figures go beside it.
@@ -143,7 +157,9 @@ struct RevokeCommand: Command {
             return
         }
         if let push { Output.line(Notify.line(push)) }
-        for patch in revoked.arrayValue ?? [] { Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0)") }
+        for patch in revoked.arrayValue ?? [] {
+            Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (\(revokedChannel))")
+        }
         if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, remote: remote, registry: registry) }
         try Notify.requireReached(push)
     }
@@ -155,15 +171,16 @@ struct RolloutCommand: Command {
                                             .value("--app-version", "V", "the app version").required,
                                             .value("--patch", "N", "the patch number").required,
                                             // --rollout, as publish names it; --percent is the older spelling.
-                                            .value("--rollout", "PCT", "new rollout percentage, 0-100").required.alias("--percent"),
+                                            .value("--rollout", "PCT", "new rollout percentage, 0-100 (25 or 25%)").required.alias("--percent"),
                                             .flag("--dry-run", "say what would change and change nothing"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), ExpectPatch.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         guard let number = try arguments.int("--patch", in: 1...Int(Int32.max)) else { throw .usage("--patch is required") }
-        guard let percent = try arguments.int("--rollout", in: 0...100) else { throw .usage("--rollout is required") }
+        guard let percent = try arguments.percent("--rollout") else { throw .usage("--rollout is required") }
         let dryRun = arguments.flag("--dry-run")
+        let expected = try ExpectPatch.value(arguments)
         let patch: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
@@ -171,14 +188,16 @@ struct RolloutCommand: Command {
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
             patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
-                                    query: dryRun ? ["dryRun": "true"] : [:], body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
+                                    query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expected),
+                                    body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
         } else {
             let context = try Context(arguments: arguments)
             let registry = try context.openRegistry()
             local = registry
             name = try AppDefault.resolve(arguments, registry: registry)
             do {
-                var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, dryRun: dryRun, actor: context.actor).json
+                var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, expectLive: expected,
+                                                   dryRun: dryRun, actor: context.actor).json
                 if dryRun, var object = json.objectValue {
                     object["dryRun"] = true
                     json = .object(object)
@@ -193,6 +212,10 @@ struct RolloutCommand: Command {
             Output.line("\(name) \(version) patch \(number) unchanged: it already rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices (nothing signed, no audit event)")
         } else {
             Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
+        }
+        if let stopped = patch["stoppedSchedule"] {
+            let steps = (stopped["steps"]?.arrayValue ?? []).compactMap(\.intValue).map { "\($0) %" }.joined(separator: ", ")
+            Output.line("stopped its staged rollout (next steps \(steps)): a manual rollout takes over from the schedule; `publish --advance` sets a new one")
         }
         if !dryRun { try NowServed.print(app: name, version: version, remote: remote, registry: local) }
     }

@@ -11,19 +11,20 @@ struct PromoteCommand: Command {
                                             .value("--from", "CHANNEL", "the channel the tested patch is in, e.g. staging").required,
                                             .value("--to", "CHANNEL", "the channel to publish it to, e.g. production").required,
                                             .value("--patch", "N", "the patch to promote (default: the newest active patch of --from)"),
-                                            .value("--rollout", "PCT", "percentage of devices that get it (default 100)"),
+                                            .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
                                             .flag("--dry-run", "say what would be promoted and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         guard let from = try arguments.channel("--from") else { throw .usage("--from is required") }
         guard let to = try arguments.channel("--to") else { throw .usage("--to is required") }
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
-        let rollout = try arguments.int("--rollout", in: 0...100) ?? 100
+        let rollout = try arguments.percent("--rollout") ?? 100
         let message = arguments.value("--message")
         let dryRun = arguments.flag("--dry-run")
+        let expected = try ExpectPatch.value(arguments)
         var patch: JSON
         let name: AppName
         let remote = try Remote.from(arguments)
@@ -37,7 +38,7 @@ struct PromoteCommand: Command {
             if dryRun { query["dryRun"] = "true" }
             if let number { query["patch"] = String(number) }
             if let message { query["message"] = message }
-            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: query)
+            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: ExpectPatch.query(query, expected))
         } else {
             let context = try Context(arguments: arguments)
             let registry = try context.openRegistry()
@@ -47,7 +48,7 @@ struct PromoteCommand: Command {
             try Notify.check(arguments, registry: registry, app: name)
             do {
                 let promoted = try registry.promote(app: name, appVersion: version, from: from, to: to, number: number, rollout: rollout,
-                                                    message: message, dryRun: dryRun, actor: context.actor)
+                                                    message: message, expectLive: expected, dryRun: dryRun, actor: context.actor)
                 var json = promoted.patch.json.objectValue ?? [:]
                 json["targetsVersion"] = .int(promoted.targetsVersion)
                 if dryRun { json["dryRun"] = true }

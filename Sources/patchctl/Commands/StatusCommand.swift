@@ -46,9 +46,10 @@ struct StatusCommand: Command {
             for trip in reports?["trips"]?.arrayValue ?? [] { Output.line(DeviceFigures.tripLine(trip)) }
             let versions = app["versions"]?.arrayValue ?? []
             if versions.isEmpty { Output.line("no patches"); continue }
-            Output.line(table(["VERSION", "DEVICES GET NOW"], versions.map { v in
+            // One row per version and channel: a version has one split per channel.
+            Output.line(table(["VERSION", "CHANNEL", "DEVICES GET NOW"], versions.map { v in
                 // A server from before conditions sends no summary: the split alone.
-                [v["appVersion"]?.stringValue ?? "", v["summary"]?.stringValue ?? (v["served"]?.arrayValue ?? []).map { share in
+                [v["appVersion"]?.stringValue ?? "", v["channel"]?.stringValue ?? "production", v["summary"]?.stringValue ?? (v["served"]?.arrayValue ?? []).map { share in
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
                 }.joined(separator: ", ")]
             }))
