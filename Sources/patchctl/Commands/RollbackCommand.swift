@@ -67,18 +67,25 @@ struct RollbackCommand: Command {
         } else {
             throw .failed("no registry and no server")
         }
+        try finish(arguments, app: name, version: version, channel: channel, remote: remote, registry: registry, actor: context.actor,
+                   result: ("revoked", revoked), line: "revoked \(name) \(version) patch \(number) (\(channel))")
+    }
+
+    /// What both ways end with: the push if asked, then the change and what devices get now
+    /// (`{key: result, "now": …, "push": …}` with --json).
+    private static func finish(_ arguments: Arguments, app name: AppName, version: AppVersion, channel: ChannelName, remote: Remote?,
+                               registry: Registry?, actor: Actor, result: (key: String, value: JSON), line: String) throws(CLIError) {
         let now = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "rollback", actor: context.actor)
+        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "rollback", actor: actor)
         if arguments.flag("--json") {
-            var json: [String: JSON] = ["revoked": revoked, "now": now.json]
+            var json: [String: JSON] = [result.key: result.value, "now": now.json]
             if let push { json["push"] = push.json }
             Output.json(.object(json))
-            try Notify.requireReached(push)
-            return
+        } else {
+            Output.line(line)
+            if let push { Output.line(Notify.line(push)) }
+            Output.line(NowServed.line(now))
         }
-        Output.line("revoked \(name) \(version) patch \(number) (\(channel))")
-        if let push { Output.line(Notify.line(push)) }
-        Output.line(NowServed.line(now))
         try Notify.requireReached(push)
     }
 
@@ -108,18 +115,8 @@ struct RollbackCommand: Command {
             Output.line("dry run: would publish \(name) \(version) patch \(target)'s bytes again as patch \(number) (\(channel)); nothing was changed")
             return
         }
-        let after = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "rollback", actor: actor)
-        if arguments.flag("--json") {
-            var json: [String: JSON] = ["published": published, "now": after.json]
-            if let push { json["push"] = push.json }
-            Output.json(.object(json))
-            try Notify.requireReached(push)
-            return
-        }
-        Output.line("rolled \(name) \(version) (\(channel)) back to patch \(target): its bytes published again as patch \(number) (signed rolledBackTo \(target))")
-        if let push { Output.line(Notify.line(push)) }
-        Output.line(NowServed.line(after))
-        try Notify.requireReached(push)
+        try finish(arguments, app: name, version: version, channel: channel, remote: remote, registry: registry, actor: actor,
+                   result: ("published", published),
+                   line: "rolled \(name) \(version) (\(channel)) back to patch \(target): its bytes published again as patch \(number) (signed rolledBackTo \(target))")
     }
 }
