@@ -302,17 +302,8 @@ public actor PatchClient {
     /// second away and at most `maxRetryAfter`, so a hostile server cannot silence a device
     /// for years; an unreadable value counts as the minimum interval.
     nonisolated func retryAfter(_ value: String?, now: Date) -> Date {
-        let cap = configuration.maxRetryAfter
-        let text = value?.trimmingCharacters(in: .whitespaces) ?? ""
-        var wait: TimeInterval
-        if !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
-            wait = TimeInterval(text.prefix(12)) ?? cap
-        } else if let date = HTTPDate.parse(text) {
-            wait = date.timeIntervalSince(now)
-        } else {
-            wait = configuration.minimumInterval
-        }
-        return now.addingTimeInterval(min(cap, max(1, wait)))
+        let wait = RetryAfter.seconds(value, now: now) ?? configuration.minimumInterval
+        return now.addingTimeInterval(min(configuration.maxRetryAfter, max(1, wait)))
     }
 
     nonisolated func lockedState() -> ClientState {

@@ -150,3 +150,20 @@ def test_remote_retries_are_bounded_in_tries_and_in_time(tmp_path, scripted):
     assert_cli_error(result, 2, "429", "slow down")
     assert len(handler.seen) == 1 and time.monotonic() - started < 10
 
+
+
+def test_remote_reads_retry_after_as_patchclient_does_an_http_date_too(tmp_path, scripted):
+    # Issue 22: patchctl read only delay-seconds (an HTTP-date meant "do not retry") while
+    # PatchClient read both; one grammar now (PatchCore's RetryAfter).
+    from email.utils import formatdate
+    ws = Workspace(tmp_path / "ws")
+    dated = (503, {"Retry-After": formatdate(time.time() + 2, usegmt=True), "Content-Type": "application/json"},
+             b'{"error":{"code":"busy","message":"the registry is busy; retry"}}')
+    url, handler = scripted([dated, LISTING])
+    result = against(ws, url, "list", "--app", "demo")
+    assert result.rc == 0, result.stderr
+    assert len(handler.seen) == 2 and handler.seen[1][0] - handler.seen[0][0] >= 0.9, "the retry did not wait for the date"
+    garbage = (503, {"Retry-After": "soon", "Content-Type": "application/json"}, b'{"error":{"code":"busy","message":"busy"}}')
+    url, handler = scripted([garbage, LISTING])
+    assert_cli_error(against(ws, url, "list", "--app", "demo"), 2, "503")
+    assert len(handler.seen) == 1, "an unreadable Retry-After is not retried"

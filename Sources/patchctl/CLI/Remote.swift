@@ -64,13 +64,13 @@ struct Remote {
         fatalError("unreachable: the loop returns")
     }
 
-    /// Seconds to wait for a `Retry-After` value: delta-seconds, 1 when absent, nil (do not
-    /// retry) for anything else, such as an HTTP date.
-    static func retryDelay(_ header: String?) -> Int? {
+    /// Whole seconds to wait for a `Retry-After` value, read as PatchClient reads it
+    /// (`RetryAfter`: delay seconds or an HTTP-date); 1 when absent, nil (do not retry) when
+    /// unreadable.
+    static func retryDelay(_ header: String?, now: Date = Date()) -> Int? {
         guard let header else { return 1 }
-        let text = header.trimmingCharacters(in: .whitespaces)
-        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let seconds = Int(text.prefix(9)) else { return nil }
-        return text.count > 9 ? Int.max / 2 : seconds
+        guard let seconds = RetryAfter.seconds(header, now: now) else { return nil }
+        return seconds >= Double(Int.max / 4) ? Int.max / 2 : Int(seconds.rounded(.up))
     }
 
     private func sendOnce(_ method: String, _ path: String, query: [String: String], headers extra: [String: String], body: [UInt8]?,
