@@ -6,7 +6,7 @@ import hashlib
 import json
 import subprocess
 
-from hotpatch_testing import Result, assert_cli_error, clean_env, decrypt, fetch, repo_updater, spawn
+from hotpatch_testing import Result, Workspace, assert_cli_error, binary, clean_env, decrypt, fetch, repo_updater, spawn
 
 
 def run_in(ws, cwd, *args) -> Result:
@@ -194,3 +194,48 @@ def test_revoke_acts_on_one_channel_and_says_which_locally_and_over_the_server(w
     finally:
         server.stop()
     assert states() == {(1, "production"): "revoked", (2, "staging"): "revoked", (3, "staging"): "revoked"}
+
+
+def test_from_any_subdirectory_the_registry_is_found_the_way_the_app_is(tmp_path):
+    # Issue 22: hotpatch.json may name the registry and key directories (relative to it), so
+    # `patchctl publish --app-version 2.3` works from anywhere in the app's repository.
+    repo = tmp_path / "app-repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    env = clean_env()
+
+    def run(cwd, *args):
+        proc = spawn(lambda: subprocess.run([str(binary("PATCHCTL", "patchctl")), *map(str, args)], capture_output=True, cwd=cwd, env=env, timeout=120))
+        return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    init = run(repo, "init", "--app", "demo", "--data", "../registry", "--keys", "../keys")
+    assert init.rc == 0, init
+    assert json.loads((repo / "hotpatch.json").read_text())["data"] == "../registry"
+    created = run(repo / "src", "apps", "create", "demo")
+    assert created.rc == 0, created
+    assert (tmp_path / "registry" / "registry.sqlite").exists() and (tmp_path / "keys" / "demo").is_dir()
+    (repo / "patches" / "demo" / "2.3").mkdir(parents=True)
+    (repo / "patches" / "demo" / "2.3" / "main.js").write_text("fix();\n")
+    published = run(repo / "src" / "deep", "publish", "--app-version", "2.3")
+    assert published.rc == 0, published
+    assert "published demo 2.3 patch 1" in published.stdout
+    assert not (repo / "src" / "deep" / "data").exists(), "no registry made where the command ran"
+
+
+def test_apps_create_inside_a_git_work_tree_warns_that_the_root_key_would_be_committed(tmp_path):
+    repo = tmp_path / "app-repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = clean_env()
+
+    def create(name, *extra):
+        proc = subprocess.run([str(binary("PATCHCTL", "patchctl")), "apps", "create", name, *extra], capture_output=True, cwd=repo, env=env, timeout=120)
+        return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    warned = create("demo")
+    assert warned.rc == 0, warned
+    assert "warning: the key directory" in warned.stderr and "would be committed" in warned.stderr and "--keys" in warned.stderr, warned.stderr
+    (repo / ".gitignore").write_text("/keys/\n")
+    quiet = create("other")
+    assert quiet.rc == 0 and "would be committed" not in quiet.stderr, quiet.stderr
+    outside = create("third", "--keys", str(tmp_path / "keys"))
+    assert outside.rc == 0 and "would be committed" not in outside.stderr, outside.stderr

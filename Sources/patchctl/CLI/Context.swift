@@ -28,12 +28,18 @@ struct Context {
     init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) {
         self.environment = environment
         command = arguments.spec.words.joined(separator: " ")
-        dataDirectory = URL(fileURLWithPath: arguments.value("--data") ?? environment["HOTPATCH_DATA"] ?? "data", isDirectory: true)
+        // The option, the environment, then the project file's (relative to it), then ./data.
+        let project = try? ProjectFile.current.get()
+        dataDirectory = arguments.value("--data").map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? environment["HOTPATCH_DATA"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? project?.resolved(project?.data) ?? URL(fileURLWithPath: "data", isDirectory: true)
         // An explicit --data wins over an exported $HOTPATCH_DATABASE.
         databaseURL = arguments.value("--database") ?? (arguments.value("--data") == nil ? environment["HOTPATCH_DATABASE"] : nil)
         bothRegistries = arguments.value("--database") != nil && arguments.value("--data") != nil
         databaseArgument = arguments.value("--database")
-        keysDirectory = URL(fileURLWithPath: arguments.value("--keys") ?? environment["HOTPATCH_KEYS"] ?? "keys", isDirectory: true)
+        keysDirectory = arguments.value("--keys").map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? environment["HOTPATCH_KEYS"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? project?.resolved(project?.keys) ?? URL(fileURLWithPath: "keys", isDirectory: true)
         do { actor = try Actor.current(environment: environment) } catch { throw .failed(error.message) }
     }
 

@@ -8,8 +8,11 @@ import PatchCore
 ///
 /// `app` is the default `--app`, `patchesDirectory` (relative to the file's directory) holds
 /// bundles as `{patchesDirectory}/{app}/{appVersion}/main.js`, the optional `channel` is the
-/// default `--channel` of publish (else `production`), and the optional `server` is the
-/// default `--server` (after `--server` and `$HOTPATCH_SERVER`).
+/// default `--channel` of publish (else `production`), the optional `server` is the
+/// default `--server` (after `--server` and `$HOTPATCH_SERVER`), and the optional `data` and
+/// `keys` (relative to the file's directory) are the default `--data` and `--keys` (after the
+/// options and `$HOTPATCH_DATA`, `$HOTPATCH_KEYS`): a command run from any subdirectory of the
+/// app's repository finds the registry the way it finds the app.
 struct ProjectFile: Sendable {
     static let fileName = "hotpatch.json"
     static let maxSize = 64 << 10
@@ -19,10 +22,18 @@ struct ProjectFile: Sendable {
     let server: String?
     /// The channel `publish` uses when `--channel` is omitted.
     let channel: ChannelName?
+    /// The registry and key directories as written (relative to the file's directory).
+    var data: String? = nil
+    var keys: String? = nil
     /// Where the file is; `patchesDirectory` is relative to its directory.
     let location: URL
 
     var directory: URL { location.deletingLastPathComponent() }
+
+    /// `data` or `keys` resolved against the file's directory.
+    func resolved(_ path: String?) -> URL? {
+        path.map { URL(fileURLWithPath: $0, isDirectory: true, relativeTo: directory).standardizedFileURL }
+    }
 
     /// The bundle `publish` takes when FILE is omitted.
     func defaultBundle(appVersion: AppVersion) -> URL {
@@ -36,6 +47,8 @@ struct ProjectFile: Sendable {
         var out: [String: JSON] = ["app": .string(app.rawValue), "patchesDirectory": .string(patchesDirectory)]
         if let server { out["server"] = .string(server) }
         if let channel { out["channel"] = .string(channel.rawValue) }
+        if let data { out["data"] = .string(data) }
+        if let keys { out["keys"] = .string(keys) }
         return .object(out)
     }
 
@@ -71,7 +84,16 @@ struct ProjectFile: Sendable {
             guard let text = value.stringValue else { throw .failed("\(file): \"channel\" must be a string") }
             do { channel = try ChannelName(text) } catch { throw .failed("\(file): \(error.message)") }
         }
-        return ProjectFile(app: app, patchesDirectory: patches, server: server, channel: channel, location: url.standardizedFileURL)
+        var directories: [String: String] = [:]
+        for key in ["data", "keys"] {
+            guard let value = json[key], !value.isNull else { continue }
+            guard let text = value.stringValue, !text.isEmpty else { throw .failed("\(file): \"\(key)\" must be a non-empty string (a directory)") }
+            directories[key] = text
+        }
+        var project = ProjectFile(app: app, patchesDirectory: patches, server: server, channel: channel, location: url.standardizedFileURL)
+        project.data = directories["data"]
+        project.keys = directories["keys"]
+        return project
     }
 
     /// The project file of the current directory, read once per process.

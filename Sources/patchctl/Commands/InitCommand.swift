@@ -10,6 +10,8 @@ struct InitCommand: Command {
                                             .value("--patches", "DIR", "directory holding {app}/{appVersion}/main.js, relative to this one (default patches)"),
                                             .value("--server", "URL", "the patchd server remote commands use by default"),
                                             .value("--channel", "NAME", "the channel publish uses by default (default production)"),
+                                            .value("--data", "DIR", "the registry directory commands here and below use by default, relative to this one"),
+                                            .value("--keys", "DIR", "the key directory commands here and below use by default, relative to this one (keep it outside the repository)"),
                                             .flag("--force", "replace an existing hotpatch.json"),
                                             .flag("--json", "print JSON")])
 
@@ -24,7 +26,10 @@ struct InitCommand: Command {
         if FileManager.default.fileExists(atPath: location.path), !arguments.flag("--force") {
             throw .failed("\(location.path) already exists; give --force to replace it")
         }
-        let project = ProjectFile(app: app, patchesDirectory: patches, server: server, channel: try arguments.channel(), location: location)
+        var project = ProjectFile(app: app, patchesDirectory: patches, server: server, channel: try arguments.channel(), location: location)
+        for option in ["--data", "--keys"] where arguments.value(option)?.isEmpty == true { throw .usage("\(option) must not be empty") }
+        project.data = arguments.value("--data")
+        project.keys = arguments.value("--keys")
         do { try DurableFile.replace(location, with: Array((project.json.canonicalString + "\n").utf8)) } catch {
             throw .failed("cannot write \(location.path): \(error)")
         }
