@@ -2,7 +2,7 @@ import Foundation
 import PatchCore
 
 /// A patchd server (or a static mirror of its layout) as the updater reads it:
-/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}`, through the client's HTTP
+/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}` (`APIOperation.repositoryRoot`), through the client's HTTP
 /// fetcher: redirects are never followed, and a transfer stops the moment its `DownloadBody`
 /// refuses more. `patchctl verify --server` reads servers through it too, so CI and devices
 /// meet a server with the same limits.
@@ -24,21 +24,23 @@ public struct HTTPRepository: RepositoryFetcher {
     }
 
     /// `{server}/v1/apps/{app}`.
-    private var appBase: String {
+    private var appBase: String { serverBase + APIOperation.repositoryRoot(app: app.rawValue) }
+
+    private var serverBase: String {
         var base = server.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return "\(base)/v1/apps/\(app.rawValue)"
+        return base
     }
 
     /// `POST {server}/v1/apps/{app}/reports` with a JSON body; the answer's body is kept up
     /// to `limit` bytes (a 202 is a few dozen).
     func postReports(_ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
-        try await post("reports", body, headers: headers, limit: limit)
+        try await post(.postReports, body, headers: headers, limit: limit)
     }
 
-    /// `POST {server}/v1/apps/{app}/{leaf}` with a JSON body (reports, devices).
-    func post(_ leaf: String, _ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
-        let location = "\(appBase)/\(leaf)"
+    /// A POST of the app's with a JSON body (`postReports`, `registerDevice`).
+    func post(_ operation: APIOperation, _ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
+        let location = serverBase + operation.path(["app": app.rawValue])
         guard let url = URL(string: location) else { throw .network("bad server URL \(location)") }
         let answer = DownloadBody(limit: limit)
         var all = headers

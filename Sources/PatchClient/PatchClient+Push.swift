@@ -20,16 +20,16 @@ extension PatchClient {
         let hex = token.map { String(format: "%02x", $0) }.joined()
         let body = JSON.object(["token": .string(hex), "environment": .string(environment.rawValue),
                                 "appVersion": .string(configuration.appVersion.rawValue), "channel": .string(configuration.channel.rawValue)])
-        let location = "devices"
         let answer: (head: FetchHead, body: [UInt8])
-        do { answer = try await repository.post(location, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
+        do { answer = try await repository.post(.registerDevice, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
             switch error {
             case .network(let message), .unreadable(let message): throw .network(message)
             default: throw .network("\(error)")
             }
         }
         guard answer.head.status == 200 || answer.head.status == 201 else {
-            throw .server(status: answer.head.status, url: location, message: PatchClient.serverMessage(answer.body))
+            throw .server(status: answer.head.status, url: APIOperation.registerDevice.path(["app": configuration.app.rawValue]),
+                          message: PatchClient.serverMessage(answer.body))
         }
     }
 

@@ -198,11 +198,13 @@ public struct ServedTarget: Sendable {
     public let key: PatchKey
 }
 
-/// What a fixed URL of an app leads to, found by one dictionary lookup of the request path.
+/// What a fixed URL of an app leads to, found by one dictionary lookup of the request path:
+/// a cache of routing (`getMetadata`, the `get…Target` operations, `checkPatch`). The routed
+/// handlers answer through the same `PatchService.answer`, so the cache holds no rule.
 public struct PublishedFile: Sendable {
     public enum Kind: Sendable {
-        /// A metadata or target file; timestamp.json (`isCheck`) is subject to the per-device interval.
-        case file(HTTPResponse, isCheck: Bool)
+        /// A metadata file (`getMetadata`) by name; timestamp.json is subject to the per-device interval.
+        case metadata(name: String)
         /// A patch bundle, under one of its hashes.
         case target(ServedTarget)
         /// The simple check of an app version with listed patches.
@@ -211,6 +213,15 @@ public struct PublishedFile: Sendable {
 
     public let app: AppCatalog
     public let kind: Kind
+
+    /// The metric of the operation it answers.
+    var metric: Metrics.Route {
+        switch kind {
+        case .metadata: return .metadata
+        case .target: return .target
+        case .simpleCheck: return .check
+        }
+    }
 }
 
 /// The current catalogs of all apps. Replaced whole per app on every change.
@@ -237,24 +248,29 @@ public final class Catalog: Sendable {
     /// something away: a listed patch gone (`withdrawn`).
     @discardableResult
     func install(_ catalog: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
-        let prefix = "/v1/apps/\(catalog.app)/"
+        // The operation table's paths: the TUF layout under the app's repository root, and
+        // the simple check (OperationTableTests holds the templates to this layout).
+        let root = APIOperation.repositoryRoot(app: catalog.app.rawValue) + "/"
+        let metadataPath = { (name: String) in root + RepositoryFile.metadata(name).relativePath }
+        let targetPath = { (path: String) in root + RepositoryFile.target(path).relativePath }
+        let checkPath = { (version: String) in APIOperation.checkPatch.path(["app": catalog.app.rawValue, "appVersion": version]) }
         var files: [String: PublishedFile] = [:]
-        for (name, response) in catalog.metadata {
-            files[prefix + "metadata/" + name] = PublishedFile(app: catalog, kind: .file(response, isCheck: name == "timestamp.json"))
+        for name in catalog.metadata.keys {
+            files[metadataPath(name)] = PublishedFile(app: catalog, kind: .metadata(name: name))
         }
         for (path, target) in catalog.targets {
-            files[prefix + "targets/" + path] = PublishedFile(app: catalog, kind: .target(target))
+            files[targetPath(path)] = PublishedFile(app: catalog, kind: .target(target))
         }
         for version in catalog.versions.keys {
-            files[prefix + "versions/" + version + "/patch"] = PublishedFile(app: catalog, kind: .simpleCheck(version: version))
+            files[checkPath(version)] = PublishedFile(app: catalog, kind: .simpleCheck(version: version))
         }
         return state.withLock { state in
             var withdrawn: [(appVersion: String, channel: ChannelName)] = []
             if let old = state.apps[catalog.app] {
                 withdrawn = AppCatalog.withdrawn(from: old, to: catalog)
-                for name in old.metadata.keys { state.files[prefix + "metadata/" + name] = nil }
-                for path in old.targets.keys { state.files[prefix + "targets/" + path] = nil }
-                for version in old.versions.keys { state.files[prefix + "versions/" + version + "/patch"] = nil }
+                for name in old.metadata.keys { state.files[metadataPath(name)] = nil }
+                for path in old.targets.keys { state.files[targetPath(path)] = nil }
+                for version in old.versions.keys { state.files[checkPath(version)] = nil }
             }
             state.apps[catalog.app] = catalog
             state.files.merge(files) { _, new in new }

@@ -639,6 +639,47 @@ window.addEventListener("hashchange", () => { notice(""); render().then(() => { 
 render();
 
 """#),
+        ("operations.js", "text/javascript; charset=utf-8", #"""
+// Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) by
+// `make operations-js`; OperationTableTests fails when it differs. api.js builds every URL
+// from it, so the console spells no route of its own.
+export const operations = Object.freeze({
+  health: Object.freeze({ method: "GET", path: "/healthz", scope: "anyone" }),
+  metrics: Object.freeze({ method: "GET", path: "/metrics", scope: "anyone" }),
+  getMetadata: Object.freeze({ method: "GET", path: "/v1/apps/{app}/metadata/{file}", scope: "anyone" }),
+  getTarget: Object.freeze({ method: "GET", path: "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.js", scope: "anyone" }),
+  getChannelTarget: Object.freeze({ method: "GET", path: "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.js", scope: "anyone" }),
+  getConditionalTarget: Object.freeze({ method: "GET", path: "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.conditional.js", scope: "anyone" }),
+  getChannelConditionalTarget: Object.freeze({ method: "GET", path: "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.conditional.js", scope: "anyone" }),
+  promotePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/promote", scope: "publisher" }),
+  rollBackTo: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/rollback", scope: "publisher" }),
+  checkPatch: Object.freeze({ method: "GET", path: "/v1/apps/{app}/versions/{appVersion}/patch", scope: "anyone" }),
+  publishPatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/patches", scope: "publisher" }),
+  listPatches: Object.freeze({ method: "GET", path: "/v1/apps/{app}/patches", scope: "auditor" }),
+  appStatus: Object.freeze({ method: "GET", path: "/v1/apps/{app}/status", scope: "auditor" }),
+  postReports: Object.freeze({ method: "POST", path: "/v1/apps/{app}/reports", scope: "anyone" }),
+  registerDevice: Object.freeze({ method: "POST", path: "/v1/apps/{app}/devices", scope: "anyone" }),
+  appStats: Object.freeze({ method: "GET", path: "/v1/apps/{app}/stats", scope: "auditor" }),
+  setGuard: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/guard", scope: "publisher" }),
+  removeGuard: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/guard", scope: "publisher" }),
+  setSchedule: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule", scope: "publisher" }),
+  revokeVersion: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/revoke", scope: "publisher" }),
+  revokePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke", scope: "publisher" }),
+  setRollout: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout", scope: "publisher" }),
+  getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
+  listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
+  listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
+  whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
+  patchScript: Object.freeze({ method: "GET", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script", scope: "auditor" }),
+  rootRedirect: Object.freeze({ method: "GET", path: "/", scope: "anyone" }),
+  consoleRedirect: Object.freeze({ method: "GET", path: "/console", scope: "anyone" }),
+  consoleIndex: Object.freeze({ method: "GET", path: "/console/", scope: "anyone" }),
+  consoleFile: Object.freeze({ method: "GET", path: "/console/{file}", scope: "anyone" }),
+  getJSPatchPackage: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/{package}.zip", scope: "anyone" }),
+  getJSPatchLatest: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/latest", scope: "anyone" }),
+});
+
+"""#),
         ("page-app.js", "text/javascript; charset=utf-8", #"""
 // One app: versions × channels with what each serves, adoption, guards; then every patch.
 import { api } from "./api.js";

@@ -52,7 +52,7 @@ struct ConsoleSite: Sendable {
     }
 
     /// `/` and `/console` send a browser to the console.
-    static let redirect = HTTPResponse(status: 302, headers: [("Location", "/console/"), ("Cache-Control", "no-cache"),
+    static let redirect = HTTPResponse(status: 302, headers: [("Location", APIOperation.consoleIndex.path([:])), ("Cache-Control", "no-cache"),
                                                               ("Content-Type", "text/plain; charset=utf-8")],
                                        body: Array("the console is at /console/\n".utf8), prepared: true)
 }

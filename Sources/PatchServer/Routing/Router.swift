@@ -1,7 +1,8 @@
+import PatchCore
 import PatchRegistry
 
 /// What routing found for a request: the path parameters captured by the pattern
-/// (`:app` → `params["app"]`) and, for routes that need one, the caller's token, checked
+/// (`{app}` → `params["app"]`) and, for routes that need one, the caller's token, checked
 /// from the request head before any body was read.
 public struct PathParameters: Sendable {
     var values: [String: String] = [:]
@@ -9,13 +10,23 @@ public struct PathParameters: Sendable {
     public subscript(name: String) -> String { values[name] ?? "" }
 }
 
-/// Who may use a route. Checked from the request head, before any body byte is read.
+/// Who may use a route: its operation's scope (`APIOperation.Scope`) as patchd checks it.
+/// Checked from the request head, before any body byte is read.
 public enum RouteAccess: Sendable {
     case anyone
     /// Any known token; the handler decides what it may see.
     case token
-    /// A token that may act as this role on the route's `:app`.
+    /// A token that may act as this role on the route's `{app}`.
     case role(TokenRole)
+
+    init(_ scope: APIOperation.Scope) {
+        switch scope {
+        case .anyone: self = .anyone
+        case .token: self = .token
+        case .auditor: self = .role(.auditor)
+        case .publisher: self = .role(.publisher)
+        }
+    }
 }
 
 /// Matches method and path segments to handlers. Knows nothing of sockets: it turns an
@@ -25,8 +36,8 @@ public struct Router<Context>: Sendable {
     public typealias Handler = @Sendable (Context, HTTPRequest, PathParameters) throws(HTTPError) -> HTTPResponse
 
     public struct Route: Sendable {
-        let method: String
-        let segments: [String]
+        public let operation: APIOperation
+        let segments: [APIOperation.Segment]
         public let metric: Metrics.Route
         public let access: RouteAccess
         /// Request-body bytes the route takes: 0 for routes that take none.
@@ -38,14 +49,13 @@ public struct Router<Context>: Sendable {
 
     public init() {}
 
-    /// Adds a route. `pattern` segments starting with `:` capture one segment; a last
-    /// segment like `:hash.main.js` captures what precedes the literal suffix. A pattern
-    /// ending in `/` (`/`, `/console/`, a directory's index) matches only with that slash.
-    public mutating func add(_ method: String, _ pattern: String, metric: Metrics.Route, access: RouteAccess = .anyone, body bodyLimit: Int = 0,
-                             _ handler: @escaping Handler) {
-        var segments = pattern.split(separator: "/").map(String.init)
-        if pattern.hasSuffix("/") { segments.append("") }
-        routes.append(Route(method: method, segments: segments, metric: metric, access: access, bodyLimit: bodyLimit, handler: handler))
+    /// Adds the route of `operation`: its method, its path (`{name}` captures one segment,
+    /// `{hash}.main.js` what precedes the literal suffix, a path ending in `/` matches only
+    /// with that slash) and its scope all come from the operation table.
+    public mutating func add(_ operation: APIOperation, metric: Metrics.Route, body bodyLimit: Int = 0, _ handler: @escaping Handler) {
+        precondition(!routes.contains { $0.operation.id == operation.id }, "\(operation.id) is routed twice")
+        routes.append(Route(operation: operation, segments: operation.segments, metric: metric, access: RouteAccess(operation.scope),
+                            bodyLimit: bodyLimit, handler: handler))
     }
 
     public struct Match {
@@ -66,31 +76,20 @@ public struct Router<Context>: Sendable {
         var metric = Metrics.Route.unknown
         for route in routes {
             guard let params = Router.capture(route.segments, segments) else { continue }
-            if route.method == effective { return Match(metric: route.metric, result: .success((route, params))) }
-            allowed.append(route.method)
+            if route.operation.method == effective { return Match(metric: route.metric, result: .success((route, params))) }
+            allowed.append(route.operation.method)
             metric = route.metric
         }
         if allowed.isEmpty { return Match(metric: .unknown, result: .failure(.notFound())) }
         return Match(metric: metric, result: .failure(.methodNotAllowed(allowed.joined(separator: ", "))))
     }
 
-    static func capture(_ pattern: [String], _ segments: [String]) -> PathParameters? {
+    static func capture(_ pattern: [APIOperation.Segment], _ segments: [String]) -> PathParameters? {
         guard pattern.count == segments.count else { return nil }
         var params = PathParameters()
         for (p, s) in zip(pattern, segments) {
-            if p.hasPrefix(":") {
-                guard !s.isEmpty else { return nil }
-                let name = p.dropFirst()
-                if let dot = name.firstIndex(of: ".") {
-                    let suffix = String(name[dot...])
-                    guard s.hasSuffix(suffix), s.count > suffix.count else { return nil }
-                    params.values[String(name[..<dot])] = String(s.dropLast(suffix.count))
-                } else {
-                    params.values[String(name)] = s
-                }
-            } else if p != s {
-                return nil
-            }
+            guard let value = p.capture(Substring(s)) else { return nil }
+            if let name = p.parameter { params.values[name] = String(value) }
         }
         return params
     }

@@ -24,7 +24,7 @@ extension PatchService {
     /// scripts are public targets anyway; an encrypted app's are not served in the clear.
     func script(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = try PatchService.patchNumber(p["patch"])
         let bytes = try read { registry throws(RegistryError) -> [UInt8]? in
             guard let patch = try registry.patches(app: app, appVersion: version, activeOnly: false).first(where: { $0.number == number }) else {

@@ -10,7 +10,7 @@ extension PatchService {
     /// target download, not throttled per device.
     func jspatchPackage(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let (_, jspatch) = try jspatchCatalog(p["app"])
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = try PatchService.jspatchPackageNumber(p["package"])
         guard let response = jspatch.packages[JSPatchCatalog.key(version.rawValue, number)] else {
             throw .notFound("no package v\(number).zip for \(version) (revoked, superseded, paused or never published)")
@@ -25,7 +25,7 @@ extension PatchService {
     /// check's `If-None-Match` does — a number names one patch of a version, never reused.
     func jspatchLatest(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let (app, jspatch) = try jspatchCatalog(p["app"])
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         try throttleDevice(request, catalog: app, scope: (version.rawValue, .production))
         let running = try request.header("X-JSPatch-Version").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
         let etags = app.versions[version.rawValue]?.filter { $0.channel == .production && $0.number == running }.map(\.etag) ?? []

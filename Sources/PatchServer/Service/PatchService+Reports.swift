@@ -152,7 +152,7 @@ extension PatchService {
     func setSchedule(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = try PatchService.patchNumber(p["patch"])
         let body: JSON
         do { body = try JSONParser.parse(request.body, maxLength: PatchService.guardBodyLimit) } catch { throw .badRequest("body must be JSON: \(error)") }

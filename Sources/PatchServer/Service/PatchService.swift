@@ -58,7 +58,7 @@ public final class PatchService: HTTPResponder {
     public let pushQuota: IPRateLimiter
     let configuration: ServiceConfiguration
     let log: @Sendable (String) -> Void
-    private let router: Router<PatchService>
+    let router: Router<PatchService>
     private let lastDataVersion = AtomicCounter(-1)
     /// When the last reload of the registry began (monotonic microseconds; written under the
     /// registry lock): what `catchUp` asks to know whether a reload already covers a miss.
@@ -118,37 +118,19 @@ public final class PatchService: HTTPResponder {
     /// without a body is answered here; one with a body that passed is read, then finished.
     public func admit(_ request: HTTPRequest) -> HTTPAdmission {
         let started = IPRateLimiter.monotonicTime()
-        // Fast path for the TUF files and the simple check, the bulk of traffic: one lookup of
-        // the whole path in the prepared catalog, then the same limits the routed handlers apply.
+        // The TUF files and the simple check, the bulk of traffic: routing cached as one lookup
+        // of the whole path in the prepared catalog (`PublishedFile`), then the same limits
+        // and the same `answer` the routed handlers use.
         if request.method == "GET" || request.method == "HEAD", let file = catalog.file(at: request.path) {
             let response: HTTPResponse
-            let route: Metrics.Route
-            switch file.kind {
-            case .file(_, let isCheck): route = isCheck || request.path.contains("/metadata/") ? .metadata : .target
-            case .target: route = .target
-            case .simpleCheck: route = .check
-            }
             do throws(HTTPError) {
                 try limitIP(request, app: file.app)
                 try refuseBody(request, limit: 0)
-                switch file.kind {
-                case .file(let prepared, let isCheck):
-                    if isCheck, let caughtUp = try caughtUpForPush(request, file.app) {
-                        try throttleDevice(request, catalog: caughtUp)
-                        response = caughtUp.metadata["timestamp.json"] ?? prepared
-                    } else {
-                        if isCheck { try throttleDevice(request, catalog: file.app) } else if route == .metadata { try checkMetadataHeaders(request) }
-                        response = prepared
-                    }
-                case .target(let target):
-                    response = try receipted(target, of: file.app.app, request)
-                case .simpleCheck(let version):
-                    response = try check(request, app: file.app, version: version)
-                }
+                response = try answer(request, file)
             } catch {
                 response = error.response
             }
-            return .answer(record(response, route: route, since: started))
+            return .answer(record(response, route: file.metric, since: started))
         }
         let match = router.match(method: request.method, path: request.path)
         switch match.result {

@@ -6,45 +6,45 @@ extension PatchService {
     /// Every route of the v1 API (documented in docs/openapi.yaml and docs/PROTOCOL.md).
     static func routes() -> Router<PatchService> {
         var r = Router<PatchService>()
-        r.add("GET", "/healthz", metric: .health) { s, _, _ throws(HTTPError) in try s.health() }
-        r.add("GET", "/metrics", metric: .metrics) { s, _, _ in s.renderMetrics() }
-        r.add("GET", "/v1/apps/:app/metadata/:file", metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
-        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
-        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
-        r.add("GET", "/v1/apps/:app/targets/:version/:patch/:hash.main.conditional.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
-        r.add("GET", "/v1/apps/:app/targets/:channel/:version/:patch/:hash.main.conditional.js", metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
-        r.add("GET", "/v1/apps/:app/versions/:version/patch", metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
-        r.add("POST", "/v1/apps/:app/patches", metric: .publish, access: .role(.publisher), body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/promote", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.promote(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/rollback", metric: .publish, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.rollBack(q, p) }
-        r.add("GET", "/v1/apps/:app/patches", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.list(q, p) }
-        r.add("GET", "/v1/apps/:app/status", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.status(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/revoke", metric: .revoke, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add("POST", "/v1/apps/:app/versions/:version/patches/:patch/rollout", metric: .rollout, access: .role(.publisher),
+        r.add(.health, metric: .health) { s, _, _ throws(HTTPError) in try s.health() }
+        r.add(.metrics, metric: .metrics) { s, _, _ in s.renderMetrics() }
+        r.add(.getMetadata, metric: .metadata) { s, q, p throws(HTTPError) in try s.metadata(q, p) }
+        r.add(.getTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
+        r.add(.getChannelTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: false) }
+        r.add(.getConditionalTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
+        r.add(.getChannelConditionalTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
+        r.add(.checkPatch, metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
+        r.add(.publishPatch, metric: .publish, body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
+        r.add(.promotePatch, metric: .publish) { s, q, p throws(HTTPError) in try s.promote(q, p) }
+        r.add(.rollBackTo, metric: .publish) { s, q, p throws(HTTPError) in try s.rollBack(q, p) }
+        r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
+        r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
+        r.add(.revokeVersion, metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
+        r.add(.revokePatch, metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
+        r.add(.setRollout, metric: .rollout,
               body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
-        r.add("POST", "/v1/apps/:app/reports", metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
-        r.add("POST", "/v1/apps/:app/devices", metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
-        r.add("GET", "/v1/apps/:app/stats", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.stats(q, p) }
-        r.add("PUT", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher), body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
-        r.add("DELETE", "/v1/apps/:app/guard", metric: .guards, access: .role(.publisher)) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
-        r.add("PUT", "/v1/apps/:app/versions/:version/patches/:patch/schedule", metric: .rollout, access: .role(.publisher),
+        r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
+        r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
+        r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
+        r.add(.setGuard, metric: .guards, body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
+        r.add(.removeGuard, metric: .guards) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
+        r.add(.setSchedule, metric: .rollout,
               body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
-        r.add("GET", "/v1/audit", metric: .audit, access: .token) { s, q, p throws(HTTPError) in try s.audit(q, p) }
+        r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
-        r.add("GET", "/v1/apps", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.apps(q, p) }
-        r.add("GET", "/v1/tokens", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.tokens(q, p) }
-        r.add("GET", "/v1/whoami", metric: .list, access: .token) { s, q, p throws(HTTPError) in try s.whoami(q, p) }
-        r.add("GET", "/v1/apps/:app/versions/:version/patches/:patch/script", metric: .list, access: .role(.auditor)) { s, q, p throws(HTTPError) in try s.script(q, p) }
+        r.add(.listApps, metric: .list) { s, q, p throws(HTTPError) in try s.apps(q, p) }
+        r.add(.listTokens, metric: .list) { s, q, p throws(HTTPError) in try s.tokens(q, p) }
+        r.add(.whoami, metric: .list) { s, q, p throws(HTTPError) in try s.whoami(q, p) }
+        r.add(.patchScript, metric: .list) { s, q, p throws(HTTPError) in try s.script(q, p) }
         // The web console (PatchService+Console.swift): static files, and `/` sends a browser there.
-        r.add("GET", "/", metric: .console) { _, _, _ in ConsoleSite.redirect }
-        r.add("GET", "/console", metric: .console) { _, _, _ in ConsoleSite.redirect }
-        r.add("GET", "/console/", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
-        r.add("GET", "/console/:file", metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
+        r.add(.rootRedirect, metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add(.consoleRedirect, metric: .console) { _, _, _ in ConsoleSite.redirect }
+        r.add(.consoleIndex, metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
+        r.add(.consoleFile, metric: .console) { s, q, p throws(HTTPError) in try s.consoleFile(q, p) }
         // JSPatch Loader compatibility (PatchService+JSPatch.swift), counted as a download and a check.
-        r.add("GET", "/jspatch/:app/:version/:package.zip", metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
-        r.add("GET", "/jspatch/:app/:version/latest", metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
+        r.add(.getJSPatchPackage, metric: .target) { s, q, p throws(HTTPError) in try s.jspatchPackage(q, p) }
+        r.add(.getJSPatchLatest, metric: .check) { s, q, p throws(HTTPError) in try s.jspatchLatest(q, p) }
         return r
     }
 
@@ -85,22 +85,40 @@ extension PatchService {
     // MARK: TUF repository
 
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        var app = try appCatalog(p["app"])
-        if p["file"] == "timestamp.json" {
-            app = try caughtUpForPush(request, app) ?? app
-            try throttleDevice(request, catalog: app)
-        } else {
-            try checkMetadataHeaders(request)
-        }
-        if let response = app.metadata[p["file"]] { return response }
+        let app = try appCatalog(p["app"])
+        if app.metadata[p["file"]] != nil { return try answer(request, PublishedFile(app: app, kind: .metadata(name: p["file"]))) }
         // A versioned file this instance does not have yet may have been committed through
         // another instance a moment ago (the device's timestamp came from there): caught up
         // before the 404, so a sync split across instances does not fail on the one behind.
+        try checkMetadataHeaders(request)
         if app.mayBeNewer(metadata: p["file"]) {
             catchUp(missedAt: IPRateLimiter.monotonicTime())
-            if let response = try appCatalog(p["app"]).metadata[p["file"]] { return response }
+            let now = try appCatalog(p["app"])
+            if now.metadata[p["file"]] != nil { return try answer(request, PublishedFile(app: now, kind: .metadata(name: p["file"]))) }
         }
         throw .notFound("no metadata file \"\(p["file"].debugSanitized)\"")
+    }
+
+    /// One file of the catalog, found by the fast path's lookup or by a route: the per-device
+    /// interval and a push's catch-up for timestamp.json (the device's check), the metadata
+    /// headers for the other metadata, a receipt with a target.
+    func answer(_ request: HTTPRequest, _ file: PublishedFile) throws(HTTPError) -> HTTPResponse {
+        switch file.kind {
+        case .metadata(let name):
+            var app = file.app
+            if name == "timestamp.json" {
+                app = try caughtUpForPush(request, app) ?? app
+                try throttleDevice(request, catalog: app)
+            } else {
+                try checkMetadataHeaders(request)
+            }
+            guard let response = app.metadata[name] ?? file.app.metadata[name] else { throw .notFound("no metadata file \"\(name)\"") }
+            return response
+        case .target(let target):
+            return try receipted(target, of: file.app.app, request)
+        case .simpleCheck(let version):
+            return try check(request, app: file.app, version: version)
+        }
     }
 
     /// A target the catalog's prepared paths (the fast path in `admit`) did not have: one
@@ -108,7 +126,7 @@ extension PatchService {
     /// `conditional`: a `….main.conditional.js` target (a patch with delivery conditions).
     func target(_ request: HTTPRequest, _ p: PathParameters, conditional: Bool) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = try PatchService.patchNumber(p["patch"])
         let channel = try p.values["channel"].map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         // Production targets have no channel component (PatchTargetInfo): one URL per bundle.
@@ -116,10 +134,11 @@ extension PatchService {
         let file = conditional ? PatchTargetInfo.conditionalFileName : "main.js"
         let path = PatchTargetInfo.path(appVersion: version.rawValue, channel: channel, patch: number, conditional: conditional)
         let name = String(path.dropLast(file.count)) + "\(p["hash"]).\(file)"
-        if let target = app.targets[name] { return try receipted(target, of: app.app, request) }
+        if let target = app.targets[name] { return try answer(request, PublishedFile(app: app, kind: .target(target))) }
         if app.mayBeNewer(patch: number, of: version) {
             catchUp(missedAt: IPRateLimiter.monotonicTime())
-            if let target = try appCatalog(p["app"]).targets[name] { return try receipted(target, of: app.app, request) }
+            let now = try appCatalog(p["app"])
+            if let target = now.targets[name] { return try answer(request, PublishedFile(app: now, kind: .target(target))) }
         }
         throw .notFound("no such target (revoked, or never published)")
     }
@@ -127,7 +146,8 @@ extension PatchService {
     // MARK: The simple check
 
     func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        try check(request, app: try appCatalog(p["app"]), version: try appVersion(p["version"]).rawValue)
+        let app = try appCatalog(p["app"])
+        return try answer(request, PublishedFile(app: app, kind: .simpleCheck(version: try appVersion(p["appVersion"]).rawValue)))
     }
 
     /// The simple check once app and version are known (routed, or found by path in the catalog).
@@ -230,7 +250,7 @@ extension PatchService {
     func promote(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         guard let rawFrom = request.query("from"), let rawTo = request.query("to") else { throw .badRequest("from and to query parameters are required") }
         let from = try PatchService.channel(rawFrom)
         let to = try PatchService.channel(rawTo)
@@ -254,7 +274,7 @@ extension PatchService {
     func rollBack(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         guard let rawTo = request.query("to") else { throw .badRequest("the to query parameter (the patch to go back to) is required") }
         let number = try PatchService.patchNumber(rawTo)
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
@@ -276,7 +296,7 @@ extension PatchService {
     func revoke(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) }
         let dryRun = try PatchService.flag(request, "dryRun")
@@ -291,7 +311,7 @@ extension PatchService {
     func rollout(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let version = try appVersion(p["version"])
+        let version = try appVersion(p["appVersion"])
         let number = try PatchService.patchNumber(p["patch"])
         let body: JSON
         do { body = try JSONParser.parse(request.body, maxLength: PatchService.rolloutBodyLimit) } catch { throw .badRequest("body must be JSON like {\"percent\": 50}: \(error)") }

@@ -7,7 +7,7 @@ import PatchRegistry
 enum DeviceFigures {
     /// The stats of one app, the same JSON either way.
     static func stats(app: AppName, remote: Remote?, registry: Registry?) throws(CLIError) -> JSON {
-        if let remote { return try remote.json("GET", "/v1/apps/\(app)/stats", query: ["hours": "1"]) }
+        if let remote { return try remote.json(.appStats, ["app": app.rawValue], query: ["hours": "1"]) }
         guard let registry else { throw .failed("no registry to read the figures of \(app) from") }
         do { return try registry.reportStats(app: app, hours: 1).json } catch { throw error.cliError }
     }

@@ -13,7 +13,7 @@ enum NowServed {
     /// The version's patches as the split needs them, from the registry or a server's listing.
     static func entries(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing.Entry] {
         if let remote {
-            let listing = try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": "false"]).arrayValue ?? []
+            let listing = try remote.json(.listPatches, ["app": app.rawValue], query: ["active": "false"]).arrayValue ?? []
             return listing.filter { $0["appVersion"]?.stringValue == version.rawValue }.compactMap(VersionServing.Entry.init(listing:))
         }
         guard let registry else { throw .failed("no registry to read what \(app) \(version) serves") }

@@ -49,11 +49,12 @@ struct Remote {
     /// all. patchd answers both before it changes anything (a busy registry rolls back; the
     /// limits refuse from the head), so a publish is never applied twice. Transport failures
     /// are "could not run" (exit 2).
-    func send(_ method: String, _ path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8]? = nil,
-              timeout: TimeInterval = 30) throws(CLIError) -> Response {
+    /// `operation` with its path parameters `values` (the operation table builds the URL).
+    func send(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:],
+              body: [UInt8]? = nil, timeout: TimeInterval = 30) throws(CLIError) -> Response {
         var waited = 0
         for attempt in 1... {
-            let response = try sendOnce(method, path, query: query, headers: headers, body: body, timeout: timeout)
+            let response = try sendOnce(operation.method, operation.target(values, query: query), headers: headers, body: body, timeout: timeout)
             guard response.status == 429 || response.status == 503, attempt < Remote.maxTries else { return response }
             let delay = Remote.retryDelay(response.headers["retry-after"])
             guard let delay, waited + delay <= Remote.maxRetryWait else { return response }
@@ -73,12 +74,12 @@ struct Remote {
         return seconds >= Double(Int.max / 4) ? Int.max / 2 : Int(seconds.rounded(.up))
     }
 
-    private func sendOnce(_ method: String, _ path: String, query: [String: String], headers extra: [String: String], body: [UInt8]?,
+    /// `target`: the path and query, already encoded (`Operation.target`).
+    private func sendOnce(_ method: String, _ target: String, headers extra: [String: String], body: [UInt8]?,
                           timeout: TimeInterval) throws(CLIError) -> Response {
-        var components = URLComponents(url: base, resolvingAgainstBaseURL: false)!
-        components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + path
-        if !query.isEmpty { components.queryItems = query.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) } }
-        guard let url = components.url else { throw .usage("cannot build a URL for \(path.pathSanitized)") }
+        var prefix = base.absoluteString
+        while prefix.hasSuffix("/") { prefix.removeLast() }
+        guard let url = URL(string: prefix + target) else { throw .usage("cannot build a URL for \(target.pathSanitized)") }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -105,8 +106,9 @@ struct Remote {
 
     /// Sends and returns the JSON body of a 2xx answer; any other answer becomes the
     /// server's own error message.
-    func json(_ method: String, _ path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8]? = nil) throws(CLIError) -> JSON {
-        let response = try send(method, path, query: query, headers: headers, body: body)
+    func json(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:],
+              body: [UInt8]? = nil) throws(CLIError) -> JSON {
+        let response = try send(operation, values, query: query, headers: headers, body: body)
         let parsed = try? JSONParser.parse(response.body)
         guard (200..<300).contains(response.status) else {
             let message = parsed?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"

@@ -36,7 +36,7 @@ enum StagedRollout {
     static func apply(_ plan: Plan, app: AppName, version: AppVersion, patch: Int, remote: Remote?, registry: Registry?, actor: Actor) throws(CLIError) -> JSON {
         if let remote {
             let body: JSON = ["steps": .array(plan.steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(plan.everySeconds))]
-            return try remote.json("PUT", "/v1/apps/\(app)/versions/\(version)/patches/\(patch)/schedule", body: body.canonicalBytes)
+            return try remote.json(.setSchedule, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)], body: body.canonicalBytes)
         }
         guard let registry else { throw .failed("no registry to schedule the rollout in") }
         do {

@@ -33,7 +33,7 @@ struct AppsGuardCommand: Command {
         var changed: Bool?
         if off {
             if let remote {
-                changed = try remote.json("DELETE", "/v1/apps/\(name)/guard", query: ["channel": channel.rawValue])["changed"]?.boolValue
+                changed = try remote.json(.removeGuard, ["app": name.rawValue], query: ["channel": channel.rawValue])["changed"]?.boolValue
             } else if let registry {
                 do { changed = try registry.removeGuard(app: name, channel: channel, actor: actor) } catch { throw error.cliError }
             }
@@ -41,7 +41,7 @@ struct AppsGuardCommand: Command {
             let devices = minDevices ?? 50, act = action ?? .halt
             if let remote {
                 let body: JSON = ["channel": .string(channel.rawValue), "maxRollbackRatePpm": .int(Int64(rate)), "minDevices": .int(Int64(devices)), "action": .string(act.rawValue)]
-                changed = try remote.json("PUT", "/v1/apps/\(name)/guard", body: body.canonicalBytes)["changed"]?.boolValue
+                changed = try remote.json(.setGuard, ["app": name.rawValue], body: body.canonicalBytes)["changed"]?.boolValue
             } else if let registry {
                 do { changed = try registry.setGuard(app: name, channel: channel, maxRollbackPPM: rate, minDevices: devices, action: act, actor: actor) != nil } catch { throw error.cliError }
             }

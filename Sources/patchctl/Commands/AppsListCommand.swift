@@ -23,7 +23,7 @@ struct AppsListCommand: Command {
 
     /// `GET /v1/apps`: the apps the server's token may read.
     static func remoteApps(_ remote: Remote) throws(CLIError) -> [JSON] {
-        guard let apps = try remote.json("GET", "/v1/apps").arrayValue else { throw .failed("the server's app listing is not a JSON array") }
+        guard let apps = try remote.json(.listApps).arrayValue else { throw .failed("the server's app listing is not a JSON array") }
         return apps
     }
 }

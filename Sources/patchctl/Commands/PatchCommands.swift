@@ -43,7 +43,7 @@ struct PublishCommand: Command {
             if dryRun { query["dryRun"] = "true" }
             if let message { query["message"] = message }
             let headers = conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
-            patch = try remote.json("POST", "/v1/apps/\(name)/patches", query: ExpectPatch.query(query, expected), headers: headers, body: bundle)
+            patch = try remote.json(.publishPatch, ["app": name.rawValue], query: ExpectPatch.query(query, expected), headers: headers, body: bundle)
         } else {
             do {
                 let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, channel: channel, rollout: rollout,
@@ -123,11 +123,12 @@ struct RevokeCommand: Command {
         var actor: Actor?
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
-            let path = number.map { "/v1/apps/\(name)/versions/\(version)/patches/\($0)/revoke" } ?? "/v1/apps/\(name)/versions/\(version)/revoke"
+            var values = ["app": name.rawValue, "appVersion": version.rawValue]
+            if let number { values["patch"] = String(number) }
             var query = message.map { ["message": $0] } ?? [:]
             if dryRun { query["dryRun"] = "true" }
             if let channel { query["channel"] = channel.rawValue }
-            revoked = try remote.json("POST", path, query: ExpectPatch.query(query, expected))
+            revoked = try remote.json(number == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expected))
         } else {
             let context = try Context(arguments: arguments)
             let local = try context.openRegistry()
@@ -187,7 +188,7 @@ struct RolloutCommand: Command {
         var local: Registry?
         if let remote {
             name = try AppDefault.resolve(arguments, registry: nil)
-            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/rollout",
+            patch = try remote.json(.setRollout, ["app": name.rawValue, "appVersion": version.rawValue, "patch": String(number)],
                                     query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expected),
                                     body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
         } else {
@@ -240,7 +241,7 @@ struct ListCommand: Command {
             var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
             if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
             var all: [JSON] = []
-            for app in names { all += try remote.json("GET", "/v1/apps/\(app)/patches", query: ["active": active ? "true" : "false"]).arrayValue ?? [] }
+            for app in names { all += try remote.json(.listPatches, ["app": app], query: ["active": active ? "true" : "false"]).arrayValue ?? [] }
             patches = all
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
@@ -326,7 +327,7 @@ struct AuditCommand: Command {
             var query = ["after": String(cursor), "limit": String(pageSize)]
             if let app { query["app"] = app.rawValue }
             if verify && chain == nil { query["verify"] = "true" }
-            let page = try remote.json("GET", "/v1/audit", query: query).objectValue ?? [:]
+            let page = try remote.json(.getAudit, query: query).objectValue ?? [:]
             events += page["events"]?.arrayValue ?? []
             if chain == nil { chain = page["chain"] }
             guard let next = page["next"]?.intValue else { break }

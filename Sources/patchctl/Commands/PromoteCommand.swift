@@ -38,7 +38,7 @@ struct PromoteCommand: Command {
             if dryRun { query["dryRun"] = "true" }
             if let number { query["patch"] = String(number) }
             if let message { query["message"] = message }
-            patch = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/promote", query: ExpectPatch.query(query, expected))
+            patch = try remote.json(.promotePatch, ["app": name.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expected))
         } else {
             let context = try Context(arguments: arguments)
             let registry = try context.openRegistry()

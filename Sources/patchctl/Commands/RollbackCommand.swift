@@ -62,7 +62,7 @@ struct RollbackCommand: Command {
                                               expectLive: expected, actor: context.actor).first?.json ?? .null
             } catch { throw error.cliError }
         } else if let remote {
-            revoked = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/patches/\(number)/revoke",
+            revoked = try remote.json(.revokePatch, ["app": name.rawValue, "appVersion": version.rawValue, "patch": String(number)],
                                       query: ExpectPatch.query(["channel": channel.rawValue], expected)).arrayValue?.first ?? .null
         } else {
             throw .failed("no registry and no server")
@@ -105,7 +105,7 @@ struct RollbackCommand: Command {
             var query = ["to": String(target), "channel": channel.rawValue]
             if let message { query["message"] = message }
             if dryRun { query["dryRun"] = "true" }
-            published = try remote.json("POST", "/v1/apps/\(name)/versions/\(version)/rollback", query: ExpectPatch.query(query, expected))
+            published = try remote.json(.rollBackTo, ["app": name.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expected))
         } else {
             throw .failed("no registry and no server")
         }

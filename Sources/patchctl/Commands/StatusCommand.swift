@@ -21,7 +21,7 @@ struct StatusCommand: Command {
             let projectApp = try ProjectFile.current.get()?.app
             var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
             if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
-            for app in names { apps.append(try remote.json("GET", "/v1/apps/\(app)/status")) }
+            for app in names { apps.append(try remote.json(.appStatus, ["app": app])) }
         } else {
             let registry = try Context(arguments: arguments).openRegistry()
             local = registry

@@ -12,7 +12,7 @@ struct TokensListCommand: Command {
         let tokens: [JSON]
         if let remote = try Remote.from(arguments) {
             // A token scoped to one app sees that app's tokens; one for every app sees all.
-            guard let listed = try remote.json("GET", "/v1/tokens", query: app.map { ["app": $0.rawValue] } ?? [:]).arrayValue else {
+            guard let listed = try remote.json(.listTokens, query: app.map { ["app": $0.rawValue] } ?? [:]).arrayValue else {
                 throw .failed("the server's token listing is not a JSON array")
             }
             tokens = listed

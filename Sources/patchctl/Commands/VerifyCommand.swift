@@ -62,7 +62,7 @@ struct VerifyCommand: Command {
     /// `not_found` "unknown app" for one it has not. (A server that says so falsely still
     /// fails the check, with exit 2 instead of 1.)
     private static func appIsUnknown(_ app: AppName, at server: URL) -> Bool {
-        guard let response = try? Remote(base: server, token: nil).send("GET", "/v1/apps/\(app)/metadata/1.root.json", timeout: 10),
+        guard let response = try? Remote(base: server, token: nil).send(.getMetadata, ["app": app.rawValue, "file": "1.root.json"], timeout: 10),
             response.status == 404, let body = try? JSONParser.parse(response.body) else { return false }
         return body["error"]?["code"]?.stringValue == "not_found" && body["error"]?["message"]?.stringValue?.hasPrefix("unknown app") == true
     }

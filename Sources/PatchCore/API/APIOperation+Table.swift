@@ -1,0 +1,77 @@
+/// Every operation of patchd's HTTP API (docs/openapi.yaml; the wire is docs/PROTOCOL.md).
+/// `OperationTableTests` holds openapi.yaml, console/operations.js and README's CLI reference
+/// to this table, and `RouteTableTests` holds patchd's router to it: an operation is added
+/// here first, and each of those fails until the others say the same.
+extension APIOperation {
+    // MARK: Health and metrics
+    public static let health = APIOperation("health", "GET", "/healthz")
+    public static let metrics = APIOperation("metrics", "GET", "/metrics")
+
+    // MARK: The TUF repository and the simple check (devices; no token)
+    public static let getMetadata = APIOperation("getMetadata", "GET", "/v1/apps/{app}/metadata/{file}", commands: ["fetch"])
+    public static let getTarget = APIOperation("getTarget", "GET", "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.js", commands: ["fetch"])
+    public static let getChannelTarget = APIOperation("getChannelTarget", "GET", "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.js",
+                                                   commands: ["fetch"])
+    public static let getConditionalTarget = APIOperation("getConditionalTarget", "GET",
+                                                       "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.conditional.js", commands: ["fetch"])
+    public static let getChannelConditionalTarget = APIOperation("getChannelConditionalTarget", "GET",
+                                                              "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.conditional.js",
+                                                              commands: ["fetch"])
+    public static let checkPatch = APIOperation("checkPatch", "GET", "/v1/apps/{app}/versions/{appVersion}/patch")
+
+    // MARK: Release operations (publisher tokens)
+    public static let publishPatch = APIOperation("publishPatch", "POST", "/v1/apps/{app}/patches", scope: .publisher,
+                                               audits: ["patch.publish", "rollout.schedule"], dryRun: true, commands: ["publish"])
+    public static let promotePatch = APIOperation("promotePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/promote", scope: .publisher,
+                                               audits: ["patch.promote", "rollout.schedule"], dryRun: true, commands: ["promote"])
+    public static let rollBackTo = APIOperation("rollBackTo", "POST", "/v1/apps/{app}/versions/{appVersion}/rollback", scope: .publisher,
+                                             audits: ["patch.rollback"], dryRun: true, commands: ["rollback"])
+    public static let revokeVersion = APIOperation("revokeVersion", "POST", "/v1/apps/{app}/versions/{appVersion}/revoke", scope: .publisher,
+                                                audits: ["patch.revoke"], dryRun: true, commands: ["revoke"])
+    public static let revokePatch = APIOperation("revokePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke",
+                                              scope: .publisher, audits: ["patch.revoke"], dryRun: true, commands: ["revoke", "rollback"])
+    public static let setRollout = APIOperation("setRollout", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout",
+                                             scope: .publisher, audits: ["patch.rollout", "rollout.schedule.stop"], dryRun: true, commands: ["rollout"])
+    public static let setSchedule = APIOperation("setSchedule", "PUT", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule",
+                                              scope: .publisher, audits: ["rollout.schedule"], commands: ["rollout"])
+    public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.set"],
+                                           commands: ["apps guard"])
+    public static let removeGuard = APIOperation("removeGuard", "DELETE", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.remove"],
+                                              commands: ["apps guard"])
+
+    // MARK: Reading (auditor tokens)
+    public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
+    public static let appStatus = APIOperation("appStatus", "GET", "/v1/apps/{app}/status", scope: .auditor, commands: ["status"])
+    public static let appStats = APIOperation("appStats", "GET", "/v1/apps/{app}/stats", scope: .auditor, commands: ["rollout", "status"])
+    public static let patchScript = APIOperation("patchScript", "GET", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script",
+                                              scope: .auditor)
+    public static let getAudit = APIOperation("getAudit", "GET", "/v1/audit", scope: .token, commands: ["audit"])
+    public static let listApps = APIOperation("listApps", "GET", "/v1/apps", scope: .token, commands: ["apps list"])
+    public static let listTokens = APIOperation("listTokens", "GET", "/v1/tokens", scope: .token, commands: ["tokens list"])
+    public static let whoami = APIOperation("whoami", "GET", "/v1/whoami", scope: .token)
+
+    // MARK: Device reports (no token; bounded bodies)
+    public static let postReports = APIOperation("postReports", "POST", "/v1/apps/{app}/reports")
+    public static let registerDevice = APIOperation("registerDevice", "POST", "/v1/apps/{app}/devices")
+
+    // MARK: The web console
+    public static let rootRedirect = APIOperation("rootRedirect", "GET", "/")
+    public static let consoleRedirect = APIOperation("consoleRedirect", "GET", "/console")
+    public static let consoleIndex = APIOperation("consoleIndex", "GET", "/console/")
+    public static let consoleFile = APIOperation("consoleFile", "GET", "/console/{file}")
+
+    // MARK: JSPatch Loader compatibility
+    public static let getJSPatchPackage = APIOperation("getJSPatchPackage", "GET", "/jspatch/{app}/{appVersion}/{package}.zip")
+    public static let getJSPatchLatest = APIOperation("getJSPatchLatest", "GET", "/jspatch/{app}/{appVersion}/latest")
+
+    /// The table, in docs/openapi.yaml's order.
+    public static let all: [APIOperation] = [
+        health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
+        promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
+        setGuard, removeGuard, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps, listTokens, whoami,
+        patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
+    ]
+
+    /// The operation with this `operationId`.
+    public static func named(_ id: String) -> APIOperation? { all.first { $0.id == id } }
+}
