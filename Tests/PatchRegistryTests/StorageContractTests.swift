@@ -81,6 +81,7 @@ struct StorageContractTests {
         let demoPage = try t.registry.auditEvents(app: demo, before: demoAll.last!.seq, limit: 2)
         #expect(demoPage.map(\.seq) == demoAll.dropLast().suffix(2).reversed().map(\.seq))
         #expect(try t.registry.auditEvents(app: nil, before: 1).isEmpty)
+        #expect(try t.registry.auditEvents(app: nil, before: all[4].seq, after: all[1].seq).map(\.seq) == [all[3].seq, all[2].seq])
     }
 
     @Test("APNs settings: stored with their key file, read back, replaced by a second set; a key that is not P-256 changes nothing")

@@ -186,7 +186,7 @@ struct RouterTests {
         }
     }
 
-    @Test("the audit listing pages newest first with `before`: seqs below it, descending, `next` the next `before`; combined with `after` or empty it is 400")
+    @Test("the audit listing pages newest first with `before`: seqs below it, descending, `next` the next `before`; with `after` only the seqs between; empty is 400")
     func auditPagingBackwards() throws {
         let f = try ServiceFixture()
         for n in 1...4 { #expect(f.publish("fix\(n)()").status == 201) }
@@ -215,8 +215,10 @@ struct RouterTests {
         #expect(demo["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } == [all[all.count - 2]])
         let first = try f.json(f.get("/v1/audit", headers: auth, query: ["before": "1"]))
         #expect(first["events"]?.arrayValue?.isEmpty == true && first["next"] == nil)
-        for query in [["before": ""], ["before": "0"], ["before": "01"], ["before": "-1"], ["before": "x"],
-                      ["before": "5", "after": "1"], ["before": "5", "after": "0"]] {
+        // With `after` as well, only the seqs between the two, still newest first.
+        let between = try f.json(f.get("/v1/audit", headers: auth, query: ["before": String(all[4]), "after": String(all[1])]))
+        #expect(between["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } == [all[3], all[2]])
+        for query in [["before": ""], ["before": "0"], ["before": "01"], ["before": "-1"], ["before": "x"], ["before": "5", "after": "-1"]] {
             #expect(f.get("/v1/audit", headers: auth, query: query).status == 400, "\(query)")
         }
     }

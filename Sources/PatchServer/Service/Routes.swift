@@ -328,18 +328,15 @@ extension PatchService {
         let verify = try PatchService.flag(request, "verify")
         let after = try PatchService.integer(request, "after", in: 0...Int64.max, default: 0)
         // `before` pages backwards, newest first (what the console shows); `next` is then the
-        // seq to pass as the next `before`. Both at once would be two cursors for one page.
+        // seq to pass as the next `before`, and an `after` with it bounds the walk from below.
         let before: Int64? = if request.query("before") != nil {
             try PatchService.integer(request, "before", in: 1...Int64.max, default: Int64.max)
         } else { nil }
-        if before != nil, request.query("after") != nil {
-            throw .badRequest("after and before cannot be combined: after pages oldest first, before newest first")
-        }
         let limit = Int(try PatchService.integer(request, "limit", in: 1...Int64(PatchService.auditPageLimit), default: Int64(PatchService.auditPageLimit)))
         let filter = app
         // One more than the page: whether it exists decides `next`, with no count query.
         var (events, chain) = try read { registry throws(RegistryError) in
-            let page = if let before { try registry.auditEvents(app: filter, before: before, limit: limit + 1) }
+            let page = if let before { try registry.auditEvents(app: filter, before: before, after: after, limit: limit + 1) }
                        else { try registry.auditEvents(app: filter, after: after, limit: limit + 1) }
             return (page, verify ? try registry.verifyAudit() : nil)
         }
