@@ -2,7 +2,7 @@
 // is offered to an auditor (canAct), and patchd refuses them anyway.
 import { api } from "./api.js";
 import { el } from "./dom.js";
-import { canAct, confirmAction } from "./shell.js";
+import { canAct, confirmAction, confirmKind } from "./shell.js";
 
 function where(p) {
   return [["App", p.app], ["Version", p.appVersion], ["Channel", p.channel], ["Patch", p.patch],
@@ -14,9 +14,12 @@ function button(action, label, p, onclick, kind = "") {
                         "aria-label": `${label}: ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch}`, onclick }, label);
 }
 
-function percentField(id, value) {
+/** The percentage field; with `from`, Confirm turns "danger" while the value would halt the
+ *  patch (0 %) and stays "primary" for any other change. */
+function percentField(id, value, from = null) {
+  const oninput = from === null ? null : event => confirmKind(event.target.value.trim() === "0" ? "danger" : "primary");
   return el("div", {}, el("label", { for: id }, "Rollout (percent of devices, 0–100)"),
-    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true }));
+    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true, oninput }));
 }
 
 function readPercent(id) {
@@ -26,49 +29,56 @@ function readPercent(id) {
   return n;
 }
 
+function reasonField(purpose) {
+  return el("div", {}, el("label", { for: "confirm-message" }, purpose),
+    el("input", { id: "confirm-message", type: "text", maxlength: 500 }));
+}
+
+const reason = () => document.getElementById("confirm-message").value.trim();
+
 const rolloutDone = r => r.changed ? `${r.app} ${r.appVersion} patch ${r.patch}: rollout ${r.from} % → ${r.rollout} %`
   : `${r.app} ${r.appVersion} patch ${r.patch}: rollout unchanged at ${r.rollout} %`;
 
-/** The buttons for one patch (rollout, halt or resume, revoke, promote); none for a
- *  revoked patch or a token that may not publish. */
+/** The buttons that apply to one patch, by its delivery: a live patch can have its rollout
+ *  changed, be halted, revoked or promoted; a halted one resumed, revoked or promoted; a
+ *  superseded one (every device already gets a newer patch) only revoked. None for a revoked
+ *  patch or a token that may not publish. */
 export function patchActions(p, channels = []) {
-  if (!canAct(p.app) || p.state !== "active") return null;
-  const buttons = [
-    button("rollout", "Change rollout", p, () => confirmAction({
+  if (!canAct(p.app) || p.state !== "active" || p.delivery === "revoked") return null;
+  const buttons = [];
+  if (p.delivery === "live") {
+    buttons.push(button("rollout", "Change rollout", p, () => confirmAction({
       title: "Change the rollout", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      extra: percentField("confirm-percent", p.rollout), confirmLabel: "Change rollout",
+      extra: percentField("confirm-percent", p.rollout, p.rollout), confirmLabel: "Change rollout", kind: "primary",
       run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
-    })),
-  ];
-  if (p.rollout > 0) {
+    })));
     buttons.push(button("halt", "Halt", p, () => confirmAction({
       title: "Halt this patch (rollout 0 %)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      confirmLabel: "Halt", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
+      confirmLabel: "Halt", kind: "danger", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
     }), "danger"));
-  } else {
+  } else if (p.delivery === "halted") {
     buttons.push(button("resume", "Resume", p, () => confirmAction({
       title: "Resume this patch", what: where(p).concat([["Rollout now", "0 % (halted)"]]),
-      extra: percentField("confirm-percent", 100), confirmLabel: "Resume",
+      extra: percentField("confirm-percent", 100, 0), confirmLabel: "Resume", kind: "primary",
       run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
     }), "primary"));
   }
   buttons.push(button("revoke", "Revoke", p, () => confirmAction({
     title: "Revoke this patch", what: where(p),
-    extra: el("div", {}, el("label", { for: "confirm-message" }, "Why (optional, kept with the patch and in the audit log)"),
-      el("input", { id: "confirm-message", type: "text", maxlength: 500 })),
-    confirmLabel: "Revoke",
-    run: () => api.revoke(p.app, p.appVersion, p.patch, document.getElementById("confirm-message").value.trim()),
+    extra: reasonField("Why (optional, kept with the patch and in the audit log)"),
+    confirmLabel: "Revoke", kind: "danger",
+    run: () => api.revoke(p.app, p.appVersion, p.patch, reason()),
     done: revoked => `revoked ${p.app} ${p.appVersion} patch ${revoked.map(r => r.patch).join(", ")}`,
   }), "danger"));
   const targets = channels.filter(c => c !== p.channel);
-  if (targets.length || p.channel !== "production") {
+  if (p.delivery !== "superseded" && (targets.length || p.channel !== "production")) {
     const options = [...new Set(targets.concat(p.channel !== "production" ? ["production"] : []))];
     buttons.push(button("promote", "Promote", p, () => confirmAction({
       title: "Promote this patch to another channel", what: where(p),
       extra: el("div", {}, el("label", { for: "confirm-to" }, "To channel"),
         el("select", { id: "confirm-to" }, options.map(c => el("option", { value: c }, c))),
         percentField("confirm-percent", 100)),
-      confirmLabel: "Promote",
+      confirmLabel: "Promote", kind: "primary",
       run: () => api.promote(p.app, p.appVersion, { from: p.channel, to: document.getElementById("confirm-to").value,
                                                      patch: p.patch, rollout: readPercent("confirm-percent") }),
       done: r => `promoted ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch} to ${r.channel} as patch ${r.patch}`,
@@ -77,14 +87,32 @@ export function patchActions(p, channels = []) {
   return el("div", { class: "actions" }, buttons);
 }
 
-/** Rollback of one version and channel: revokes the newest live patch, named in the dialog. */
+/** Rollback of one version and channel: patchd publishes an earlier patch's bytes again as
+ *  the next patch, so the version always keeps a patch (a revoke of the newest live one
+ *  could leave it with none). The earlier patches offered are the non-revoked ones older
+ *  than the newest live patch and not holding its bytes; with none there is no rollback
+ *  (revoke remains, on the patch's row). */
 export function rollbackAction(appName, serving, patches) {
-  const newest = Math.max(...serving.patches.filter(x => x.delivery === "live").map(x => x.patch));
-  const p = patches.find(x => x.appVersion === serving.appVersion && x.channel === serving.channel && x.patch === newest);
-  if (!canAct(appName) || !p) return null;
-  return button("rollback", "Roll back", p, () => confirmAction({
-    title: "Roll back: revoke the newest live patch", what: where(p).concat([["Serving now", serving.summary]]),
-    confirmLabel: "Roll back", run: () => api.revoke(appName, p.appVersion, p.patch, "rolled back from the console"),
-    done: () => `rolled back ${appName} ${p.appVersion} ${p.channel}: revoked patch ${p.patch}`,
+  if (!canAct(appName)) return null;
+  const live = serving.patches.filter(x => x.delivery === "live").map(x => x.patch);
+  if (!live.length) return null;
+  const newest = Math.max(...live);
+  const mine = patches.filter(x => x.appVersion === serving.appVersion && x.channel === serving.channel);
+  const p = mine.find(x => x.patch === newest);
+  if (!p) return null;
+  const earlier = mine.filter(x => x.patch < newest && x.state === "active" && x.sha256 !== p.sha256).sort((a, b) => b.patch - a.patch);
+  if (!earlier.length) return null;
+  const label = n => `Roll back to patch ${n}`;
+  const chosen = () => Number(document.getElementById("confirm-to-patch").value);
+  const picker = el("div", {},
+    el("label", { for: "confirm-to-patch" }, "Publish again the code of"),
+    el("select", { id: "confirm-to-patch", onchange: () => { document.getElementById("confirm-ok").textContent = label(chosen()); } },
+      earlier.map(x => el("option", { value: x.patch }, `patch ${x.patch} (${x.delivery}, ${x.rollout} %)`))),
+    reasonField("Why (optional; becomes the new patch's release notes and goes into the audit log)"));
+  return button("rollback", label(earlier[0].patch), p, () => confirmAction({
+    title: "Roll back: publish an earlier patch's code as the next patch", what: where(p).concat([["Serving now", serving.summary]]),
+    extra: picker, confirmLabel: label(earlier[0].patch), kind: "danger",
+    run: () => api.rollback(appName, p.appVersion, { channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
+    done: r => `rolled back ${appName} ${p.appVersion} ${p.channel} to patch ${r.rolledBackTo?.patch ?? chosen()}: published as patch ${r.patch}`,
   }), "danger");
 }

@@ -42,6 +42,10 @@ async function call(method, path, { body, text = false, signed = true } = {}) {
   return text ? response.text() : response.json();
 }
 
+/** A `before` above every audit seq (the largest the API takes), for the newest page; a
+ *  string, since it is past what a JavaScript number holds exactly. */
+export const NEWEST = "9223372036854775807";
+
 const app = name => `/v1/apps/${encodeURIComponent(name)}`;
 const patchPath = (name, version, patch) =>
   `${app(name)}/versions/${encodeURIComponent(version)}/patches/${encodeURIComponent(patch)}`;
@@ -55,8 +59,10 @@ export const api = {
   script: (name, version, patch) => call("GET", `${patchPath(name, version, patch)}/script`, { text: true }),
   /** A metadata file of the app's TUF repository (public, no token). */
   metadata: (name, file) => call("GET", `${app(name)}/metadata/${encodeURIComponent(file)}`, { signed: false }),
-  audit: ({ after = 0, limit = 50, appName = null } = {}) => {
-    const query = new URLSearchParams({ verify: "true", after: String(after), limit: String(limit) });
+  /** A page of the audit log, newest first: the events below seq `before` (the newest
+   *  page by default: above every seq there can be). */
+  audit: ({ before = NEWEST, limit = 50, appName = null } = {}) => {
+    const query = new URLSearchParams({ verify: "true", before: String(before), limit: String(limit) });
     if (appName) query.set("app", appName);
     return call("GET", `/v1/audit?${query}`);
   },
@@ -64,6 +70,13 @@ export const api = {
   revoke: (name, version, patch, message) => {
     const query = message ? `?${new URLSearchParams({ message })}` : "";
     return call("POST", `${patchPath(name, version, patch)}/revoke${query}`);
+  },
+  /** Publishes patch `to`'s bytes again as the next patch of the version and channel;
+   *  `expectPatch` is the newest live patch the dialog showed (409 if it changed since). */
+  rollback: (name, version, { channel, to, expectPatch, message }) => {
+    const query = new URLSearchParams({ channel, to: String(to), expectPatch: String(expectPatch) });
+    if (message) query.set("message", message);
+    return call("POST", `${app(name)}/versions/${encodeURIComponent(version)}/rollback?${query}`);
   },
   promote: (name, version, { from, to, patch, rollout }) => {
     const query = new URLSearchParams({ from, to, patch: String(patch), rollout: String(rollout) });

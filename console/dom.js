@@ -46,9 +46,23 @@ export function facts(pairs) {
 }
 
 export function table(headers, rows, attrs = {}) {
-  return el("table", attrs,
+  return labelled(el("table", attrs,
     el("thead", {}, el("tr", {}, headers.map(h => typeof h === "string" ? el("th", { scope: "col" }, h) : h))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
+}
+
+/** Gives every body cell its column's heading as data-label: on a narrow screen the table
+ *  is laid out one cell under the other (console.css), each cell captioned with it. */
+export function labelled(tableNode) {
+  const headings = [...tableNode.querySelectorAll("thead th")].map(th => th.textContent);
+  for (const row of tableNode.querySelectorAll("tbody tr")) {
+    let column = 0;
+    for (const cell of row.children) {
+      if (cell.tagName === "TD" && headings[column]) cell.dataset.label = headings[column];
+      column += cell.colSpan || 1;
+    }
+  }
+  return tableNode;
 }
 
 export function pill(text, kind = text) {

@@ -43,7 +43,7 @@ async function signedIn() {
 const pages = [
   [/^#\/apps\/([^/]+)\/patches\/([^/]+)\/([^/]+)$/, m => patchPage(m[1], m[2], m[3])],
   [/^#\/apps\/([^/]+)$/, m => appPage(m[1])],
-  [/^#\/audit(?:\/after\/(\d+)(?:\/limit\/(\d+))?)?$/, m => auditPage(Number(m[1] || 0), m[2] ? Number(m[2]) : undefined)],
+  [/^#\/audit(?:\/before\/(\d+))?(?:\/limit\/(\d+))?$/, m => auditPage(m[1] ?? null, m[2] ? Number(m[2]) : undefined)],
   [/^#\/apps$/, () => appsPage()],
 ];
 

@@ -1,6 +1,6 @@
 // One app: versions × channels with what each serves, adoption, guards; then every patch.
 import { api } from "./api.js";
-import { el, table, link, route, when, pill, hash, facts } from "./dom.js";
+import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
 import { patchActions, rollbackAction } from "./actions.js";
 
@@ -17,6 +17,27 @@ export async function loadApp(appName) {
     p.figures = devices.get(key(p.appVersion, p.channel, p.patch)) ?? null;
   }
   return { status, patches, stats };
+}
+
+/** What a patch's delivery conditions admit, from the listing's form: "2 listed test
+ *  devices", "2 listed test devices, OS ≥ 16.0", "devices with OS 15.0–17.4". */
+export function conditionsText(c) {
+  const os = !c.os ? null : c.os.min && c.os.max ? `OS ${c.os.min}–${c.os.max}` : c.os.min ? `OS ≥ ${c.os.min}` : `OS ≤ ${c.os.max}`;
+  if (c.devices === undefined) return `devices with ${os}`;
+  const listed = `${c.devices} listed test device${c.devices === 1 ? "" : "s"}`;
+  return os ? `${listed}, ${os}` : listed;
+}
+
+/** Who a patch goes to: its rollout percentage of its version's devices, or of the devices
+ *  its conditions admit (a conditional patch never reaches a share of everyone). */
+export function reach(p) {
+  return p.conditions ? `${p.rollout === 100 ? "" : `${p.rollout} % of `}${conditionsText(p.conditions)}` : `${p.rollout} %`;
+}
+
+/** "patch 2 → 50 %, none → 50 %": the split of the devices no conditional patch admits
+ *  (basis points shown as patchctl shows them). */
+function splitText(served) {
+  return served.map(s => `${s.patch === null ? "none" : `patch ${s.patch}`} → ${+(s.basisPoints / 100).toFixed(2)} %`).join(", ");
 }
 
 function guardState(stats, serving) {
@@ -40,24 +61,66 @@ function guardState(stats, serving) {
 }
 
 function cell(appName, serving, patches, stats) {
+  const mine = patches.filter(p => p.appVersion === serving.appVersion && p.channel === serving.channel);
+  const conditional = new Map(mine.filter(p => p.conditions).map(p => [p.patch, p]));
+  // The headline names who gets what: each live conditional patch with the devices it is
+  // for, then the patch every other device gets (the newest of the split).
+  const headlines = serving.conditional.map(c => el("div", { class: "headline conditional" },
+    link(route("apps", appName, "patches", serving.appVersion, c.patch), `patch ${c.patch}`),
+    ` → ${conditional.has(c.patch) ? reach(conditional.get(c.patch)) : c.conditions}`));
+  const everyone = serving.served.find(s => s.patch !== null)?.patch ?? null;
+  const other = serving.conditional.length ? "every other device: " : "";
+  headlines.push(el("div", { class: "headline" }, everyone === null ? el("span", { class: "muted" }, `${other}no live patch`)
+    : [other, link(route("apps", appName, "patches", serving.appVersion, everyone), `patch ${everyone}`), " live"]));
   const live = serving.patches.filter(p => p.delivery === "live").map(p => p.patch);
   const newest = live.length ? Math.max(...live) : null;
-  const figures = newest === null ? null : patches.find(p => p.appVersion === serving.appVersion && p.channel === serving.channel && p.patch === newest);
+  const figures = newest === null ? null : mine.find(p => p.patch === newest);
   return el("td", { class: "cell", "data-version": serving.appVersion, "data-channel": serving.channel },
-    el("div", {}, newest === null ? el("span", { class: "muted" }, "no live patch")
-      : [link(route("apps", appName, "patches", serving.appVersion, newest), `patch ${newest}`), " live"]),
-    el("div", { class: "split" }, serving.summary),
-    el("div", {}, serving.patches.filter(p => p.delivery !== "revoked").map(p => [pill(`${p.patch}: ${p.rollout} % ${p.delivery}`, p.delivery), " "])),
+    headlines,
+    el("div", { class: "split" }, splitText(serving.served)),
+    el("div", {}, serving.patches.filter(p => p.delivery !== "revoked").map(p => [pill(`${p.patch}: ${
+      conditional.has(p.patch) ? reach(conditional.get(p.patch)) : `${p.rollout} %`} ${p.delivery}`, p.delivery), " "])),
     figures ? adoptionBars(figures.figures?.devices) : null,
     guardState(stats, serving),
     rollbackAction(appName, serving, patches));
 }
 
+const productionFirst = (a, b) => (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b));
+
+/** The patches table, one tbody per version and channel (production first), newest patch
+ *  first in each, every row with only the actions that apply to it. */
+function patchTable(appName, versions, channels, patches) {
+  const headers = ["Patch", "Rollout", "Delivery", "Installed / confirmed / rolled back", "Bytes", "SHA-256",
+                   "Published", "Release notes", "Actions"];
+  const order = [...new Set(versions.concat(patches.map(p => p.appVersion)))];
+  const groups = [];
+  for (const version of order) {
+    for (const channel of [...new Set(patches.filter(p => p.appVersion === version).map(p => p.channel))].sort(productionFirst)) {
+      groups.push([version, channel, patches.filter(p => p.appVersion === version && p.channel === channel).sort((a, b) => b.patch - a.patch)]);
+    }
+  }
+  const row = p => el("tr", { "data-patch": `${p.appVersion}/${p.patch}` },
+    el("td", { class: "patch" }, link(route("apps", appName, "patches", p.appVersion, p.patch), `patch ${p.patch}`)),
+    el("td", { class: "num" }, el("span", { class: "rollout" }, `${p.rollout} %`),
+      p.conditions ? [el("br"), el("span", { class: "muted reach" }, `of ${conditionsText(p.conditions)}`)] : null),
+    el("td", {}, pill(p.delivery)),
+    el("td", { class: "num" }, p.figures ? `${p.figures.devices.installed} / ${p.figures.devices.confirmed} / ${p.figures.devices.rolledBack}` : "—"),
+    el("td", { class: "num" }, String(p.length)),
+    el("td", {}, hash(p.sha256)),
+    el("td", {}, when(p.publishedAt), el("br"), el("span", { class: "muted" }, p.publishedBy)),
+    el("td", { class: "notes" }, p.message ?? ""),
+    el("td", {}, patchActions(p, channels)));
+  return labelled(el("table", { id: "patches" },
+    el("thead", {}, el("tr", {}, headers.map(h => el("th", { scope: "col" }, h)))),
+    groups.map(([version, channel, rows]) => el("tbody", { "data-group": `${version}/${channel}` },
+      el("tr", { class: "group" }, el("th", { scope: "colgroup", colspan: headers.length }, `${version} · ${channel}`)),
+      rows.map(row)))));
+}
+
 export async function appPage(appName) {
   const { status, patches, stats } = await loadApp(appName);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
-  const channels = [...new Set(status.versions.map(v => v.channel))].sort((a, b) =>
-    (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b)));
+  const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
     [el("th", { scope: "col" }, "Version"), ...channels.map(c => el("th", { scope: "col" }, c))],
     versions.map(version => el("tr", {}, el("th", { scope: "row" }, version), channels.map(channel => {
@@ -65,17 +128,6 @@ export async function appPage(appName) {
       return serving ? cell(appName, serving, patches, stats) : el("td", { class: "muted" }, "—");
     }))), { id: "matrix" }));
   const meta = Object.entries(status.metadata).map(([role, m]) => [role, `version ${m.version}, expires ${m.expires}`]);
-  const rows = [...patches].reverse().map(p => el("tr", { "data-patch": `${p.appVersion}/${p.patch}` },
-    el("td", {}, p.appVersion), el("td", {}, p.channel),
-    el("td", {}, link(route("apps", appName, "patches", p.appVersion, p.patch), `patch ${p.patch}`)),
-    el("td", { class: "num rollout" }, `${p.rollout} %`),
-    el("td", {}, pill(p.delivery)),
-    el("td", { class: "num" }, p.figures ? `${p.figures.devices.installed} / ${p.figures.devices.confirmed} / ${p.figures.devices.rolledBack}` : "—"),
-    el("td", { class: "num" }, String(p.length)),
-    el("td", {}, hash(p.sha256)),
-    el("td", {}, when(p.publishedAt), el("br"), el("span", { class: "muted" }, p.publishedBy)),
-    el("td", { class: "notes" }, p.message ?? ""),
-    el("td", {}, patchActions(p, channels))));
   return [
     el("p", {}, link(route("apps"), "Apps"), " / ", appName),
     el("h1", {}, appName),
@@ -83,7 +135,6 @@ export async function appPage(appName) {
     el("h2", {}, "Versions × channels"),
     grid,
     el("h2", {}, "Patches"),
-    table(["Version", "Channel", "Patch", "Rollout", "Delivery", "Installed / confirmed / rolled back", "Bytes", "SHA-256",
-           "Published", "Release notes", "Actions"], rows, { id: "patches" }),
+    patchTable(appName, versions, channels, patches),
   ];
 }

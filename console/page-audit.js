@@ -6,7 +6,8 @@ import { state } from "./shell.js";
 /** Events per page the reader may pick; the first is the default. */
 export const PAGE_SIZES = [50, 10, 200, 1000];
 
-const pageRoute = (after, limit) => `${route("audit")}/after/${after}/limit/${limit}`;
+/** A page of events older than seq `before`, or (null) the newest page. */
+const pageRoute = (before, limit) => `${route("audit")}${before === null ? "" : `/before/${before}`}/limit/${limit}`;
 
 function chainSummary(chain) {
   if (!chain) return el("p", { class: "muted" }, "The chain was not checked.");
@@ -30,19 +31,21 @@ function details(value) {
   return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
 }
 
-export async function auditPage(after, limit = PAGE_SIZES[0]) {
+/** The log newest first, `limit` events at a time: `before` is the seq the page starts
+ *  below (a decimal string, as the route holds it), null for the newest page. */
+export async function auditPage(before, limit = PAGE_SIZES[0]) {
   if (!PAGE_SIZES.includes(limit)) limit = PAGE_SIZES[0];
-  const page = await api.audit({ after, limit });
+  const page = await api.audit(before === null ? { limit } : { before, limit });
   const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
     el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
     el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
     el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
-  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(after, Number(event.target.value)); } },
+  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(before, Number(event.target.value)); } },
     [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));
   const pager = el("nav", { class: "pager", "aria-label": "Audit pages" },
-    after > 0 ? link(pageRoute(0, limit), "First page") : null,
-    page.next !== undefined ? link(pageRoute(page.next, limit), "Next page") : el("span", { class: "muted" }, "Last page"),
-    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}` : "no events"),
+    before !== null ? link(pageRoute(null, limit), "Newest events") : null,
+    page.next !== undefined ? link(pageRoute(page.next, limit), "Older events") : el("span", { class: "muted" }, "Oldest events"),
+    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}, newest first` : "no events"),
     el("label", { for: "page-size" }, "Events per page"), size);
   return [
     el("h1", {}, "Audit log"),

@@ -3,7 +3,7 @@ import { api, APIError } from "./api.js";
 import { el, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars, adoptionChart } from "./charts.js";
 import { patchActions } from "./actions.js";
-import { loadApp } from "./page-app.js";
+import { loadApp, conditionsText } from "./page-app.js";
 import { unifiedHunks } from "./diff.js";
 
 /** Key IDs from the signed metadata: the targets role's keys in the newest root, and the
@@ -70,7 +70,7 @@ export async function patchPage(appName, version, number) {
     el("section", { class: "card", id: "patch-facts" }, facts([
       ["Channel", patch.channel],
       ["Delivery", pill(patch.delivery)],
-      ["Rollout", el("span", { class: "rollout" }, `${patch.rollout} %`)],
+      ["Rollout", [el("span", { class: "rollout" }, `${patch.rollout} %`), patch.conditions ? ` of ${conditionsText(patch.conditions)}` : ""]],
       ["Release notes", patch.message ? el("span", { class: "notes" }, patch.message) : el("span", { class: "muted" }, "none")],
       ["Published", [when(patch.publishedAt), " by ", patch.publishedBy]],
       ["Script size", `${patch.length} bytes`],
@@ -79,7 +79,7 @@ export async function patchPage(appName, version, number) {
       patch.encrypted ? ["Served (encrypted)", [`${patch.served.length} bytes, SHA-256 `, hash(patch.served.sha256), ", MD5 ", hash(patch.served.md5)]] : null,
       ["Target path", hash(patch.targetPath)],
       ["Promoted from", origin ? [link(route("apps", appName, "patches", version, origin.patch), `${origin.channel} patch ${origin.patch}`), " (SHA-256 ", hash(origin.sha256), ")"] : null],
-      ["Delivery conditions", patch.conditions ? JSON.stringify(patch.conditions) : null],
+      ["Delivery conditions", patch.conditions ? `only ${conditionsText(patch.conditions)}` : null],
       ["Revoked", patch.revokedAt ? [when(patch.revokedAt), " by ", patch.revokedBy, patch.revokeMessage ? `: ${patch.revokeMessage}` : ""] : null],
     ])),
     patchActions(patch, channels),

@@ -17,10 +17,16 @@ export function notice(text, bad = false) {
   box.hidden = !text;
 }
 
+/** How the Confirm button looks: "danger" for what takes code away from devices (halt,
+ *  revoke, rollback), "primary" for what gives more of it (a raise, resume, promote). */
+export function confirmKind(kind) {
+  $("confirm-ok").className = kind === "danger" ? "danger" : "primary";
+}
+
 /** Asks before changing anything: the dialog names what the action touches (`what`:
  *  [label, value] pairs such as app, version, channel, patch). `run` is called on Confirm;
  *  its error stays in the dialog, its success closes it and shows `done(result)`. */
-export function confirmAction({ title, what, extra = null, confirmLabel = "Confirm", run, done }) {
+export function confirmAction({ title, what, extra = null, confirmLabel = "Confirm", kind = "danger", run, done }) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
   replace($("confirm-what"), what.map(([label, value]) => [el("dt", {}, label), el("dd", {}, String(value))]));
@@ -29,6 +35,7 @@ export function confirmAction({ title, what, extra = null, confirmLabel = "Confi
   error.hidden = true;
   const ok = $("confirm-ok"), cancel = $("confirm-cancel");
   ok.textContent = confirmLabel;
+  confirmKind(kind);
   ok.disabled = false;
   const form = dialog.querySelector("form");
   const close = () => { dialog.close(); ok.onclick = null; cancel.onclick = null; form.onsubmit = null; };

@@ -238,6 +238,12 @@ extension Registry {
         try read { () throws(StorageError) in try AuditLog.events(db, app: app?.rawValue, after: after, limit: limit) }
     }
 
+    /// The audit events (of one app, or all), newest first: those with a seq below `before`
+    /// and above `after`, at most `limit` of them (nil: all).
+    public func auditEvents(app: AppName?, before: Int64, after: Int64 = 0, limit: Int? = nil) throws(RegistryError) -> [AuditEvent] {
+        try read { () throws(StorageError) in try AuditLog.events(db, app: app?.rawValue, before: before, after: after, limit: limit) }
+    }
+
     /// Re-walks the whole chain (all apps: the chain is global).
     public func verifyAudit() throws(RegistryError) -> AuditVerification {
         AuditLog.verify(try read { () throws(StorageError) in try AuditLog.events(db, app: nil) })

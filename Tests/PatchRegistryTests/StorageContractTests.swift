@@ -59,6 +59,31 @@ struct StorageContractTests {
         if case .intact(let count, _) = try t.registry.verifyAudit() { #expect(count == all.count) } else { Issue.record("chain broken") }
     }
 
+    @Test("the audit log pages newest first below a seq, per app and across apps, and the pages join into the whole log reversed")
+    func auditPagesNewestFirst() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo"), other = try t.app("other")
+        for n in 1...4 {
+            try t.publish(demo, "2.3", "demo(\(n))")
+            try t.publish(other, "1.0", "other(\(n))")
+        }
+        let all = try t.registry.auditEvents(app: nil)
+        var paged: [AuditEvent] = [], before = Int64.max
+        while true {
+            let page = try t.registry.auditEvents(app: nil, before: before, limit: 3)
+            guard let last = page.last else { break }
+            #expect(page.count <= 3 && page.allSatisfy { $0.seq < before })
+            paged += page
+            before = last.seq
+        }
+        #expect(paged.map(\.seq) == all.reversed().map(\.seq))
+        let demoAll = all.filter { $0.app == "demo" }
+        let demoPage = try t.registry.auditEvents(app: demo, before: demoAll.last!.seq, limit: 2)
+        #expect(demoPage.map(\.seq) == demoAll.dropLast().suffix(2).reversed().map(\.seq))
+        #expect(try t.registry.auditEvents(app: nil, before: 1).isEmpty)
+        #expect(try t.registry.auditEvents(app: nil, before: all[4].seq, after: all[1].seq).map(\.seq) == [all[3].seq, all[2].seq])
+    }
+
     @Test("APNs settings: stored with their key file, read back, replaced by a second set; a key that is not P-256 changes nothing")
     func apnsSettings() throws {
         let t = try TempRegistry()

@@ -186,6 +186,43 @@ struct RouterTests {
         }
     }
 
+    @Test("the audit listing pages newest first with `before`: seqs below it, descending, `next` the next `before`; with `after` only the seqs between; empty is 400")
+    func auditPagingBackwards() throws {
+        let f = try ServiceFixture()
+        for n in 1...4 { #expect(f.publish("fix\(n)()").status == 201) }
+        let auth = ["Authorization": "Bearer \(f.auditorToken)"]
+        let all = try f.json(f.get("/v1/audit", headers: auth))["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? []
+        #expect(all.count >= 6)
+        var seen: [Int64] = []
+        var before = Int64.max
+        var pages = 0
+        while true {
+            let page = try f.json(f.get("/v1/audit", headers: auth, query: ["before": String(before), "limit": "2"]))
+            let seqs = page["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } ?? []
+            #expect(seqs.count <= 2 && seqs.allSatisfy { $0 < before })
+            seen += seqs
+            pages += 1
+            guard let next = page["next"]?.intValue else { break }
+            #expect(next == seqs.last, "next is the oldest seq of the page")
+            // A server that ignored `before` would answer the same page forever.
+            try #require(next < before && pages <= all.count)
+            before = next
+        }
+        #expect(seen == all.reversed(), "paging back from the newest gives the whole log, newest first")
+        #expect(pages == (all.count + 1) / 2, "a full last page has no next")
+        // Filtered by app, the cursor is still the global seq.
+        let demo = try f.json(f.get("/v1/audit", headers: auth, query: ["app": "demo", "before": String(all.last!), "limit": "1"]))
+        #expect(demo["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } == [all[all.count - 2]])
+        let first = try f.json(f.get("/v1/audit", headers: auth, query: ["before": "1"]))
+        #expect(first["events"]?.arrayValue?.isEmpty == true && first["next"] == nil)
+        // With `after` as well, only the seqs between the two, still newest first.
+        let between = try f.json(f.get("/v1/audit", headers: auth, query: ["before": String(all[4]), "after": String(all[1])]))
+        #expect(between["events"]?.arrayValue?.compactMap { $0["seq"]?.intValue } == [all[3], all[2]])
+        for query in [["before": ""], ["before": "0"], ["before": "01"], ["before": "-1"], ["before": "x"], ["before": "5", "after": "-1"]] {
+            #expect(f.get("/v1/audit", headers: auth, query: query).status == 400, "\(query)")
+        }
+    }
+
     @Test("tokens are stored only as hashes")
     func tokenAtRest() throws {
         let f = try ServiceFixture()

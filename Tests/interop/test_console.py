@@ -24,6 +24,7 @@ from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -34,6 +35,8 @@ if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
 
 DEMO_SCRIPT = (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_text()
 NOTE = 'fixes <script>alert("x")</script> & the login crash'
+# One word of 320 characters: it must wrap in the audit log's details, not widen the page.
+LONG_NOTE = "build-" + "0123456789abcdef" * 20
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +63,22 @@ def site(tmp_path_factory):
     ws.ok("apps", "throttle", "crashy", "--ip-rate", "off")
     ws.publish("crashy", "1.0", "crash(1);\n")
     ws.ok("apps", "guard", "crashy", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
+    # beta 2.0: patch 1 superseded by patch 2 (at 100 %, release notes one long word), patch 3
+    # for two listed test devices only; a staging patch 4; 2.1 with a single patch.
+    ws.create_app("beta")
+    ws.publish("beta", "2.0", "beta(1);\n")
+    ws.ok("publish", "--app", "beta", "--app-version", "2.0", "--message", LONG_NOTE, ws.write_file("beta(2);\n"))
+    ws.ok("publish", "--app", "beta", "--app-version", "2.0", "--devices", "qa-a,qa-b", ws.write_file("beta(3);\n"))
+    ws.publish("beta", "2.0", "beta(4);\n", channel="staging")
+    ws.publish("beta", "2.1", "beta(21);\n")
+    # gamma 1.0: three patches at 100 %, for the rollback to an earlier one.
+    ws.create_app("gamma")
+    for n in (1, 2, 3):
+        ws.publish("gamma", "1.0", f"gamma({n});\n")
     auditor = ws.token("--all", "--role", "auditor", "--name", "auditor-alice")
     publisher = ws.token("--app", "demo", "--role", "publisher", "--name", "release-bob")
+    beta = ws.token("--app", "beta", "--role", "publisher", "--name", "release-carol")
+    gamma = ws.token("--app", "gamma", "--role", "publisher", "--name", "release-dave")
     server = Patchd(ws, args=["--trusted-proxy", "127.0.0.1"])
     # Each device downloads patch 2 (its receipt, which its reports need to count), then reports.
     sha = next(p["sha256"] for p in ws.json("list", "--app", "demo") if p["patch"] == 2)
@@ -89,7 +106,7 @@ def site(tmp_path_factory):
         assert resp.status == 202, resp.body
     # Counted off the request path: wait for all 36 + 72 events.
     poll(lambda: 'hotpatch_report_events_total{outcome="accepted"} 108' in request(server.url, "/metrics").body.decode(), timeout=10)
-    yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second}
+    yield {"ws": ws, "server": server, "auditor": auditor, "publisher": publisher, "second": second, "beta": beta, "gamma": gamma}
     server.stop()
 
 
@@ -301,8 +318,8 @@ def test_the_console_is_served_with_its_policy(site):
     assert request(site["server"].url, "/").headers["Location"] == "/console/"
 
 
-def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
-    """Runs last: it changes what production serves."""
+def test_publisher_promotes_from_staging_and_is_offered_a_rollback(site, browser):
+    """It changes what production serves: the tests before it see patch 2 at 50 %."""
     sign_in(browser, site, site["publisher"])
     text_in(browser, "#who", "release-bob")
     go(browser, site, "#/apps/demo/patches/2.3/3")
@@ -317,29 +334,38 @@ def test_publisher_promotes_from_staging_then_rolls_back(site, browser):
 
     go(browser, site, "#/apps/demo")
     text_in(browser, '#matrix td[data-channel="production"]', "patch 4 → 100 %")
-    browser.find_element(By.CSS_SELECTOR, '#matrix td[data-channel="production"] button[data-action="rollback"]').click()
-    dialog = visible(browser, "#confirm")
-    for named in ("demo", "2.3", "production", "4"):
-        assert named in dialog.text
+    # The rollback offers the earlier patches that are not revoked; cancelled, it changes nothing.
+    rollback = browser.find_element(By.CSS_SELECTOR, '#matrix td[data-channel="production"] button[data-action="rollback"]')
+    assert rollback.text == "Roll back to patch 2"
+    rollback.click()
+    visible(browser, "#confirm")
+    options = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#confirm-to-patch option")]
+    assert options == ["2", "1"]
+    browser.find_element(By.ID, "confirm-cancel").click()
+    wait(browser, EC.invisibility_of_element_located((By.ID, "confirm")))
+    assert len(site["ws"].json("list", "--app", "demo")) == 4
+    # Revoked (with a reason), patch 4 gives production back to patch 2 at 50 % for the tests after this one.
+    browser.find_element(By.CSS_SELECTOR, 'tr[data-patch="2.3/4"] button[data-action="revoke"]').click()
+    visible(browser, "#confirm-message").send_keys("promoted too early")
     browser.find_element(By.ID, "confirm-ok").click()
-    text_in(browser, "#notice", "revoked patch 4")
+    text_in(browser, "#notice", "revoked demo 2.3 patch 4")
     text_in(browser, '#matrix td[data-channel="production"]', "patch 2 → 50 %")
-    assert site["ws"].json("list", "--app", "demo")[3]["state"] == "revoked"
-    shoot(browser, "app-after-rollback")
+    assert site["ws"].json("list", "--app", "demo")[3]["revokeMessage"] == "promoted too early"
+    shoot(browser, "app-after-revoke")
 
-    # The audit log a page at a time: 10 per page, Next follows `next`, the chain result stays.
+    # The audit log a page at a time, newest first: 10 per page, Older follows `next`, the chain result stays.
     # (This token is scoped to demo: events of other apps are not among them, so seqs skip.)
     def seqs():  # read in one script: the page may be re-rendering between two element lookups
         return browser.execute_script("return [...document.querySelectorAll('#audit tbody tr')].map(r => Number(r.dataset.seq))")
-    go(browser, site, "#/audit/after/0/limit/10")
-    text_in(browser, "#page-range", "events 1–")
+    go(browser, site, "#/audit/limit/10")
+    text_in(browser, "#page-range", "newest first")
     first = seqs()
-    assert len(first) == 10
-    browser.find_element(By.LINK_TEXT, "Next page").click()
-    wait(browser, lambda d: seqs() and seqs()[0] > first[-1])
+    assert len(first) == 10 and first == sorted(first, reverse=True)
+    browser.find_element(By.LINK_TEXT, "Older events").click()
+    wait(browser, lambda d: seqs() and seqs()[0] < first[-1])
     text_in(browser, "#chain", "intact")
     assert browser.find_element(By.ID, "page-size").get_attribute("value") == "10"
-    browser.find_element(By.LINK_TEXT, "First page").click()
+    browser.find_element(By.LINK_TEXT, "Newest events").click()
     wait(browser, lambda d: seqs() == first)
     assert errors(browser) == []
 
@@ -391,4 +417,139 @@ def test_a_guard_trip_that_halted_instead_of_revoking_says_so(site, browser):
     text_in(browser, "#matrix", "guard: revoke above 2 % rolled back")
     text_in(browser, "#matrix .trip",
             "patch 1 halted by its guard (configured: revoke — revoke would leave 1.0 production with no patch)")
+    assert errors(browser) == []
+
+
+def test_the_audit_log_is_newest_first_and_long_details_wrap(site, browser):
+    sign_in(browser, site, site["auditor"])
+    go(browser, site, "#/audit")
+    newest = site["ws"].json("audit")["events"][-1]["seq"]
+    seqs = browser.execute_script("return [...document.querySelectorAll('#audit tbody tr')].map(r => Number(r.dataset.seq))")
+    assert seqs[0] == newest and seqs == sorted(seqs, reverse=True), seqs[:5]
+    text_in(browser, "#audit", LONG_NOTE[:40])
+    # The long word wraps in its cell: the table stays inside the page, the cell grows taller.
+    widths = browser.execute_script("""const t = document.getElementById('audit');
+        const cell = [...t.querySelectorAll('td.details')].find(c => c.textContent.includes(arguments[0]));
+        return [t.getBoundingClientRect().right, document.getElementById('main').getBoundingClientRect().right,
+                document.documentElement.scrollWidth, document.documentElement.clientWidth,
+                cell.getBoundingClientRect().height, parseFloat(getComputedStyle(cell).lineHeight)]""", LONG_NOTE)
+    table_right, main_right, scroll_width, client_width, cell_height, line = widths
+    assert table_right <= main_right + 1 and scroll_width <= client_width, widths
+    assert cell_height > 2 * line, widths
+    shoot(browser, "audit-newest-first", full=True)
+    assert errors(browser) == []
+
+
+def test_patches_are_grouped_by_version_and_channel_with_only_the_actions_that_apply(site, browser):
+    sign_in(browser, site, site["beta"])
+    text_in(browser, "#who", "release-carol")
+    go(browser, site, "#/apps/beta")
+    groups = browser.execute_script("""return [...document.querySelectorAll('#patches tbody')].map(g =>
+        [g.dataset.group, [...g.querySelectorAll('tr[data-patch]')].map(r => r.dataset.patch)])""")
+    assert groups == [["2.0/production", ["2.0/3", "2.0/2", "2.0/1"]], ["2.0/staging", ["2.0/4"]], ["2.1/production", ["2.1/1"]]]
+    text_in(browser, '#patches tbody[data-group="2.0/staging"] tr.group', "2.0 · staging")
+
+    def actions(patch):
+        return [b.get_attribute("data-action") for b in browser.find_elements(By.CSS_SELECTOR, f'tr[data-patch="{patch}"] button[data-action]')]
+    text_in(browser, 'tr[data-patch="2.0/1"]', "superseded")
+    assert actions("2.0/1") == ["revoke"], "a superseded patch: no rollout change, halt or promote"
+    assert actions("2.0/2") == ["rollout", "halt", "revoke", "promote"]
+    assert actions("2.1/1") == ["rollout", "halt", "revoke", "promote"]
+    # 2.1 has no earlier patch: no rollback (it would leave the version with nothing); 2.0 has one.
+    assert not browser.find_elements(By.CSS_SELECTOR, '#matrix td[data-version="2.1"] button[data-action="rollback"]')
+    shoot(browser, "app-grouped", full=True)
+    assert errors(browser) == []
+
+
+def test_a_conditional_patch_is_headlined_with_the_devices_it_is_for(site, browser):
+    sign_in(browser, site, site["auditor"])
+    go(browser, site, "#/apps/beta")
+    production = '#matrix td[data-version="2.0"][data-channel="production"]'
+    text_in(browser, production, "patch 3 → 2 listed test devices")
+    text_in(browser, production, "every other device: patch 2 live")
+    text_in(browser, production, "3: 2 listed test devices live")
+    assert "3: 100 %" not in browser.find_element(By.CSS_SELECTOR, production).text
+    text_in(browser, 'tr[data-patch="2.0/3"]', "of 2 listed test devices")
+    go(browser, site, "#/apps/beta/patches/2.0/3")
+    text_in(browser, "#patch-facts", "100 % of 2 listed test devices")
+    text_in(browser, "#patch-facts", "only 2 listed test devices")
+    shoot(browser, "conditional-patch")
+    assert errors(browser) == []
+
+
+def test_the_confirm_button_is_danger_for_a_halt_and_not_for_a_raise(site, browser):
+    """Every dialog is cancelled: nothing changes."""
+    sign_in(browser, site, site["beta"])
+    go(browser, site, "#/apps/beta/patches/2.1/1")
+
+    def open_dialog(action):
+        visible(browser, f'button[data-action="{action}"]').click()
+        visible(browser, "#confirm")
+        return browser.find_element(By.ID, "confirm-ok")
+
+    def cancel():
+        browser.find_element(By.ID, "confirm-cancel").click()
+        wait(browser, EC.invisibility_of_element_located((By.ID, "confirm")))
+
+    ok = open_dialog("halt")
+    assert "danger" in ok.get_attribute("class").split()
+    cancel()
+    ok = open_dialog("rollout")
+    percent = visible(browser, "#confirm-percent")
+    percent.clear()
+    percent.send_keys("0")
+    wait(browser, lambda d: "danger" in ok.get_attribute("class").split())  # 0 % is a halt
+    percent.clear()
+    percent.send_keys("100")
+    wait(browser, lambda d: "danger" not in ok.get_attribute("class").split())
+    assert "primary" in ok.get_attribute("class").split()
+    shoot(browser, "confirm-raise")
+    cancel()
+    ok = open_dialog("promote")
+    assert ok.get_attribute("class").split() == ["primary"]
+    cancel()
+    ok = open_dialog("revoke")
+    assert "danger" in ok.get_attribute("class").split()
+    cancel()
+    assert all(p["state"] == "active" for p in site["ws"].json("list", "--app", "beta"))
+    assert errors(browser) == []
+
+
+def test_publisher_rolls_back_to_an_earlier_patch_with_a_reason(site, browser):
+    sign_in(browser, site, site["gamma"])
+    text_in(browser, "#who", "release-dave")
+    go(browser, site, "#/apps/gamma")
+    browser.find_element(By.CSS_SELECTOR, '#matrix td[data-channel="production"] button[data-action="rollback"]').click()
+    dialog = visible(browser, "#confirm")
+    for named in ("gamma", "1.0", "production", "3"):
+        assert named in dialog.text
+    ok = browser.find_element(By.ID, "confirm-ok")
+    assert ok.text == "Roll back to patch 2" and "danger" in ok.get_attribute("class").split()
+    Select(browser.find_element(By.ID, "confirm-to-patch")).select_by_value("1")
+    assert ok.text == "Roll back to patch 1"
+    browser.find_element(By.ID, "confirm-message").send_keys("patch 2 and 3 crash on launch")
+    ok.click()
+    text_in(browser, "#notice", "rolled back gamma 1.0 production to patch 1: published as patch 4")
+    listed = site["ws"].json("list", "--app", "gamma")
+    assert [p["state"] for p in listed] == ["active"] * 4, "nothing revoked: the version keeps its patches"
+    assert listed[3]["sha256"] == listed[0]["sha256"] and listed[3]["message"] == "patch 2 and 3 crash on launch"
+    text_in(browser, '#matrix td[data-channel="production"]', "patch 4 live")
+    events = [e for e in site["ws"].json("audit", "--app", "gamma")["events"] if e["action"] == "patch.rollback"]
+    assert events and events[-1]["details"]["to"]["patch"] == 1
+    assert errors(browser) == []
+
+
+@pytest.mark.parametrize("token,routes", [
+    ("auditor", ["#/apps", "#/apps/demo", "#/apps/beta", "#/apps/demo/patches/2.3/2", "#/apps/beta/patches/2.0/3", "#/audit"]),
+    ("beta", ["#/apps", "#/apps/beta", "#/apps/beta/patches/2.0/2", "#/audit"]),
+])
+def test_no_page_scrolls_sideways_at_420_px(site, browser, token, routes):
+    browser.set_window_size(420, 900)
+    sign_in(browser, site, site[token])
+    visible(browser, "#who")
+    for route in routes:
+        go(browser, site, route)
+        widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], (route, widths)
+        shoot(browser, "narrow-" + token + route.replace("#/", "-").replace("/", "-"), full=True)
     assert errors(browser) == []

@@ -57,10 +57,22 @@ enum AuditLog {
 
     /// Events in seq order: those after `after` (a seq; 0 for the start), at most `limit`.
     static func events(_ db: any SQLStore, app: String?, after: Int64 = 0, limit: Int? = nil) throws(StorageError) -> [AuditEvent] {
-        var sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit WHERE seq > ?"
-        var bindings: [SQLValue] = [.int(after)]
+        try events(db, app: app, where: "seq > ?", [.int(after)], order: "seq", limit: limit)
+    }
+
+    /// Events newest first: those with a seq below `before` (and above `after`), at most
+    /// `limit`. The newest page is what a reader of the log usually wants, and paging
+    /// forward to it would read the whole log first.
+    static func events(_ db: any SQLStore, app: String?, before: Int64, after: Int64 = 0, limit: Int? = nil) throws(StorageError) -> [AuditEvent] {
+        try events(db, app: app, where: "seq < ? AND seq > ?", [.int(before), .int(after)], order: "seq DESC", limit: limit)
+    }
+
+    private static func events(_ db: any SQLStore, app: String?, where bound: String, _ seqs: [SQLValue], order: String,
+                               limit: Int?) throws(StorageError) -> [AuditEvent] {
+        var sql = "SELECT seq, at, app, actor, action, details, prev, hash FROM audit WHERE \(bound)"
+        var bindings: [SQLValue] = seqs
         if let app { sql += " AND app = ?"; bindings.append(.text(app)) }
-        sql += " ORDER BY seq"
+        sql += " ORDER BY \(order)"
         if let limit { sql += " LIMIT ?"; bindings.append(.int(Int64(limit))) }
         return try db.query(sql, bindings) { s throws(StorageError) in
             // A details column that no longer parses is itself evidence of tampering;

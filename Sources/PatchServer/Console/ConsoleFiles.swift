@@ -8,7 +8,7 @@ enum ConsoleFiles {
 // is offered to an auditor (canAct), and patchd refuses them anyway.
 import { api } from "./api.js";
 import { el } from "./dom.js";
-import { canAct, confirmAction } from "./shell.js";
+import { canAct, confirmAction, confirmKind } from "./shell.js";
 
 function where(p) {
   return [["App", p.app], ["Version", p.appVersion], ["Channel", p.channel], ["Patch", p.patch],
@@ -20,9 +20,12 @@ function button(action, label, p, onclick, kind = "") {
                         "aria-label": `${label}: ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch}`, onclick }, label);
 }
 
-function percentField(id, value) {
+/** The percentage field; with `from`, Confirm turns "danger" while the value would halt the
+ *  patch (0 %) and stays "primary" for any other change. */
+function percentField(id, value, from = null) {
+  const oninput = from === null ? null : event => confirmKind(event.target.value.trim() === "0" ? "danger" : "primary");
   return el("div", {}, el("label", { for: id }, "Rollout (percent of devices, 0–100)"),
-    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true }));
+    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true, oninput }));
 }
 
 function readPercent(id) {
@@ -32,49 +35,56 @@ function readPercent(id) {
   return n;
 }
 
+function reasonField(purpose) {
+  return el("div", {}, el("label", { for: "confirm-message" }, purpose),
+    el("input", { id: "confirm-message", type: "text", maxlength: 500 }));
+}
+
+const reason = () => document.getElementById("confirm-message").value.trim();
+
 const rolloutDone = r => r.changed ? `${r.app} ${r.appVersion} patch ${r.patch}: rollout ${r.from} % → ${r.rollout} %`
   : `${r.app} ${r.appVersion} patch ${r.patch}: rollout unchanged at ${r.rollout} %`;
 
-/** The buttons for one patch (rollout, halt or resume, revoke, promote); none for a
- *  revoked patch or a token that may not publish. */
+/** The buttons that apply to one patch, by its delivery: a live patch can have its rollout
+ *  changed, be halted, revoked or promoted; a halted one resumed, revoked or promoted; a
+ *  superseded one (every device already gets a newer patch) only revoked. None for a revoked
+ *  patch or a token that may not publish. */
 export function patchActions(p, channels = []) {
-  if (!canAct(p.app) || p.state !== "active") return null;
-  const buttons = [
-    button("rollout", "Change rollout", p, () => confirmAction({
+  if (!canAct(p.app) || p.state !== "active" || p.delivery === "revoked") return null;
+  const buttons = [];
+  if (p.delivery === "live") {
+    buttons.push(button("rollout", "Change rollout", p, () => confirmAction({
       title: "Change the rollout", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      extra: percentField("confirm-percent", p.rollout), confirmLabel: "Change rollout",
+      extra: percentField("confirm-percent", p.rollout, p.rollout), confirmLabel: "Change rollout", kind: "primary",
       run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
-    })),
-  ];
-  if (p.rollout > 0) {
+    })));
     buttons.push(button("halt", "Halt", p, () => confirmAction({
       title: "Halt this patch (rollout 0 %)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      confirmLabel: "Halt", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
+      confirmLabel: "Halt", kind: "danger", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
     }), "danger"));
-  } else {
+  } else if (p.delivery === "halted") {
     buttons.push(button("resume", "Resume", p, () => confirmAction({
       title: "Resume this patch", what: where(p).concat([["Rollout now", "0 % (halted)"]]),
-      extra: percentField("confirm-percent", 100), confirmLabel: "Resume",
+      extra: percentField("confirm-percent", 100, 0), confirmLabel: "Resume", kind: "primary",
       run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
     }), "primary"));
   }
   buttons.push(button("revoke", "Revoke", p, () => confirmAction({
     title: "Revoke this patch", what: where(p),
-    extra: el("div", {}, el("label", { for: "confirm-message" }, "Why (optional, kept with the patch and in the audit log)"),
-      el("input", { id: "confirm-message", type: "text", maxlength: 500 })),
-    confirmLabel: "Revoke",
-    run: () => api.revoke(p.app, p.appVersion, p.patch, document.getElementById("confirm-message").value.trim()),
+    extra: reasonField("Why (optional, kept with the patch and in the audit log)"),
+    confirmLabel: "Revoke", kind: "danger",
+    run: () => api.revoke(p.app, p.appVersion, p.patch, reason()),
     done: revoked => `revoked ${p.app} ${p.appVersion} patch ${revoked.map(r => r.patch).join(", ")}`,
   }), "danger"));
   const targets = channels.filter(c => c !== p.channel);
-  if (targets.length || p.channel !== "production") {
+  if (p.delivery !== "superseded" && (targets.length || p.channel !== "production")) {
     const options = [...new Set(targets.concat(p.channel !== "production" ? ["production"] : []))];
     buttons.push(button("promote", "Promote", p, () => confirmAction({
       title: "Promote this patch to another channel", what: where(p),
       extra: el("div", {}, el("label", { for: "confirm-to" }, "To channel"),
         el("select", { id: "confirm-to" }, options.map(c => el("option", { value: c }, c))),
         percentField("confirm-percent", 100)),
-      confirmLabel: "Promote",
+      confirmLabel: "Promote", kind: "primary",
       run: () => api.promote(p.app, p.appVersion, { from: p.channel, to: document.getElementById("confirm-to").value,
                                                      patch: p.patch, rollout: readPercent("confirm-percent") }),
       done: r => `promoted ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch} to ${r.channel} as patch ${r.patch}`,
@@ -83,15 +93,33 @@ export function patchActions(p, channels = []) {
   return el("div", { class: "actions" }, buttons);
 }
 
-/** Rollback of one version and channel: revokes the newest live patch, named in the dialog. */
+/** Rollback of one version and channel: patchd publishes an earlier patch's bytes again as
+ *  the next patch, so the version always keeps a patch (a revoke of the newest live one
+ *  could leave it with none). The earlier patches offered are the non-revoked ones older
+ *  than the newest live patch and not holding its bytes; with none there is no rollback
+ *  (revoke remains, on the patch's row). */
 export function rollbackAction(appName, serving, patches) {
-  const newest = Math.max(...serving.patches.filter(x => x.delivery === "live").map(x => x.patch));
-  const p = patches.find(x => x.appVersion === serving.appVersion && x.channel === serving.channel && x.patch === newest);
-  if (!canAct(appName) || !p) return null;
-  return button("rollback", "Roll back", p, () => confirmAction({
-    title: "Roll back: revoke the newest live patch", what: where(p).concat([["Serving now", serving.summary]]),
-    confirmLabel: "Roll back", run: () => api.revoke(appName, p.appVersion, p.patch, "rolled back from the console"),
-    done: () => `rolled back ${appName} ${p.appVersion} ${p.channel}: revoked patch ${p.patch}`,
+  if (!canAct(appName)) return null;
+  const live = serving.patches.filter(x => x.delivery === "live").map(x => x.patch);
+  if (!live.length) return null;
+  const newest = Math.max(...live);
+  const mine = patches.filter(x => x.appVersion === serving.appVersion && x.channel === serving.channel);
+  const p = mine.find(x => x.patch === newest);
+  if (!p) return null;
+  const earlier = mine.filter(x => x.patch < newest && x.state === "active" && x.sha256 !== p.sha256).sort((a, b) => b.patch - a.patch);
+  if (!earlier.length) return null;
+  const label = n => `Roll back to patch ${n}`;
+  const chosen = () => Number(document.getElementById("confirm-to-patch").value);
+  const picker = el("div", {},
+    el("label", { for: "confirm-to-patch" }, "Publish again the code of"),
+    el("select", { id: "confirm-to-patch", onchange: () => { document.getElementById("confirm-ok").textContent = label(chosen()); } },
+      earlier.map(x => el("option", { value: x.patch }, `patch ${x.patch} (${x.delivery}, ${x.rollout} %)`))),
+    reasonField("Why (optional; becomes the new patch's release notes and goes into the audit log)"));
+  return button("rollback", label(earlier[0].patch), p, () => confirmAction({
+    title: "Roll back: publish an earlier patch's code as the next patch", what: where(p).concat([["Serving now", serving.summary]]),
+    extra: picker, confirmLabel: label(earlier[0].patch), kind: "danger",
+    run: () => api.rollback(appName, p.appVersion, { channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
+    done: r => `rolled back ${appName} ${p.appVersion} ${p.channel} to patch ${r.rolledBackTo?.patch ?? chosen()}: published as patch ${r.patch}`,
   }), "danger");
 }
 
@@ -141,6 +169,10 @@ async function call(method, path, { body, text = false, signed = true } = {}) {
   return text ? response.text() : response.json();
 }
 
+/** A `before` above every audit seq (the largest the API takes), for the newest page; a
+ *  string, since it is past what a JavaScript number holds exactly. */
+export const NEWEST = "9223372036854775807";
+
 const app = name => `/v1/apps/${encodeURIComponent(name)}`;
 const patchPath = (name, version, patch) =>
   `${app(name)}/versions/${encodeURIComponent(version)}/patches/${encodeURIComponent(patch)}`;
@@ -154,8 +186,10 @@ export const api = {
   script: (name, version, patch) => call("GET", `${patchPath(name, version, patch)}/script`, { text: true }),
   /** A metadata file of the app's TUF repository (public, no token). */
   metadata: (name, file) => call("GET", `${app(name)}/metadata/${encodeURIComponent(file)}`, { signed: false }),
-  audit: ({ after = 0, limit = 50, appName = null } = {}) => {
-    const query = new URLSearchParams({ verify: "true", after: String(after), limit: String(limit) });
+  /** A page of the audit log, newest first: the events below seq `before` (the newest
+   *  page by default: above every seq there can be). */
+  audit: ({ before = NEWEST, limit = 50, appName = null } = {}) => {
+    const query = new URLSearchParams({ verify: "true", before: String(before), limit: String(limit) });
     if (appName) query.set("app", appName);
     return call("GET", `/v1/audit?${query}`);
   },
@@ -163,6 +197,13 @@ export const api = {
   revoke: (name, version, patch, message) => {
     const query = message ? `?${new URLSearchParams({ message })}` : "";
     return call("POST", `${patchPath(name, version, patch)}/revoke${query}`);
+  },
+  /** Publishes patch `to`'s bytes again as the next patch of the version and channel;
+   *  `expectPatch` is the newest live patch the dialog showed (409 if it changed since). */
+  rollback: (name, version, { channel, to, expectPatch, message }) => {
+    const query = new URLSearchParams({ channel, to: String(to), expectPatch: String(expectPatch) });
+    if (message) query.set("message", message);
+    return call("POST", `${app(name)}/versions/${encodeURIComponent(version)}/rollback?${query}`);
   },
   promote: (name, version, { from, to, patch, rollout }) => {
     const query = new URLSearchParams({ from, to, patch: String(patch), rollout: String(rollout) });
@@ -319,7 +360,30 @@ dialog h2 { margin-top: 0; }
 #matrix th[scope=row] { width: 7em; }
 #audit .hash { white-space: nowrap; }
 #apps ul { margin: 0; padding-left: 1.1em; }
-#patches td:nth-child(3), #patches td:nth-child(4) { white-space: nowrap; }
+#patches td.patch, #patches .rollout { white-space: nowrap; }
+#patches tr.group th { background: #f6f8fa; font-size: 1em; padding-top: 14px; }
+/* Long details (hashes, release notes without spaces) wrap inside their cell instead of
+   widening the table past the page. */
+#audit td.details, .notes { overflow-wrap: anywhere; }
+.pager { flex-wrap: wrap; }
+.chart svg { max-width: 100%; height: auto; }
+/* A phone: no sideways scrolling. Each table row becomes a block of its cells, one under
+   the other, each captioned with its column (data-label, set by dom.js labelled). */
+@media (max-width: 600px) {
+  .bar { padding: 8px 12px; gap: 10px; }
+  .card { padding: 12px; }
+  .facts { grid-template-columns: 1fr; }
+  .facts dd { margin-bottom: 6px; }
+  table, thead, tbody, tr, th, td { display: block; }
+  thead { display: none; }
+  tbody tr { border-bottom: 2px solid var(--line); padding: 4px 0; }
+  td, tbody th { border: 0; padding: 2px 10px; text-align: left; }
+  td.num { text-align: left; }
+  td[data-label]::before { content: attr(data-label); display: block; font-size: .8em; font-weight: 600; color: var(--muted); }
+  .cell { min-width: 0; }
+  #matrix th[scope=row] { width: auto; }
+  .pager label { margin: 0; }
+}
 
 """#),
         ("diff.js", "text/javascript; charset=utf-8", #"""
@@ -447,9 +511,23 @@ export function facts(pairs) {
 }
 
 export function table(headers, rows, attrs = {}) {
-  return el("table", attrs,
+  return labelled(el("table", attrs,
     el("thead", {}, el("tr", {}, headers.map(h => typeof h === "string" ? el("th", { scope: "col" }, h) : h))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
+}
+
+/** Gives every body cell its column's heading as data-label: on a narrow screen the table
+ *  is laid out one cell under the other (console.css), each cell captioned with it. */
+export function labelled(tableNode) {
+  const headings = [...tableNode.querySelectorAll("thead th")].map(th => th.textContent);
+  for (const row of tableNode.querySelectorAll("tbody tr")) {
+    let column = 0;
+    for (const cell of row.children) {
+      if (cell.tagName === "TD" && headings[column]) cell.dataset.label = headings[column];
+      column += cell.colSpan || 1;
+    }
+  }
+  return tableNode;
 }
 
 export function pill(text, kind = text) {
@@ -527,7 +605,7 @@ export function route(...segments) {
     <p id="confirm-error" class="error" role="alert" hidden></p>
     <div class="actions">
       <button id="confirm-cancel" type="button" value="cancel">Cancel</button>
-      <button id="confirm-ok" type="button" class="danger" value="ok">Confirm</button>
+      <button id="confirm-ok" type="button" value="ok">Confirm</button>
     </div>
   </form>
 </dialog>
@@ -581,7 +659,7 @@ async function signedIn() {
 const pages = [
   [/^#\/apps\/([^/]+)\/patches\/([^/]+)\/([^/]+)$/, m => patchPage(m[1], m[2], m[3])],
   [/^#\/apps\/([^/]+)$/, m => appPage(m[1])],
-  [/^#\/audit(?:\/after\/(\d+)(?:\/limit\/(\d+))?)?$/, m => auditPage(Number(m[1] || 0), m[2] ? Number(m[2]) : undefined)],
+  [/^#\/audit(?:\/before\/(\d+))?(?:\/limit\/(\d+))?$/, m => auditPage(m[1] ?? null, m[2] ? Number(m[2]) : undefined)],
   [/^#\/apps$/, () => appsPage()],
 ];
 
@@ -683,7 +761,7 @@ export const operations = Object.freeze({
         ("page-app.js", "text/javascript; charset=utf-8", #"""
 // One app: versions × channels with what each serves, adoption, guards; then every patch.
 import { api } from "./api.js";
-import { el, table, link, route, when, pill, hash, facts } from "./dom.js";
+import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
 import { patchActions, rollbackAction } from "./actions.js";
 
@@ -700,6 +778,27 @@ export async function loadApp(appName) {
     p.figures = devices.get(key(p.appVersion, p.channel, p.patch)) ?? null;
   }
   return { status, patches, stats };
+}
+
+/** What a patch's delivery conditions admit, from the listing's form: "2 listed test
+ *  devices", "2 listed test devices, OS ≥ 16.0", "devices with OS 15.0–17.4". */
+export function conditionsText(c) {
+  const os = !c.os ? null : c.os.min && c.os.max ? `OS ${c.os.min}–${c.os.max}` : c.os.min ? `OS ≥ ${c.os.min}` : `OS ≤ ${c.os.max}`;
+  if (c.devices === undefined) return `devices with ${os}`;
+  const listed = `${c.devices} listed test device${c.devices === 1 ? "" : "s"}`;
+  return os ? `${listed}, ${os}` : listed;
+}
+
+/** Who a patch goes to: its rollout percentage of its version's devices, or of the devices
+ *  its conditions admit (a conditional patch never reaches a share of everyone). */
+export function reach(p) {
+  return p.conditions ? `${p.rollout === 100 ? "" : `${p.rollout} % of `}${conditionsText(p.conditions)}` : `${p.rollout} %`;
+}
+
+/** "patch 2 → 50 %, none → 50 %": the split of the devices no conditional patch admits
+ *  (basis points shown as patchctl shows them). */
+function splitText(served) {
+  return served.map(s => `${s.patch === null ? "none" : `patch ${s.patch}`} → ${+(s.basisPoints / 100).toFixed(2)} %`).join(", ");
 }
 
 function guardState(stats, serving) {
@@ -723,24 +822,66 @@ function guardState(stats, serving) {
 }
 
 function cell(appName, serving, patches, stats) {
+  const mine = patches.filter(p => p.appVersion === serving.appVersion && p.channel === serving.channel);
+  const conditional = new Map(mine.filter(p => p.conditions).map(p => [p.patch, p]));
+  // The headline names who gets what: each live conditional patch with the devices it is
+  // for, then the patch every other device gets (the newest of the split).
+  const headlines = serving.conditional.map(c => el("div", { class: "headline conditional" },
+    link(route("apps", appName, "patches", serving.appVersion, c.patch), `patch ${c.patch}`),
+    ` → ${conditional.has(c.patch) ? reach(conditional.get(c.patch)) : c.conditions}`));
+  const everyone = serving.served.find(s => s.patch !== null)?.patch ?? null;
+  const other = serving.conditional.length ? "every other device: " : "";
+  headlines.push(el("div", { class: "headline" }, everyone === null ? el("span", { class: "muted" }, `${other}no live patch`)
+    : [other, link(route("apps", appName, "patches", serving.appVersion, everyone), `patch ${everyone}`), " live"]));
   const live = serving.patches.filter(p => p.delivery === "live").map(p => p.patch);
   const newest = live.length ? Math.max(...live) : null;
-  const figures = newest === null ? null : patches.find(p => p.appVersion === serving.appVersion && p.channel === serving.channel && p.patch === newest);
+  const figures = newest === null ? null : mine.find(p => p.patch === newest);
   return el("td", { class: "cell", "data-version": serving.appVersion, "data-channel": serving.channel },
-    el("div", {}, newest === null ? el("span", { class: "muted" }, "no live patch")
-      : [link(route("apps", appName, "patches", serving.appVersion, newest), `patch ${newest}`), " live"]),
-    el("div", { class: "split" }, serving.summary),
-    el("div", {}, serving.patches.filter(p => p.delivery !== "revoked").map(p => [pill(`${p.patch}: ${p.rollout} % ${p.delivery}`, p.delivery), " "])),
+    headlines,
+    el("div", { class: "split" }, splitText(serving.served)),
+    el("div", {}, serving.patches.filter(p => p.delivery !== "revoked").map(p => [pill(`${p.patch}: ${
+      conditional.has(p.patch) ? reach(conditional.get(p.patch)) : `${p.rollout} %`} ${p.delivery}`, p.delivery), " "])),
     figures ? adoptionBars(figures.figures?.devices) : null,
     guardState(stats, serving),
     rollbackAction(appName, serving, patches));
 }
 
+const productionFirst = (a, b) => (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b));
+
+/** The patches table, one tbody per version and channel (production first), newest patch
+ *  first in each, every row with only the actions that apply to it. */
+function patchTable(appName, versions, channels, patches) {
+  const headers = ["Patch", "Rollout", "Delivery", "Installed / confirmed / rolled back", "Bytes", "SHA-256",
+                   "Published", "Release notes", "Actions"];
+  const order = [...new Set(versions.concat(patches.map(p => p.appVersion)))];
+  const groups = [];
+  for (const version of order) {
+    for (const channel of [...new Set(patches.filter(p => p.appVersion === version).map(p => p.channel))].sort(productionFirst)) {
+      groups.push([version, channel, patches.filter(p => p.appVersion === version && p.channel === channel).sort((a, b) => b.patch - a.patch)]);
+    }
+  }
+  const row = p => el("tr", { "data-patch": `${p.appVersion}/${p.patch}` },
+    el("td", { class: "patch" }, link(route("apps", appName, "patches", p.appVersion, p.patch), `patch ${p.patch}`)),
+    el("td", { class: "num" }, el("span", { class: "rollout" }, `${p.rollout} %`),
+      p.conditions ? [el("br"), el("span", { class: "muted reach" }, `of ${conditionsText(p.conditions)}`)] : null),
+    el("td", {}, pill(p.delivery)),
+    el("td", { class: "num" }, p.figures ? `${p.figures.devices.installed} / ${p.figures.devices.confirmed} / ${p.figures.devices.rolledBack}` : "—"),
+    el("td", { class: "num" }, String(p.length)),
+    el("td", {}, hash(p.sha256)),
+    el("td", {}, when(p.publishedAt), el("br"), el("span", { class: "muted" }, p.publishedBy)),
+    el("td", { class: "notes" }, p.message ?? ""),
+    el("td", {}, patchActions(p, channels)));
+  return labelled(el("table", { id: "patches" },
+    el("thead", {}, el("tr", {}, headers.map(h => el("th", { scope: "col" }, h)))),
+    groups.map(([version, channel, rows]) => el("tbody", { "data-group": `${version}/${channel}` },
+      el("tr", { class: "group" }, el("th", { scope: "colgroup", colspan: headers.length }, `${version} · ${channel}`)),
+      rows.map(row)))));
+}
+
 export async function appPage(appName) {
   const { status, patches, stats } = await loadApp(appName);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
-  const channels = [...new Set(status.versions.map(v => v.channel))].sort((a, b) =>
-    (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b)));
+  const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
     [el("th", { scope: "col" }, "Version"), ...channels.map(c => el("th", { scope: "col" }, c))],
     versions.map(version => el("tr", {}, el("th", { scope: "row" }, version), channels.map(channel => {
@@ -748,17 +889,6 @@ export async function appPage(appName) {
       return serving ? cell(appName, serving, patches, stats) : el("td", { class: "muted" }, "—");
     }))), { id: "matrix" }));
   const meta = Object.entries(status.metadata).map(([role, m]) => [role, `version ${m.version}, expires ${m.expires}`]);
-  const rows = [...patches].reverse().map(p => el("tr", { "data-patch": `${p.appVersion}/${p.patch}` },
-    el("td", {}, p.appVersion), el("td", {}, p.channel),
-    el("td", {}, link(route("apps", appName, "patches", p.appVersion, p.patch), `patch ${p.patch}`)),
-    el("td", { class: "num rollout" }, `${p.rollout} %`),
-    el("td", {}, pill(p.delivery)),
-    el("td", { class: "num" }, p.figures ? `${p.figures.devices.installed} / ${p.figures.devices.confirmed} / ${p.figures.devices.rolledBack}` : "—"),
-    el("td", { class: "num" }, String(p.length)),
-    el("td", {}, hash(p.sha256)),
-    el("td", {}, when(p.publishedAt), el("br"), el("span", { class: "muted" }, p.publishedBy)),
-    el("td", { class: "notes" }, p.message ?? ""),
-    el("td", {}, patchActions(p, channels))));
   return [
     el("p", {}, link(route("apps"), "Apps"), " / ", appName),
     el("h1", {}, appName),
@@ -766,8 +896,7 @@ export async function appPage(appName) {
     el("h2", {}, "Versions × channels"),
     grid,
     el("h2", {}, "Patches"),
-    table(["Version", "Channel", "Patch", "Rollout", "Delivery", "Installed / confirmed / rolled back", "Bytes", "SHA-256",
-           "Published", "Release notes", "Actions"], rows, { id: "patches" }),
+    patchTable(appName, versions, channels, patches),
   ];
 }
 
@@ -806,7 +935,8 @@ import { state } from "./shell.js";
 /** Events per page the reader may pick; the first is the default. */
 export const PAGE_SIZES = [50, 10, 200, 1000];
 
-const pageRoute = (after, limit) => `${route("audit")}/after/${after}/limit/${limit}`;
+/** A page of events older than seq `before`, or (null) the newest page. */
+const pageRoute = (before, limit) => `${route("audit")}${before === null ? "" : `/before/${before}`}/limit/${limit}`;
 
 function chainSummary(chain) {
   if (!chain) return el("p", { class: "muted" }, "The chain was not checked.");
@@ -830,19 +960,21 @@ function details(value) {
   return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
 }
 
-export async function auditPage(after, limit = PAGE_SIZES[0]) {
+/** The log newest first, `limit` events at a time: `before` is the seq the page starts
+ *  below (a decimal string, as the route holds it), null for the newest page. */
+export async function auditPage(before, limit = PAGE_SIZES[0]) {
   if (!PAGE_SIZES.includes(limit)) limit = PAGE_SIZES[0];
-  const page = await api.audit({ after, limit });
+  const page = await api.audit(before === null ? { limit } : { before, limit });
   const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
     el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
     el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
     el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
-  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(after, Number(event.target.value)); } },
+  const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(before, Number(event.target.value)); } },
     [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));
   const pager = el("nav", { class: "pager", "aria-label": "Audit pages" },
-    after > 0 ? link(pageRoute(0, limit), "First page") : null,
-    page.next !== undefined ? link(pageRoute(page.next, limit), "Next page") : el("span", { class: "muted" }, "Last page"),
-    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}` : "no events"),
+    before !== null ? link(pageRoute(null, limit), "Newest events") : null,
+    page.next !== undefined ? link(pageRoute(page.next, limit), "Older events") : el("span", { class: "muted" }, "Oldest events"),
+    el("span", { class: "muted", id: "page-range" }, page.events.length ? `events ${page.events[0].seq}–${page.events[page.events.length - 1].seq}, newest first` : "no events"),
     el("label", { for: "page-size" }, "Events per page"), size);
   return [
     el("h1", {}, "Audit log"),
@@ -860,7 +992,7 @@ import { api, APIError } from "./api.js";
 import { el, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars, adoptionChart } from "./charts.js";
 import { patchActions } from "./actions.js";
-import { loadApp } from "./page-app.js";
+import { loadApp, conditionsText } from "./page-app.js";
 import { unifiedHunks } from "./diff.js";
 
 /** Key IDs from the signed metadata: the targets role's keys in the newest root, and the
@@ -927,7 +1059,7 @@ export async function patchPage(appName, version, number) {
     el("section", { class: "card", id: "patch-facts" }, facts([
       ["Channel", patch.channel],
       ["Delivery", pill(patch.delivery)],
-      ["Rollout", el("span", { class: "rollout" }, `${patch.rollout} %`)],
+      ["Rollout", [el("span", { class: "rollout" }, `${patch.rollout} %`), patch.conditions ? ` of ${conditionsText(patch.conditions)}` : ""]],
       ["Release notes", patch.message ? el("span", { class: "notes" }, patch.message) : el("span", { class: "muted" }, "none")],
       ["Published", [when(patch.publishedAt), " by ", patch.publishedBy]],
       ["Script size", `${patch.length} bytes`],
@@ -936,7 +1068,7 @@ export async function patchPage(appName, version, number) {
       patch.encrypted ? ["Served (encrypted)", [`${patch.served.length} bytes, SHA-256 `, hash(patch.served.sha256), ", MD5 ", hash(patch.served.md5)]] : null,
       ["Target path", hash(patch.targetPath)],
       ["Promoted from", origin ? [link(route("apps", appName, "patches", version, origin.patch), `${origin.channel} patch ${origin.patch}`), " (SHA-256 ", hash(origin.sha256), ")"] : null],
-      ["Delivery conditions", patch.conditions ? JSON.stringify(patch.conditions) : null],
+      ["Delivery conditions", patch.conditions ? `only ${conditionsText(patch.conditions)}` : null],
       ["Revoked", patch.revokedAt ? [when(patch.revokedAt), " by ", patch.revokedBy, patch.revokeMessage ? `: ${patch.revokeMessage}` : ""] : null],
     ])),
     patchActions(patch, channels),
@@ -974,10 +1106,16 @@ export function notice(text, bad = false) {
   box.hidden = !text;
 }
 
+/** How the Confirm button looks: "danger" for what takes code away from devices (halt,
+ *  revoke, rollback), "primary" for what gives more of it (a raise, resume, promote). */
+export function confirmKind(kind) {
+  $("confirm-ok").className = kind === "danger" ? "danger" : "primary";
+}
+
 /** Asks before changing anything: the dialog names what the action touches (`what`:
  *  [label, value] pairs such as app, version, channel, patch). `run` is called on Confirm;
  *  its error stays in the dialog, its success closes it and shows `done(result)`. */
-export function confirmAction({ title, what, extra = null, confirmLabel = "Confirm", run, done }) {
+export function confirmAction({ title, what, extra = null, confirmLabel = "Confirm", kind = "danger", run, done }) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
   replace($("confirm-what"), what.map(([label, value]) => [el("dt", {}, label), el("dd", {}, String(value))]));
@@ -986,6 +1124,7 @@ export function confirmAction({ title, what, extra = null, confirmLabel = "Confi
   error.hidden = true;
   const ok = $("confirm-ok"), cancel = $("confirm-cancel");
   ok.textContent = confirmLabel;
+  confirmKind(kind);
   ok.disabled = false;
   const form = dialog.querySelector("form");
   const close = () => { dialog.close(); ok.onclick = null; cancel.onclick = null; form.onsubmit = null; };

@@ -347,17 +347,24 @@ extension PatchService {
         }
         let verify = try PatchService.flag(request, "verify")
         let after = try PatchService.integer(request, "after", in: 0...Int64.max, default: 0)
+        // `before` pages backwards, newest first (what the console shows); `next` is then the
+        // seq to pass as the next `before`, and an `after` with it bounds the walk from below.
+        let before: Int64? = if request.query("before") != nil {
+            try PatchService.integer(request, "before", in: 1...Int64.max, default: Int64.max)
+        } else { nil }
         let limit = Int(try PatchService.integer(request, "limit", in: 1...Int64(PatchService.auditPageLimit), default: Int64(PatchService.auditPageLimit)))
         let filter = app
         // One more than the page: whether it exists decides `next`, with no count query.
         var (events, chain) = try read { registry throws(RegistryError) in
-            (try registry.auditEvents(app: filter, after: after, limit: limit + 1), verify ? try registry.verifyAudit() : nil)
+            let page = if let before { try registry.auditEvents(app: filter, before: before, after: after, limit: limit + 1) }
+                       else { try registry.auditEvents(app: filter, after: after, limit: limit + 1) }
+            return (page, verify ? try registry.verifyAudit() : nil)
         }
         let more = events.count > limit
         if more { events.removeLast() }
         var out: [String: JSON] = ["events": .array(events.map(\.json))]
-        // A page that is not the last says where the next one starts, so a listing that
-        // stops early can never pass for the whole log.
+        // A page that is not the last says where the next one starts (in either direction, the
+        // last seq it holds), so a listing that stops early can never pass for the whole log.
         if more, let last = events.last { out["next"] = .int(last.seq) }
         // The chain spans every app: a token scoped to one app learns only whether it is intact.
         let global = token.app == nil
