@@ -128,6 +128,8 @@ export function rollbackAction(appName, serving, patches) {
 // The JSON API of patchd, with the token from session storage as a bearer header. The
 // token never goes into a URL, a cookie or the console log.
 
+import { operations } from "./operations.js";
+
 const KEY = "hotpatch.token";
 
 export const session = {
@@ -145,7 +147,22 @@ export class APIError extends Error {
   }
 }
 
-async function call(method, path, { body, text = false, signed = true } = {}) {
+/** The URL of operation `id` of the table (operations.js) with its path parameters filled in,
+ *  each encoded as one segment, and `query`'s pairs (unset ones left out). */
+export function url(id, values = {}, query = {}) {
+  const operation = operations[id];
+  if (!operation) throw new Error(`no operation ${id}`);
+  const path = operation.path.replace(/\{([A-Za-z]+)\}/g, (_, name) => {
+    if (values[name] === undefined) throw new Error(`${id}: no value for {${name}}`);
+    return encodeURIComponent(String(values[name]));
+  });
+  const pairs = Object.entries(query).filter(([, v]) => v !== undefined && v !== null && v !== "").map(([k, v]) => [k, String(v)]);
+  return pairs.length ? `${path}?${new URLSearchParams(pairs)}` : path;
+}
+
+/** Calls operation `id`: its method and path from the table, never spelt here. */
+async function call(id, values, { query = {}, body, text = false, signed = operations[id].scope !== "anyone" } = {}) {
+  const method = operations[id].method, path = url(id, values, query);
   const headers = { Accept: text ? "text/plain" : "application/json" };
   if (signed && session.token) headers.Authorization = `Bearer ${session.token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -173,42 +190,29 @@ async function call(method, path, { body, text = false, signed = true } = {}) {
  *  string, since it is past what a JavaScript number holds exactly. */
 export const NEWEST = "9223372036854775807";
 
-const app = name => `/v1/apps/${encodeURIComponent(name)}`;
-const patchPath = (name, version, patch) =>
-  `${app(name)}/versions/${encodeURIComponent(version)}/patches/${encodeURIComponent(patch)}`;
+const patchOf = (app, appVersion, patch) => ({ app, appVersion, patch });
 
 export const api = {
-  whoami: () => call("GET", "/v1/whoami"),
-  apps: () => call("GET", "/v1/apps"),
-  status: name => call("GET", `${app(name)}/status`),
-  patches: name => call("GET", `${app(name)}/patches`),
-  stats: (name, hours = 168) => call("GET", `${app(name)}/stats?hours=${hours}`),
-  script: (name, version, patch) => call("GET", `${patchPath(name, version, patch)}/script`, { text: true }),
+  whoami: () => call("whoami"),
+  apps: () => call("listApps"),
+  status: app => call("appStatus", { app }),
+  patches: app => call("listPatches", { app }),
+  stats: (app, hours = 168) => call("appStats", { app }, { query: { hours } }),
+  script: (app, version, patch) => call("patchScript", patchOf(app, version, patch), { text: true }),
   /** A metadata file of the app's TUF repository (public, no token). */
-  metadata: (name, file) => call("GET", `${app(name)}/metadata/${encodeURIComponent(file)}`, { signed: false }),
+  metadata: (app, file) => call("getMetadata", { app, file }),
   /** A page of the audit log, newest first: the events below seq `before` (the newest
    *  page by default: above every seq there can be). */
-  audit: ({ before = NEWEST, limit = 50, appName = null } = {}) => {
-    const query = new URLSearchParams({ verify: "true", before: String(before), limit: String(limit) });
-    if (appName) query.set("app", appName);
-    return call("GET", `/v1/audit?${query}`);
-  },
-  rollout: (name, version, patch, percent) => call("POST", `${patchPath(name, version, patch)}/rollout`, { body: { percent } }),
-  revoke: (name, version, patch, message) => {
-    const query = message ? `?${new URLSearchParams({ message })}` : "";
-    return call("POST", `${patchPath(name, version, patch)}/revoke${query}`);
-  },
+  audit: ({ before = NEWEST, limit = 50, appName = null } = {}) =>
+    call("getAudit", {}, { query: { verify: "true", before, limit, app: appName } }),
+  rollout: (app, version, patch, percent) => call("setRollout", patchOf(app, version, patch), { body: { percent } }),
+  revoke: (app, version, patch, message) => call("revokePatch", patchOf(app, version, patch), { query: { message } }),
   /** Publishes patch `to`'s bytes again as the next patch of the version and channel;
    *  `expectPatch` is the newest live patch the dialog showed (409 if it changed since). */
-  rollback: (name, version, { channel, to, expectPatch, message }) => {
-    const query = new URLSearchParams({ channel, to: String(to), expectPatch: String(expectPatch) });
-    if (message) query.set("message", message);
-    return call("POST", `${app(name)}/versions/${encodeURIComponent(version)}/rollback?${query}`);
-  },
-  promote: (name, version, { from, to, patch, rollout }) => {
-    const query = new URLSearchParams({ from, to, patch: String(patch), rollout: String(rollout) });
-    return call("POST", `${app(name)}/versions/${encodeURIComponent(version)}/promote?${query}`);
-  },
+  rollback: (app, version, { channel, to, expectPatch, message }) =>
+    call("rollBackTo", { app, appVersion: version }, { query: { channel, to, expectPatch, message } }),
+  promote: (app, version, { from, to, patch, rollout }) =>
+    call("promotePatch", { app, appVersion: version }, { query: { from, to, patch, rollout } }),
 };
 
 """#),
