@@ -343,6 +343,12 @@ def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_
     assert still["steps"] == [25, 50, 100]
     events = [e["action"] for e in ws.json("audit", "--app", "demo")["events"]]
     assert events[-1] == "rollout.schedule" and "patch.rollout" not in events
+    # The human status says it too, locally and over --server alike.
+    line = (f"staged rollout 2.3 production patch 2: next 25 % at {still['nextAt']} (then 50 %, 100 %), "
+            "at most one step every 3600 s, each only while the guard sees it healthy")
+    assert line in ws.ok("status", "--app", "demo")
+    auditor = token_file(ws, ws.token("--app", "demo", "--role", "auditor", "--name", "auditor"), "auditor.token")
+    assert line in remote(ws, server, auditor, "status", "--app", "demo").stdout
 
 
 def test_the_swift_client_reports_to_patchd_and_the_figures_count_it_once(ws, start):

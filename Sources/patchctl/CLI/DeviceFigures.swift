@@ -52,6 +52,16 @@ enum DeviceFigures {
             "and the rollback rate's 95 % lower bound exceeds \(WilsonInterval.percentText(ppm: Int(rule["maxRollbackRatePpm"]?.intValue ?? 0)))"
     }
 
+    /// "staged rollout 2.3 production patch 2: next 25 % at 2026-12-02T13:00:00Z (then 50 %, 100 %),
+    /// at most one step every 3600 s, each only while the guard sees it healthy".
+    static func scheduleLine(_ schedule: JSON) -> String {
+        let steps = (schedule["steps"]?.arrayValue ?? []).compactMap(\.intValue).map { "\($0) %" }
+        let then = steps.dropFirst().isEmpty ? "" : " (then \(steps.dropFirst().joined(separator: ", ")))"
+        return "staged rollout \(schedule["appVersion"]?.stringValue ?? "") \(schedule["channel"]?.stringValue ?? "production") " +
+            "patch \(schedule["patch"]?.intValue ?? 0): next \(steps.first ?? "?") at \(schedule["nextAt"]?.stringValue ?? "")\(then), " +
+            "at most one step every \(schedule["everySeconds"]?.intValue ?? 0) s, each only while the guard sees it healthy"
+    }
+
     /// "guard halted 2.3 production patch 3 at …: 10 of 60 installed devices rolled back (lower bound 9.3132% > 2%)",
     /// then "; configured: revoke — revoke would leave 2.3 production with no patch" when it did not do what it was set to.
     static func tripLine(_ trip: JSON) -> String {

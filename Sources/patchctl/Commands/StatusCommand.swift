@@ -44,6 +44,7 @@ struct StatusCommand: Command {
             let reports = app["reports"]
             for rule in reports?["guards"]?.arrayValue ?? [] { Output.line(DeviceFigures.guardLine(rule)) }
             for trip in reports?["trips"]?.arrayValue ?? [] { Output.line(DeviceFigures.tripLine(trip)) }
+            for schedule in reports?["schedules"]?.arrayValue ?? [] { Output.line(DeviceFigures.scheduleLine(schedule)) }
             let versions = app["versions"]?.arrayValue ?? []
             if versions.isEmpty { Output.line("no patches"); continue }
             // One row per version and channel: a version has one split per channel.
