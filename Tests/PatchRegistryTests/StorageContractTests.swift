@@ -33,14 +33,20 @@ struct StorageContractTests {
         #expect(actions.filter { $0 == "token.create" }.count == 1 && actions.contains("token.revoke"))
     }
 
-    @Test("the audit log pages by seq, per app and across apps, and the pages join into the whole chain")
-    func auditPages() throws {
+    /// A registry whose audit log interleaves two apps: four publishes each, alternating.
+    private func twoAppsOfFourPatches() throws -> (TempRegistry, AppName) {
         let t = try TempRegistry()
         let demo = try t.app("demo"), other = try t.app("other")
         for n in 1...4 {
             try t.publish(demo, "2.3", "demo(\(n))")
             try t.publish(other, "1.0", "other(\(n))")
         }
+        return (t, demo)
+    }
+
+    @Test("the audit log pages by seq, per app and across apps, and the pages join into the whole chain")
+    func auditPages() throws {
+        let (t, demo) = try twoAppsOfFourPatches()
         let all = try t.registry.auditEvents(app: nil)
         var paged: [AuditEvent] = [], after: Int64 = 0
         while true {
@@ -61,12 +67,7 @@ struct StorageContractTests {
 
     @Test("the audit log pages newest first below a seq, per app and across apps, and the pages join into the whole log reversed")
     func auditPagesNewestFirst() throws {
-        let t = try TempRegistry()
-        let demo = try t.app("demo"), other = try t.app("other")
-        for n in 1...4 {
-            try t.publish(demo, "2.3", "demo(\(n))")
-            try t.publish(other, "1.0", "other(\(n))")
-        }
+        let (t, demo) = try twoAppsOfFourPatches()
         let all = try t.registry.auditEvents(app: nil)
         var paged: [AuditEvent] = [], before = Int64.max
         while true {

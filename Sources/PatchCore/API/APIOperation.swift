@@ -89,7 +89,7 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
             out += "/"
             guard let name = segment.parameter else { out += segment.literal; continue }
             guard let value = values[name] else { preconditionFailure("\(id): no value for {\(name)}") }
-            out += APIOperation.encodeSegment(value) + segment.suffix
+            out += APIOperation.percentEncoded(value) + segment.suffix
         }
         return out
     }
@@ -108,20 +108,19 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
         let path = path(values)
         guard !query.isEmpty else { return path }
         return path + "?" + query.sorted { $0.key < $1.key }
-            .map { APIOperation.encodeQuery($0.key) + "=" + APIOperation.encodeQuery($0.value) }.joined(separator: "&")
+            .map { APIOperation.percentEncoded($0.key) + "=" + APIOperation.percentEncoded($0.value) }.joined(separator: "&")
     }
-
-    static func encodeSegment(_ value: String) -> String { encode(value, keeping: unreserved) }
-    static func encodeQuery(_ value: String) -> String { encode(value, keeping: unreserved) }
 
     private static let unreserved: Set<UInt8> = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
 
-    private static func encode(_ value: String, keeping: Set<UInt8>) -> String {
+    /// Every byte but RFC 3986's unreserved ones as `%XX`: safe as one path segment and as a
+    /// query name or value alike.
+    static func percentEncoded(_ value: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
-            if keeping.contains(byte) { out.append(byte); continue }
+            if unreserved.contains(byte) { out.append(byte); continue }
             out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
         }
         return String(decoding: out, as: UTF8.self)
