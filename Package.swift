@@ -30,6 +30,8 @@ let package = Package(
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
         .target(name: "PatchCore", dependencies: ["CCrypto"]),
+        // The one option grammar of patchctl and patchd: declarations that parse and print help.
+        .target(name: "HotpatchCLI", dependencies: ["PatchCore"]),
         // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
@@ -43,8 +45,8 @@ let package = Package(
         // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through libcurl, for
         // patchctl's --notify and patchd's guards.
         .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "CCurl"]),
-        .executableTarget(name: "patchctl", dependencies: ["PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
-        .executableTarget(name: "patchd", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
+        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
+        .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore"],
                           path: "bench/hotpatch-bench"),
@@ -57,7 +59,7 @@ let package = Package(
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "Postgres"], path: "Tests/Support"),
         .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
         .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchctlTests", dependencies: ["PatchCore", "patchctl", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
         .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl", "HotpatchTestSupport"]),
         .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "HotpatchTestSupport"]),

@@ -66,6 +66,13 @@ public struct TokenListing: Sendable, Equatable {
 public struct IssuedToken: Sendable {
     public let record: TokenRecord
     public let secret: String
+
+    /// What `tokens create` answers, locally and from patchd: the token's fields and, this
+    /// once, the secret as `token`.
+    public var json: JSON {
+        ["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
+         "name": .string(record.name), "token": .string(secret)]
+    }
 }
 
 extension Registry {

@@ -24,6 +24,14 @@ public struct RolloutChange: Sendable {
 public struct PublishedPatch: Sendable {
     public let patch: PatchRecord
     public let targetsVersion: Int64
+
+    /// The patch's listing entry with `targetsVersion`: what publish, promote and rollback
+    /// answer, from patchd and from patchctl's local registry alike.
+    public var json: JSON {
+        var object = patch.json.objectValue ?? [:]
+        object["targetsVersion"] = .int(targetsVersion)
+        return .object(object)
+    }
 }
 
 extension Registry {

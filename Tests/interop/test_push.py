@@ -153,8 +153,9 @@ def test_notify_refused_before_any_change_without_an_apns_key(tmp_path):
     assert w.json("list") == []
     token_path = w.write_file("x", "t.token")
     token_path.chmod(0o600)
+    # Over --server the server is asked first, before the publish (its notify dry run).
     assert_cli_error(w.run("publish", "--app", "demo", "--app-version", "2.3", "--notify", "--server", "http://127.0.0.1:9",
-                           "--token-file", token_path, w.write_file("fix(1)"), registry=False), 64, "--notify")
+                           "--token-file", token_path, w.write_file("fix(1)"), registry=False), 2, "cannot reach")
 
 
 def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):

@@ -70,3 +70,18 @@ public enum JSONError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension JSON {
+    /// A change's answer as a dry run gives it: the object (or each object of an array)
+    /// with `"dryRun": true`; unchanged when `dryRun` is false. One rule for patchd's answers
+    /// and patchctl's local ones.
+    public func markedDryRun(_ dryRun: Bool) -> JSON {
+        guard dryRun else { return self }
+        func mark(_ value: JSON) -> JSON {
+            guard var object = value.objectValue else { return value }
+            object["dryRun"] = true
+            return .object(object)
+        }
+        return arrayValue.map { .array($0.map(mark)) } ?? mark(self)
+    }
+}

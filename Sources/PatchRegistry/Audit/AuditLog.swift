@@ -35,6 +35,16 @@ public struct AuditEvent: Sendable, Equatable {
 public enum AuditVerification: Sendable, Equatable {
     case intact(events: Int, head: String)
     case broken(seq: Int64, reason: String)
+
+    /// The `chain` of an audit listing. The chain spans every app, so `global: false` (a
+    /// reader of one app) says only whether it is intact: the count, head and break point
+    /// describe other apps' events too.
+    public func json(global: Bool) -> JSON {
+        switch self {
+        case .intact(let count, let head): return global ? ["intact": true, "events": .int(Int64(count)), "head": .string(head)] : ["intact": true]
+        case .broken(let seq, let reason): return global ? ["intact": false, "seq": .int(seq), "reason": .string(reason)] : ["intact": false]
+        }
+    }
 }
 
 enum AuditLog {

@@ -55,16 +55,13 @@ extension Registry {
         try refreshExpiring(app: name, now: now)
         if let timestampLifetime { try extendExpiry(app: name, lifetime: timestampLifetime, now: now) }
         let root = layout.appRoot(directory, app: name)
-        let metadataDir = root.appendingPathComponent("metadata", isDirectory: true)
-        let targetsDir = root.appendingPathComponent("targets", isDirectory: true)
         // One read transaction: the files written pin each other, so they come from one state.
         return try consistentRead { () throws -> ExportSummary in
             let rootVersion = try latestMetadata(app: name, role: .root).version
-            var metadataFiles = 0
+            var files: [RepositoryFile: [UInt8]] = [:]
             for version in 1...rootVersion {
                 guard let bytes = try metadata(app: name, role: .root, version: version) else { throw RegistryError.internalError("root \(version) is missing") }
-                try AtomicFile.write(bytes, to: metadataDir.appendingPathComponent("\(version).root.json"))
-                metadataFiles += 1
+                files[.metadata("\(version).root.json")] = bytes
             }
             let targets = try latestMetadata(app: name, role: .targets)
             CrashPoint.hit("export.targets-read")
@@ -72,27 +69,18 @@ extension Registry {
             let timestamp = try latestMetadata(app: name, role: .timestamp)
             let body: TargetsBody
             do { body = try SignedTargets(bytes: targets.bytes).body } catch { throw RegistryError.internalError("stored targets do not parse: \(error)") }
-            var written: Set<String> = []
-            for (path, file) in body.targets.sorted(by: { $0.key < $1.key }) {
+            for (path, file) in body.targets {
                 guard let sha256 = file.hashes["sha256"] else { continue }
                 let bytes = try servedBytes(sha256: sha256)
-                let url = targetsDir.appendingPathComponent(path)
-                let dir = url.deletingLastPathComponent()
-                for hash in file.hashes.values.sorted() {
-                    let target = dir.appendingPathComponent("\(hash).\(url.lastPathComponent)")
-                    try AtomicFile.write(bytes, to: target)
-                    written.insert(target.standardizedFileURL.path)
-                }
+                // Consistent snapshots: `{dir}/{hash}.{name}` for every hash of the target.
+                let slash = path.lastIndex(of: "/")
+                let dir = slash.map { String(path[...$0]) } ?? "", name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+                for hash in file.hashes.values { files[.target("\(dir)\(hash).\(name)")] = bytes }
             }
-            try AtomicFile.write(targets.bytes, to: metadataDir.appendingPathComponent("\(targets.version).targets.json"))
-            try AtomicFile.write(snapshot.bytes, to: metadataDir.appendingPathComponent("\(snapshot.version).snapshot.json"))
-            try AtomicFile.write(timestamp.bytes, to: metadataDir.appendingPathComponent("timestamp.json"))
-            metadataFiles += 3
-            // After timestamp.json: until then the old timestamp may still name these files.
-            let removed = try AtomicFile.prune(targetsDir, keeping: written)
-            let expires = (try? SignedTimestamp(bytes: timestamp.bytes))?.body.expires ?? now
-            return ExportSummary(metadataFiles: metadataFiles, targetFiles: written.count, removedFiles: removed, rootVersion: rootVersion,
-                                 timestampVersion: timestamp.version, timestampExpires: expires, appRoot: root)
+            files[.metadata("\(targets.version).targets.json")] = targets.bytes
+            files[.metadata("\(snapshot.version).snapshot.json")] = snapshot.bytes
+            files[.metadata("timestamp.json")] = timestamp.bytes
+            return try ExportWriter.write(files, appRoot: root, now: now)
         }
     }
 
@@ -132,6 +120,45 @@ extension Registry {
         case .timestamp: return (try? SignedTimestamp(bytes: stored.bytes))?.body.expires ?? .distantPast
         case .root: return (try? SignedRoot(bytes: stored.bytes))?.body.expires ?? .distantPast
         }
+    }
+}
+
+/// Writes a repository's files under an app root as `export` lays them out, for the
+/// registry's own export and for `patchctl export --server`'s mirror of what a server serves.
+public enum ExportWriter {
+    /// Each file to a temporary name and renamed; the root chain and the targets first and
+    /// timestamp.json last, so a CDN syncing the directory never sees a timestamp that points
+    /// at files not there yet. Then every other file under targets/ is deleted: an export over
+    /// an older one must not leave a revoked bundle downloadable.
+    public static func write(_ files: [RepositoryFile: [UInt8]], appRoot root: URL, now: Date = Date()) throws(RegistryError) -> ExportSummary {
+        func order(_ file: RepositoryFile) -> Int {
+            switch file {
+            case .metadata(let name) where name.hasSuffix(".root.json"): return 0
+            case .target: return 1
+            case .metadata(let name) where name.hasSuffix(".targets.json"): return 2
+            case .metadata(let name) where name.hasSuffix(".snapshot.json"): return 3
+            case .metadata: return 4
+            }
+        }
+        guard let timestamp = files[.metadata("timestamp.json")], let signed = try? SignedTimestamp(bytes: timestamp) else {
+            throw .invalidInput("the repository to export has no timestamp.json that parses")
+        }
+        var written: Set<String> = []
+        var metadataFiles = 0, rootVersion: Int64 = 0
+        for (file, bytes) in files.sorted(by: { (order($0.key), $0.key.relativePath) < (order($1.key), $1.key.relativePath) }) {
+            let url = root.appendingPathComponent(file.relativePath)
+            try AtomicFile.write(bytes, to: url)
+            switch file {
+            case .target: written.insert(url.standardizedFileURL.path)
+            case .metadata(let name):
+                metadataFiles += 1
+                if name.hasSuffix(".root.json"), let version = Int64(name.dropLast(".root.json".count)) { rootVersion = max(rootVersion, version) }
+            }
+        }
+        // After timestamp.json: until then the old timestamp may still name these files.
+        let removed = try AtomicFile.prune(root.appendingPathComponent("targets", isDirectory: true), keeping: written)
+        return ExportSummary(metadataFiles: metadataFiles, targetFiles: written.count, removedFiles: removed, rootVersion: rootVersion,
+                             timestampVersion: signed.body.version, timestampExpires: signed.body.expires, appRoot: root)
     }
 }
 

@@ -60,6 +60,19 @@ public struct PushSummary: Sendable, Equatable {
         ["sent": .int(Int64(sent)), "failed": .int(Int64(failed)), "removed": .int(Int64(removed)),
          "reasons": .object(reasons.mapValues { .int(Int64($0)) })]
     }
+    /// The summary `json` gives (a server's answer to `notifyDevices`); nil for anything else.
+    public init?(json: JSON) {
+        guard let sent = json["sent"]?.intValue, let failed = json["failed"]?.intValue, let removed = json["removed"]?.intValue,
+              let reasons = json["reasons"]?.objectValue else { return nil }
+        var counts: [String: Int] = [:]
+        for (reason, count) in reasons {
+            guard let count = count.intValue, count >= 0 else { return nil }
+            counts[reason] = Int(count)
+        }
+        guard sent >= 0, failed >= 0, removed >= 0 else { return nil }
+        self.init(sent: Int(sent), failed: Int(failed), removed: Int(removed), reasons: counts)
+    }
+
     public var text: String { "\(sent) sent, \(failed) failed, \(removed) removed" }
     /// There were tokens, and none was reached: the round did nothing a device will see.
     public var reachedNone: Bool { sent == 0 && failed + removed > 0 }

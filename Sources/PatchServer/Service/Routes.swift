@@ -207,9 +207,7 @@ extension PatchService {
                                  conditions: conditions, allowSame: allowSame, expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         if !dryRun { metrics.recordPublish() }
-        var json = published.patch.json.objectValue!
-        json["targetsVersion"] = .int(published.targetsVersion)
-        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+        return PatchService.changed(published.json, dryRun: dryRun, status: 201)
     }
 
     /// `expectPatch=N` on a change: the newest live patch of its version and channel must be N
@@ -236,13 +234,7 @@ extension PatchService {
     /// A change's answer; a dry run (`?dryRun=true`) is 200 with `"dryRun": true`: it was
     /// worked out in full and rolled back.
     static func changed(_ json: JSON, dryRun: Bool, status: Int = 200) -> HTTPResponse {
-        guard dryRun else { return .json(json, status: status) }
-        func mark(_ value: JSON) -> JSON {
-            guard var object = value.objectValue else { return value }
-            object["dryRun"] = true
-            return .object(object)
-        }
-        return .json(json.arrayValue.map { .array($0.map(mark)) } ?? mark(json))
+        .json(json.markedDryRun(dryRun), status: dryRun ? 200 : status)
     }
 
     /// Publishes the plaintext of a patch of channel `from` as the next patch of channel `to`
@@ -264,9 +256,7 @@ extension PatchService {
                                  expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         if !dryRun { metrics.recordPublish() }
-        var json = promoted.patch.json.objectValue ?? [:]
-        json["targetsVersion"] = .int(promoted.targetsVersion)
-        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+        return PatchService.changed(promoted.json, dryRun: dryRun, status: 201)
     }
 
     /// `rollback --to N`: patch `to`'s plaintext published again as the next patch of its
@@ -286,9 +276,7 @@ extension PatchService {
                                   expectLive: expected, dryRun: dryRun, actor: token.actor)
         }
         if !dryRun { metrics.recordPublish() }
-        var json = published.patch.json.objectValue ?? [:]
-        json["targetsVersion"] = .int(published.targetsVersion)
-        return PatchService.changed(.object(json), dryRun: dryRun, status: 201)
+        return PatchService.changed(published.json, dryRun: dryRun, status: 201)
     }
 
     /// Revokes patch `:patch`, or every active patch of the version in the `channel` query
@@ -367,14 +355,7 @@ extension PatchService {
         // last seq it holds), so a listing that stops early can never pass for the whole log.
         if more, let last = events.last { out["next"] = .int(last.seq) }
         // The chain spans every app: a token scoped to one app learns only whether it is intact.
-        let global = token.app == nil
-        switch chain {
-        case .intact(let count, let head)?:
-            out["chain"] = global ? ["intact": true, "events": .int(Int64(count)), "head": .string(head)] : ["intact": true]
-        case .broken(let seq, let reason)?:
-            out["chain"] = global ? ["intact": false, "seq": .int(seq), "reason": .string(reason)] : ["intact": false]
-        case nil: break
-        }
+        if let chain { out["chain"] = chain.json(global: token.app == nil) }
         return .json(.object(out))
     }
 

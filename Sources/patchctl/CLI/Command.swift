@@ -1,3 +1,4 @@
+import HotpatchCLI
 import PatchCore
 
 /// One CLI command: its declaration and what it does. `run` returns normally on success
@@ -101,12 +102,6 @@ extension CommandSpec {
 }
 
 extension CLIError {
-    var message: String {
-        switch self {
-        case .usage(let m), .verificationFailed(let m), .failed(let m): return m
-        }
-    }
-
     /// What `--json` prints for a command that failed before it had a result.
     var json: JSON {
         let code: String

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -72,6 +73,9 @@ struct Context {
             do { return try RegistryDatabase.resolve(database: databaseURL, dataDirectory: dataDirectory) } catch { throw error.cliError }
         }
     }
+
+    /// The registry, for messages: its path or database.
+    var place: String { "the registry at \((try? database.description) ?? dataDirectory.path)" }
 
     /// The server a remote command would use when no `--server` is given.
     var configuredServer: String? {

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 
 /// `--devices`, `--devices-file`, `--min-os`, `--max-os`: a patch's signed delivery

@@ -1,3 +1,4 @@
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -5,21 +6,14 @@ import PatchRegistry
 /// answers), read from the local registry or a server, for the columns of `list` and the
 /// figures and guards of `status`. One reader for both commands.
 enum DeviceFigures {
-    /// The stats of one app, the same JSON either way.
-    static func stats(app: AppName, remote: Remote?, registry: Registry?) throws(CLIError) -> JSON {
-        if let remote { return try remote.json(.appStats, ["app": app.rawValue], query: ["hours": "1"]) }
-        guard let registry else { throw .failed("no registry to read the figures of \(app) from") }
-        do { return try registry.reportStats(app: app, hours: 1).json } catch { throw error.cliError }
-    }
-
     /// Each patch of a listing with the `devices` figures of its stats (zeros when no device
     /// reported it).
-    static func annotate(_ patches: [JSON], remote: Remote?, registry: Registry?) throws(CLIError) -> [JSON] {
+    static func annotate(_ patches: [JSON], backend: any Backend) throws(CLIError) -> [JSON] {
         var byApp: [String: [String: JSON]] = [:]
         for raw in Set(patches.compactMap { $0["app"]?.stringValue }) {
             guard let app = try? AppName(raw) else { continue }
             var figures: [String: JSON] = [:]
-            for figure in try stats(app: app, remote: remote, registry: registry)["patches"]?.arrayValue ?? [] {
+            for figure in try backend.stats(app: app)["patches"]?.arrayValue ?? [] {
                 figures[key(figure)] = figure["devices"]
             }
             byApp[raw] = figures

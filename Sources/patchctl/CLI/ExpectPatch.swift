@@ -1,3 +1,4 @@
+import HotpatchCLI
 /// `--expect-patch N` on every change (publish, promote, rollout, revoke, rollback): the change
 /// commits only if the newest live patch of its version and channel is N when it commits (0:
 /// none is live); otherwise exit 2 and nothing changed (Registry.requireLive, the server's

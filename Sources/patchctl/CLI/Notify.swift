@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchPush
 import PatchRegistry
@@ -6,20 +7,15 @@ import Synchronization
 
 /// `--notify` and `patchctl notify`: one round of background pushes (PatchPush.PushRound) to
 /// the devices of a version and channel, progress on stderr, the figures on stdout and in a
-/// `push.notify` audit event. Local registry only: the APNs key lives in its key directory.
+/// `push.notify` audit event, locally or by the server that holds the app's APNs key.
 enum Notify {
-    static let option = Option.flag("--notify", "then wake the devices of that version and channel through APNs (needs `patchctl apps apns`; local registry only)")
+    static let option = Option.flag("--notify", "then wake the devices of that version and channel through APNs (needs `patchctl apps apns`)")
 
-    /// Refuses `--notify` before anything changes: with `--server`, or for an app without an
-    /// APNs key (the change would be made and no device woken).
-    static func check(_ arguments: Arguments, remote: Remote?) throws(CLIError) {
-        if arguments.flag("--notify"), remote != nil {
-            throw .usage("--notify acts on the local registry, where the APNs key is: run `patchctl notify` there")
-        }
-    }
-
-    static func check(_ arguments: Arguments, registry: Registry?, app: AppName) throws(CLIError) {
-        guard arguments.flag("--notify"), let registry else { return }
+    /// Refuses `--notify` before anything changes for an app without an APNs key (the change
+    /// would be made and no device woken). A server is asked only after its change: it says
+    /// so in its refusal of the push.
+    static func check(_ arguments: Arguments, backend: any Backend, app: AppName) throws(CLIError) {
+        guard arguments.flag("--notify"), let registry = backend.registry else { return }
         let config: APNsConfig?
         do { config = try registry.apnsConfig(app: app) } catch { throw error.cliError }
         guard config != nil else {
@@ -28,10 +24,10 @@ enum Notify {
     }
 
     /// The round, when `--notify` was given and the change was not a dry run.
-    static func ifAsked(_ arguments: Arguments, registry: Registry?, app: AppName, version: AppVersion?, channel: ChannelName?,
-                        reason: String, actor: Actor?) throws(CLIError) -> PushSummary? {
-        guard arguments.flag("--notify"), !arguments.flag("--dry-run"), let registry, let actor else { return nil }
-        return try run(registry: registry, app: app, version: version, channel: channel, reason: reason, actor: actor)
+    static func ifAsked(_ arguments: Arguments, backend: any Backend, app: AppName, version: AppVersion?, channel: ChannelName?,
+                        reason: String) throws(CLIError) -> PushSummary? {
+        guard arguments.flag("--notify"), !arguments.flag("--dry-run") else { return nil }
+        return try backend.notify(app: app, version: version, channel: channel, reason: reason)
     }
 
     static func run(registry: Registry, app: AppName, version: AppVersion?, channel: ChannelName?, reason: String, actor: Actor) throws(CLIError) -> PushSummary {

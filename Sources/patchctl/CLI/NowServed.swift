@@ -1,3 +1,4 @@
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -6,25 +7,13 @@ import PatchRegistry
 enum NowServed {
     /// What the devices of an app version get now, one per channel that has patches
     /// (production first).
-    static func servings(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing] {
-        VersionServing.grouped(app: app, appVersion: version, try entries(app: app, version: version, remote: remote, registry: registry))
-    }
-
-    /// The version's patches as the split needs them, from the registry or a server's listing.
-    static func entries(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) -> [VersionServing.Entry] {
-        if let remote {
-            let listing = try remote.json(.listPatches, ["app": app.rawValue], query: ["active": "false"]).arrayValue ?? []
-            return listing.filter { $0["appVersion"]?.stringValue == version.rawValue }.compactMap(VersionServing.Entry.init(listing:))
-        }
-        guard let registry else { throw .failed("no registry to read what \(app) \(version) serves") }
-        do {
-            return try registry.patches(app: app, appVersion: version, activeOnly: false).map(VersionServing.Entry.init)
-        } catch { throw error.cliError }
+    static func servings(app: AppName, version: AppVersion, backend: any Backend) throws(CLIError) -> [VersionServing] {
+        VersionServing.grouped(app: app, appVersion: version, try backend.servingEntries(app: app, version: version))
     }
 
     /// What the devices of an app version on one channel get now (nothing listed: "none").
-    static func serving(app: AppName, version: AppVersion, channel: ChannelName, remote: Remote?, registry: Registry?) throws(CLIError) -> VersionServing {
-        try servings(app: app, version: version, remote: remote, registry: registry).first { $0.channel == channel }
+    static func serving(app: AppName, version: AppVersion, channel: ChannelName, backend: any Backend) throws(CLIError) -> VersionServing {
+        try servings(app: app, version: version, backend: backend).first { $0.channel == channel }
             ?? VersionServing(app: app, appVersion: version, channel: channel, entries: [])
     }
 
@@ -36,8 +25,8 @@ enum NowServed {
     }
 
     /// One line per channel of the version (a revoke without --patch touches every channel).
-    static func print(app: AppName, version: AppVersion, remote: Remote?, registry: Registry?) throws(CLIError) {
-        let all = try servings(app: app, version: version, remote: remote, registry: registry)
+    static func print(app: AppName, version: AppVersion, backend: any Backend) throws(CLIError) {
+        let all = try servings(app: app, version: version, backend: backend)
         for serving in all.isEmpty ? [VersionServing(app: app, appVersion: version, entries: [])] : all { Output.line(line(serving)) }
     }
 

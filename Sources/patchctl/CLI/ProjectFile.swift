@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 
 /// `hotpatch.json` in an app's repository, written by `patchctl init` and found by walking up

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

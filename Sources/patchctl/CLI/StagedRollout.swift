@@ -1,3 +1,4 @@
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -26,22 +27,15 @@ enum StagedRollout {
     }
 
     /// Refused before anything is published: a schedule advances on a guard's evidence.
-    static func checkGuard(app: AppName, channel: ChannelName, remote: Remote?, registry: Registry?) throws(CLIError) {
-        let guards = try DeviceFigures.stats(app: app, remote: remote, registry: registry)["guards"]?.arrayValue ?? []
+    static func checkGuard(app: AppName, channel: ChannelName, backend: any Backend) throws(CLIError) {
+        let guards = try backend.stats(app: app)["guards"]?.arrayValue ?? []
         guard guards.contains(where: { $0["channel"]?.stringValue == channel.rawValue }) else {
             throw .failed("--advance needs a guard on \(channel), whose evidence it advances on: set one first with `patchctl apps guard \(app) --channel \(channel) --max-rollback-rate 2% --min-devices 50`")
         }
     }
 
-    static func apply(_ plan: Plan, app: AppName, version: AppVersion, patch: Int, remote: Remote?, registry: Registry?, actor: Actor) throws(CLIError) -> JSON {
-        if let remote {
-            let body: JSON = ["steps": .array(plan.steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(plan.everySeconds))]
-            return try remote.json(.setSchedule, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)], body: body.canonicalBytes)
-        }
-        guard let registry else { throw .failed("no registry to schedule the rollout in") }
-        do {
-            return try registry.setSchedule(app: app, appVersion: version, number: patch, steps: plan.steps, everySeconds: plan.everySeconds, actor: actor).json
-        } catch { throw error.cliError }
+    static func apply(_ plan: Plan, app: AppName, version: AppVersion, patch: Int, backend: any Backend) throws(CLIError) -> JSON {
+        try backend.setSchedule(app: app, version: version, patch: patch, steps: plan.steps, everySeconds: plan.everySeconds)
     }
 
     /// "then 25 %, 50 %, 100 %, at most one step every 3600 s, from 2026-12-01T11:00:00Z, while its guard's evidence allows"

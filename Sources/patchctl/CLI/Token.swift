@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 
 /// Where the bearer token for `--server` comes from. A command line is readable by every

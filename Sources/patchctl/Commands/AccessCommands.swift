@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -9,31 +10,22 @@ struct TokensCreateCommand: Command {
                                             .value("--role", "ROLE", "publisher (publish, revoke, rollout, read) or auditor (read); default publisher"),
                                             .value("--name", "LABEL", "who or what uses it, recorded as the actor (default: the token's creator)"),
                                             .flag("--json", "print JSON: the token's listing entry and, once, the token as \"token\"")]
-                                      + Context.globalOptions)
+                                      + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let app = try arguments.optionalAppName()
         guard (app == nil) == arguments.flag("--all") else { throw .usage("give exactly one of --app NAME or --all") }
         let roleName = arguments.value("--role") ?? "publisher"
         guard let role = TokenRole(rawValue: roleName) else { throw .usage("--role must be publisher or auditor, got \(roleName.debugSanitized)") }
-        let context = try Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let issued: IssuedToken
-        do { issued = try registry.createToken(app: app, role: role, name: arguments.value("--name") ?? context.actor.name, actor: context.actor) } catch {
-            throw error.cliError
-        }
+        let issued = try Backends.open(arguments).createToken(app: app, role: role, name: arguments.value("--name"))
         // A default that may publish is said, on stderr (stdout's last line stays the secret).
         if arguments.value("--role") == nil {
             Output.error("note: no --role given, so this is a publisher token (it may publish, revoke and change rollouts); for read-only use (CI checks, dashboards) create one with --role auditor")
         }
-        if arguments.flag("--json") {
-            Output.json(["id": .string(issued.record.id), "scope": .string(app?.rawValue ?? "*"), "role": .string(role.rawValue),
-                         "name": .string(issued.record.name), "token": .string(issued.secret)])
-            return
-        }
-        Output.line("token \(issued.record.id): \(role.rawValue) for \(app?.rawValue ?? "every app"), acting as \"\(issued.record.name)\"")
+        if arguments.flag("--json") { Output.json(issued); return }
+        Output.line("token \(issued["id"]?.stringValue ?? ""): \(issued["role"]?.stringValue ?? "") for \(app?.rawValue ?? "every app"), acting as \"\(issued["name"]?.stringValue ?? "")\"")
         Output.line("store it now: it is shown only once and kept only as a SHA-256 hash")
-        Output.line(issued.secret)
+        Output.line(issued["token"]?.stringValue ?? "")
     }
 }
 
@@ -60,33 +52,21 @@ struct AppsThrottleCommand: Command {
                                   positionals: ["NAME"],
                                   options: [.value("--min-interval", "SECONDS", "minimum seconds between two checks of one device (default 3600)"),
                                             .value("--ip-rate", "N/min", "requests per minute per client IP, or 'off' (default 600/min)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
-        let context = try Context(arguments: arguments)
         let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30))
         let rate = try arguments.value("--ip-rate").map { (text) throws(CLIError) in try parseRate(text) }
-        let registry = try context.openRegistry()
-        var rules: ThrottleRules
-        var changed: Bool?
-        do {
-            rules = try registry.throttleRules(app: name)
-            if interval != nil || rate != nil {
-                rules.minInterval = interval ?? rules.minInterval
-                rules.ipRatePerMinute = rate ?? rules.ipRatePerMinute
-                changed = try registry.setThrottleRules(app: name, rules, actor: context.actor)
-            }
-        } catch { throw error.cliError }
-        if arguments.flag("--json") {
-            var json = rules.json.objectValue ?? [:]
-            if let changed { json["changed"] = .bool(changed) }
-            Output.json(.object(json))
-            return
-        }
-        Output.line("\(name)\(changed == false ? " unchanged" : ""): a device may check once every \(rules.minInterval) s; " +
-                    (rules.ipRatePerMinute == 0 ? "no per-IP limit" : "\(rules.ipRatePerMinute) requests/min per IP"))
+        let backend = try Backends.open(arguments)
+        let rules = interval != nil || rate != nil ? try backend.setThrottle(app: name, minInterval: interval, ipRatePerMinute: rate)
+                                                   : try backend.throttle(app: name)
+        if arguments.flag("--json") { Output.json(rules); return }
+        let changed = rules["changed"]?.boolValue
+        let minInterval = rules["minInterval"]?.intValue ?? 0, perIP = rules["ipRatePerMinute"]?.intValue ?? 0
+        Output.line("\(name)\(changed == false ? " unchanged" : ""): a device may check once every \(minInterval) s; " +
+                    (perIP == 0 ? "no per-IP limit" : "\(perIP) requests/min per IP"))
     }
 
     static func parseRate(_ text: String) throws(CLIError) -> Int {

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -27,26 +28,14 @@ struct AppsGuardCommand: Command {
         let off = arguments.flag("--off")
         if off, rate != nil || minDevices != nil || action != nil { throw .usage("--off cannot be combined with --max-rollback-rate, --min-devices or --action") }
         if !off, rate == nil, minDevices != nil || action != nil { throw .usage("--min-devices and --action need --max-rollback-rate") }
-        let remote = try Remote.from(arguments)
-        let registry = remote == nil ? try Context(arguments: arguments).openRegistry() : nil
-        let actor = try Context(arguments: arguments).actor
+        let backend = try Backends.open(arguments)
         var changed: Bool?
         if off {
-            if let remote {
-                changed = try remote.json(.removeGuard, ["app": name.rawValue], query: ["channel": channel.rawValue])["changed"]?.boolValue
-            } else if let registry {
-                do { changed = try registry.removeGuard(app: name, channel: channel, actor: actor) } catch { throw error.cliError }
-            }
+            changed = try backend.removeGuard(app: name, channel: channel)
         } else if let rate {
-            let devices = minDevices ?? 50, act = action ?? .halt
-            if let remote {
-                let body: JSON = ["channel": .string(channel.rawValue), "maxRollbackRatePpm": .int(Int64(rate)), "minDevices": .int(Int64(devices)), "action": .string(act.rawValue)]
-                changed = try remote.json(.setGuard, ["app": name.rawValue], body: body.canonicalBytes)["changed"]?.boolValue
-            } else if let registry {
-                do { changed = try registry.setGuard(app: name, channel: channel, maxRollbackPPM: rate, minDevices: devices, action: act, actor: actor) != nil } catch { throw error.cliError }
-            }
+            changed = try backend.setGuard(app: name, channel: channel, maxRollbackPPM: rate, minDevices: minDevices ?? 50, action: action ?? .halt)
         }
-        let stats = try DeviceFigures.stats(app: name, remote: remote, registry: registry)
+        let stats = try backend.stats(app: name)
         let rule = (stats["guards"]?.arrayValue ?? []).first { $0["channel"]?.stringValue == channel.rawValue }
         if arguments.flag("--json") {
             var out: [String: JSON] = ["app": .string(name.rawValue), "channel": .string(channel.rawValue), "guard": rule ?? .null]

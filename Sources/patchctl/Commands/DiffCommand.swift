@@ -1,30 +1,26 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
 /// `patchctl diff N M` (or `N FILE`): what changes between two patches of an app version, or
 /// between a patch and a file about to be published, as a unified diff of the scripts
-/// (decrypted for encrypted apps). The diff itself is diff(1)'s `-u`.
+/// (decrypted for encrypted apps; over --server, a plaintext app's). The diff itself is diff(1)'s `-u`.
 struct DiffCommand: Command {
     static let spec = CommandSpec("diff", summary: "Unified diff of two patches' scripts (N M), or of a patch and a file (N FILE); decrypts encrypted apps",
                                   positionals: ["N", "M|FILE"],
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version"),
-                                            .flag("--json", "print JSON: identical, diff")] + Context.globalOptions)
+                                            .flag("--json", "print JSON: identical, diff")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
-        let registry = try Context(arguments: arguments).openRegistry()
-        let name = try AppDefault.resolve(arguments, registry: registry)
-        let patches: [PatchRecord]
-        do {
-            _ = try registry.app(name)
-            patches = try registry.patches(app: name, appVersion: version, activeOnly: false)
-        } catch { throw error.cliError }
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        try backend.requireApp(name)
         func script(_ word: String, fileAllowed: Bool) throws(CLIError) -> (label: String, bytes: [UInt8]) {
             if let number = Int(word) {
-                guard let patch = patches.first(where: { $0.number == number }) else { throw .failed("\(name) \(version) has no patch \(number)") }
-                do { return ("\(name) \(version) patch \(number)", try registry.plaintext(of: patch)) } catch { throw error.cliError }
+                return ("\(name) \(version) patch \(number)", try backend.script(app: name, version: version, patch: number))
             }
             guard fileAllowed else { throw .usage("N must be a patch number, got \(word.debugSanitized)") }
             return (word, try Output.readFile(word, what: "file", limit: Registry.maxBundleSize))

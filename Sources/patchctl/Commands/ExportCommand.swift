@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -9,7 +10,8 @@ struct ExportCommand: Command {
                                             .value("--format", "FORMAT", "tuf (default), or jspatch: DIR/{appVersion}/v{N}.zip and DIR/{appVersion}/latest for JSPatch Loader apps"),
                                             .value("--layout", "LAYOUT", "tuf only: server (default: DIR/v1/apps/APP/…, so the URL serving DIR is the client's server URL) or flat (DIR/metadata, DIR/targets)"),
                                             .value("--expires", "DURATION", "tuf only: sign metadata that lasts at least this long, e.g. 30d or 12h (at most 90d; default: the 1-day timestamp)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .value("--root", "FILE", "with --server: the trusted root the mirror is verified from before anything is written (default: the server's own 1.root.json)"),
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let out = URL(fileURLWithPath: try arguments.required("--out"), isDirectory: true)
@@ -19,19 +21,24 @@ struct ExportCommand: Command {
         guard let layout = ExportLayout(rawValue: layoutName) else { throw .usage("--layout must be server or flat, got \(layoutName.debugSanitized)") }
         let lifetime = try arguments.value("--expires").map { text throws(CLIError) in try DurationArgument.parse(text, option: "--expires", max: Registry.maxExportLifetime) }
         if format == "jspatch", arguments.value("--layout") != nil || lifetime != nil { throw .usage("--layout and --expires go with --format tuf") }
-        let registry = try Context(arguments: arguments).openRegistry()
-        let name = try AppDefault.resolve(arguments, registry: registry)
-        if format == "jspatch" { return try exportJSPatch(name, to: out, registry, arguments) }
-        let summary: ExportSummary
-        var flatToo: ExportSummary?
-        do {
-            summary = try registry.export(app: name, to: out, layout: layout, timestampLifetime: lifetime)
-            // An export made in the flat layout (before the server layout was the default) is
-            // kept current and pruned too: left alone, it would go on offering revoked bundles.
-            if layout == .server, try registry.holdsExport(app: name, in: out, layout: .flat) {
-                flatToo = try registry.export(app: name, to: out, layout: .flat)
+        let trustedRoot = try arguments.value("--root").map { path throws(CLIError) in try Output.readFile(path, what: "trusted root", limit: 512_000) }
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        if format == "jspatch" {
+            guard let registry = backend.registry else {
+                throw .usage("--format jspatch exports from the registry (its packages are signed with the app's JSPatch key there); over --server, export --format tuf")
             }
-        } catch { throw error.cliError }
+            return try exportJSPatch(name, to: out, registry, arguments)
+        }
+        let summary = try backend.export(app: name, to: out, layout: layout, lifetime: lifetime, trustedRoot: trustedRoot)
+        var flatToo: ExportSummary?
+        // An export made in the flat layout (before the server layout was the default) is
+        // kept current and pruned too: left alone, it would go on offering revoked bundles.
+        if layout == .server, let registry = backend.registry {
+            do {
+                if try registry.holdsExport(app: name, in: out, layout: .flat) { flatToo = try registry.export(app: name, to: out, layout: .flat) }
+            } catch { throw error.cliError }
+        }
         let expires = TUFTime.format(summary.timestampExpires)
         if arguments.flag("--json") {
             Output.json(["app": .string(name.rawValue), "out": .string(out.path), "layout": .string(layout.rawValue), "appRoot": .string(summary.appRoot.path),

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 
 /// `patchctl init`: writes `hotpatch.json` in the current directory (the app's repository), so

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -7,15 +8,14 @@ struct NotifyCommand: Command {
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "only the devices of this app version (default: every version)"),
                                             .value("--channel", "NAME", "only the devices following this channel (default: every channel)"),
-                                            .flag("--json", "print JSON: sent, failed, removed, reasons (why tokens were not sent, with counts)")] + Context.globalOptions)
+                                            .flag("--json", "print JSON: sent, failed, removed, reasons (why tokens were not sent, with counts)")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = arguments.value("--app-version") == nil ? nil : try arguments.appVersion()
         let channel = try arguments.channel()
-        let context = try Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let name = try AppDefault.resolve(arguments, registry: registry)
-        let summary = try Notify.run(registry: registry, app: name, version: version, channel: channel, reason: "notify", actor: context.actor)
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        let summary = try backend.notify(app: name, version: version, channel: channel, reason: "notify")
         if arguments.flag("--json") { Output.json(summary.json) } else { Output.line(Notify.line(summary)) }
         try Notify.requireReached(summary)
     }

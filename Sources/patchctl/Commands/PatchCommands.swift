@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -28,33 +29,13 @@ struct PublishCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
         let conditions = try DeliveryOptions.conditions(arguments)
-        let remote = try Remote.from(arguments)
-        try Notify.check(arguments, remote: remote)
-        let context = try Context(arguments: arguments)
-        let registry = remote == nil ? try context.openRegistry() : nil
-        let name = try AppDefault.resolve(arguments, registry: registry)
-        try Notify.check(arguments, registry: registry, app: name)
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        try Notify.check(arguments, backend: backend, app: name)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
-        if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, remote: remote, registry: registry) }
-        var patch: JSON
-        if let remote {
-            var query = ["appVersion": version.rawValue, "rollout": String(rollout), "channel": channel.rawValue]
-            if allowSame { query["allowSame"] = "true" }
-            if dryRun { query["dryRun"] = "true" }
-            if let message { query["message"] = message }
-            let headers = conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
-            patch = try remote.json(.publishPatch, ["app": name.rawValue], query: ExpectPatch.query(query, expected), headers: headers, body: bundle)
-        } else {
-            do {
-                let published = try registry!.publish(app: name, appVersion: version, bundle: bundle, channel: channel, rollout: rollout,
-                                                      message: message, conditions: conditions, allowSame: allowSame, expectLive: expected,
-                                                      dryRun: dryRun, actor: context.actor)
-                var json = published.patch.json.objectValue!
-                json["targetsVersion"] = .int(published.targetsVersion)
-                if dryRun { json["dryRun"] = true }
-                patch = .object(json)
-            } catch { throw error.cliError }
-        }
+        if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
+        var patch = try backend.publish(PublishRequest(app: name, version: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun))
         var schedule: JSON?
         if let staged, dryRun {
             // What would be scheduled, checked by the registry's own rules; nothing is stored.
@@ -62,10 +43,10 @@ struct PublishCommand: Command {
             schedule = ["steps": .array(staged.steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(staged.everySeconds))]
             if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
         } else if let staged {
-            schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), remote: remote, registry: registry, actor: context.actor)
+            schedule = try StagedRollout.apply(staged, app: name, version: version, patch: Int(patch["patch"]?.intValue ?? 0), backend: backend)
             if var object = patch.objectValue { object["schedule"] = schedule; patch = .object(object) }
         }
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "publish", actor: context.actor)
+        let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: channel, reason: "publish")
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }
         let summary = "\(name) \(version) patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : ""))"
@@ -114,54 +95,27 @@ struct RevokeCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let message = arguments.value("--message")
         let expected = try ExpectPatch.value(arguments)
-        let revoked: JSON
-        let name: AppName
-        let remote = try Remote.from(arguments)
-        try Notify.check(arguments, remote: remote)
-        var registry: Registry?
-        // Local changes only: a server records the token's actor.
-        var actor: Actor?
-        if let remote {
-            name = try AppDefault.resolve(arguments, registry: nil)
-            var values = ["app": name.rawValue, "appVersion": version.rawValue]
-            if let number { values["patch"] = String(number) }
-            var query = message.map { ["message": $0] } ?? [:]
-            if dryRun { query["dryRun"] = "true" }
-            if let channel { query["channel"] = channel.rawValue }
-            revoked = try remote.json(number == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expected))
-        } else {
-            let context = try Context(arguments: arguments)
-            let local = try context.openRegistry()
-            registry = local
-            name = try AppDefault.resolve(arguments, registry: local)
-            actor = context.actor
-            try Notify.check(arguments, registry: local, app: name)
-            do {
-                revoked = .array(try local.revoke(app: name, appVersion: version, channel: channel, number: number, message: message,
-                                                  expectLive: expected, dryRun: dryRun, actor: context.actor).map { patch in
-                    guard dryRun, var object = patch.json.objectValue else { return patch.json }
-                    object["dryRun"] = true
-                    return .object(object)
-                })
-            } catch { throw error.cliError }
-        }
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        try Notify.check(arguments, backend: backend, app: name)
+        let revoked = try backend.revoke(app: name, version: version, patch: number, channel: channel, message: message, expect: expected, dryRun: dryRun)
         // The channel the revoked patches were in (one: a revoke never spans channels).
-        let revokedChannel = try (revoked.arrayValue?.first?["channel"]?.stringValue).map { raw throws(CLIError) in
+        let revokedChannel = try (revoked.first?["channel"]?.stringValue).map { raw throws(CLIError) in
             do { return try ChannelName(raw) } catch { throw CLIError.failed("the server named an invalid channel: \(error)") }
         } ?? channel ?? .production
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: revokedChannel, reason: "revoke", actor: actor)
+        let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: revokedChannel, reason: "revoke")
         if arguments.flag("--json") {
-            Output.json(revoked)
+            Output.json(.array(revoked))
             // The answer is the array of revoked patches; the push figures go beside it.
             if let push { Output.error(Notify.line(push)) }
             try Notify.requireReached(push)
             return
         }
         if let push { Output.line(Notify.line(push)) }
-        for patch in revoked.arrayValue ?? [] {
+        for patch in revoked {
             Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (\(revokedChannel))")
         }
-        if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, remote: remote, registry: registry) }
+        if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, backend: backend) }
         try Notify.requireReached(push)
     }
 }
@@ -182,30 +136,9 @@ struct RolloutCommand: Command {
         guard let percent = try arguments.percent("--rollout") else { throw .usage("--rollout is required") }
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
-        let patch: JSON
-        let name: AppName
-        let remote = try Remote.from(arguments)
-        var local: Registry?
-        if let remote {
-            name = try AppDefault.resolve(arguments, registry: nil)
-            patch = try remote.json(.setRollout, ["app": name.rawValue, "appVersion": version.rawValue, "patch": String(number)],
-                                    query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expected),
-                                    body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
-        } else {
-            let context = try Context(arguments: arguments)
-            let registry = try context.openRegistry()
-            local = registry
-            name = try AppDefault.resolve(arguments, registry: registry)
-            do {
-                var json = try registry.setRollout(app: name, appVersion: version, number: number, percent: percent, expectLive: expected,
-                                                   dryRun: dryRun, actor: context.actor).json
-                if dryRun, var object = json.objectValue {
-                    object["dryRun"] = true
-                    json = .object(object)
-                }
-                patch = json
-            } catch { throw error.cliError }
-        }
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        let patch = try backend.setRollout(app: name, version: version, patch: number, percent: percent, expect: expected, dryRun: dryRun)
         if arguments.flag("--json") { Output.json(patch); return }
         if dryRun {
             Output.line("dry run: \(name) \(version) patch \(number) would roll out to \(patch["rollout"]?.intValue ?? 0)% of devices (now \(patch["from"]?.intValue ?? 0)%); nothing was changed")
@@ -218,7 +151,7 @@ struct RolloutCommand: Command {
             let steps = (stopped["steps"]?.arrayValue ?? []).compactMap(\.intValue).map { "\($0) %" }.joined(separator: ", ")
             Output.line("stopped its staged rollout (next steps \(steps)): a manual rollout takes over from the schedule; `publish --advance` sets a new one")
         }
-        if !dryRun { try NowServed.print(app: name, version: version, remote: remote, registry: local) }
+        if !dryRun { try NowServed.print(app: name, version: version, backend: backend) }
     }
 }
 
@@ -232,26 +165,10 @@ struct ListCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
         let active = arguments.flag("--active")
-        var patches: [JSON]
-        let remote = try Remote.from(arguments)
-        var local: Registry?
-        if let remote {
-            // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
-            let projectApp = try ProjectFile.current.get()?.app
-            var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
-            if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
-            var all: [JSON] = []
-            for app in names { all += try remote.json(.listPatches, ["app": app], query: ["active": active ? "true" : "false"]).arrayValue ?? [] }
-            patches = all
-        } else {
-            let registry = try Context(arguments: arguments).openRegistry()
-            local = registry
-            do {
-                if let name { _ = try registry.app(name) }
-                patches = try registry.patches(app: name, appVersion: nil, activeOnly: active).map(\.json)
-            } catch { throw error.cliError }
-        }
-        patches = try DeviceFigures.annotate(NowServed.annotate(patches), remote: remote, registry: local)
+        let backend = try Backends.open(arguments)
+        var patches: [JSON] = []
+        for app in try backend.apps(name) { patches += try backend.patches(app: app, activeOnly: active) }
+        patches = try DeviceFigures.annotate(NowServed.annotate(patches), backend: backend)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
         Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
@@ -277,22 +194,7 @@ struct AuditCommand: Command {
         let verify = arguments.flag("--verify")
         let after = try arguments.int("--after", in: 0...Int.max) ?? 0
         let pageSize = try arguments.int("--page-size", in: 1...1000)
-        var result: [String: JSON]
-        if let remote = try Remote.from(arguments) {
-            result = try Self.remoteEvents(remote, app: name, after: after, pageSize: pageSize ?? 1000, verify: verify)
-        } else {
-            guard pageSize == nil else { throw .usage("--page-size goes with --server") }
-            let registry = try Context(arguments: arguments).openRegistry()
-            do {
-                if let name { _ = try registry.app(name) }
-                result = ["events": .array(try registry.auditEvents(app: name, after: Int64(after)).map(\.json))]
-                switch verify ? try registry.verifyAudit() : nil {
-                case .intact(let count, let head)?: result["chain"] = ["intact": true, "events": .int(Int64(count)), "head": .string(head)]
-                case .broken(let seq, let reason)?: result["chain"] = ["intact": false, "seq": .int(seq), "reason": .string(reason)]
-                case nil: break
-                }
-            } catch { throw error.cliError }
-        }
+        let result = try Backends.open(arguments).audit(app: name, after: after, pageSize: pageSize, verify: verify)
         let chain = result["chain"]
         if arguments.flag("--json") {
             Output.json(.object(result))
@@ -315,27 +217,5 @@ struct AuditCommand: Command {
         }
         return intact ? "audit chain intact: \(chain["events"]?.intValue ?? 0) events, head \(chain["head"]?.stringValue ?? "")"
             : "audit chain BROKEN at event \(chain["seq"]?.intValue ?? 0): \(chain["reason"]?.stringValue ?? "")"
-    }
-
-    /// Every page of /v1/audit from `after` on, following `next` until the server gives
-    /// none; the chain verdict (asked for on the first page only) covers the whole log.
-    static func remoteEvents(_ remote: Remote, app: AppName?, after: Int, pageSize: Int, verify: Bool) throws(CLIError) -> [String: JSON] {
-        var events: [JSON] = []
-        var chain: JSON?
-        var cursor = after
-        while true {
-            var query = ["after": String(cursor), "limit": String(pageSize)]
-            if let app { query["app"] = app.rawValue }
-            if verify && chain == nil { query["verify"] = "true" }
-            let page = try remote.json(.getAudit, query: query).objectValue ?? [:]
-            events += page["events"]?.arrayValue ?? []
-            if chain == nil { chain = page["chain"] }
-            guard let next = page["next"]?.intValue else { break }
-            guard next > cursor else { throw .failed("the server's audit listing did not advance past event \(cursor)") }
-            cursor = Int(next)
-        }
-        var result: [String: JSON] = ["events": .array(events)]
-        if let chain { result["chain"] = chain }
-        return result
     }
 }

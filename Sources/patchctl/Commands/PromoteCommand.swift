@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -25,37 +26,12 @@ struct PromoteCommand: Command {
         let message = arguments.value("--message")
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
-        var patch: JSON
-        let name: AppName
-        let remote = try Remote.from(arguments)
-        try Notify.check(arguments, remote: remote)
-        var local: Registry?
-        // Local changes only: a server records the token's actor.
-        var actor: Actor?
-        if let remote {
-            name = try AppDefault.resolve(arguments, registry: nil)
-            var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
-            if dryRun { query["dryRun"] = "true" }
-            if let number { query["patch"] = String(number) }
-            if let message { query["message"] = message }
-            patch = try remote.json(.promotePatch, ["app": name.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expected))
-        } else {
-            let context = try Context(arguments: arguments)
-            let registry = try context.openRegistry()
-            local = registry
-            name = try AppDefault.resolve(arguments, registry: registry)
-            actor = context.actor
-            try Notify.check(arguments, registry: registry, app: name)
-            do {
-                let promoted = try registry.promote(app: name, appVersion: version, from: from, to: to, number: number, rollout: rollout,
-                                                    message: message, expectLive: expected, dryRun: dryRun, actor: context.actor)
-                var json = promoted.patch.json.objectValue ?? [:]
-                json["targetsVersion"] = .int(promoted.targetsVersion)
-                if dryRun { json["dryRun"] = true }
-                patch = .object(json)
-            } catch { throw error.cliError }
-        }
-        let push = try Notify.ifAsked(arguments, registry: local, app: name, version: version, channel: to, reason: "promote", actor: actor)
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        try Notify.check(arguments, backend: backend, app: name)
+        var patch = try backend.promote(app: name, version: version, from: from, to: to, patch: number, rollout: rollout, message: message,
+                                        expect: expected, dryRun: dryRun)
+        let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: to, reason: "promote")
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }
         if let push { Output.line(Notify.line(push)) }
@@ -66,7 +42,7 @@ struct PromoteCommand: Command {
         Output.line("target \(patch["targetPath"]?.stringValue ?? "") in targets version \(patch["targetsVersion"]?.intValue ?? 0)")
         if dryRun {
             Output.line("nothing was changed")
-        } else if let served = try NowServed.servings(app: name, version: version, remote: remote, registry: local).first(where: { $0.channel == to }) {
+        } else if let served = try NowServed.servings(app: name, version: version, backend: backend).first(where: { $0.channel == to }) {
             Output.line(NowServed.line(served))
         }
         try Notify.requireReached(push)

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -20,26 +21,23 @@ struct RollbackCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let channel = try ChannelDefault.resolve(arguments)
-        let remote = try Remote.from(arguments)
-        try Notify.check(arguments, remote: remote)
-        let context = try Context(arguments: arguments)
-        let registry = remote == nil ? try context.openRegistry() : nil
-        let name = try AppDefault.resolve(arguments, registry: registry)
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
         // An unknown app is "unknown app", not "nothing to roll back".
-        if let registry { do { _ = try registry.app(name) } catch { throw error.cliError } }
-        try Notify.check(arguments, registry: registry, app: name)
+        try backend.requireApp(name)
+        try Notify.check(arguments, backend: backend, app: name)
         if let target = try arguments.int("--to", in: 1...Int(Int32.max)) {
-            return try rollBack(to: target, arguments, app: name, version: version, channel: channel, remote: remote, registry: registry, actor: context.actor)
+            return try rollBack(to: target, arguments, app: name, version: version, channel: channel, backend: backend)
         }
         if arguments.value("--message") != nil { throw .usage("--message goes with --to (a plain rollback revokes; revoke --message says why)") }
-        let before = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
+        let before = try NowServed.serving(app: name, version: version, channel: channel, backend: backend)
         guard let number = before.newestLive else {
             throw .failed("\(name) \(version) has no live patch on \(channel) to roll back (devices get: \(before.summary))")
         }
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
         // What the split would be without the patch: the same rule over the same patches.
-        let entries = try NowServed.entries(app: name, version: version, remote: remote, registry: registry)
+        let entries = try backend.servingEntries(app: name, version: version)
             .map { $0.number == number ? $0.revoked : $0 }
         let after = VersionServing(app: name, appVersion: version, channel: channel, entries: entries)
         // A rollback goes back to something: one that would leave every device of the channel
@@ -55,28 +53,18 @@ struct RollbackCommand: Command {
             Output.line("then: \(after.summary)")
             return
         }
-        let revoked: JSON
-        if let registry {
-            do {
-                revoked = try registry.revoke(app: name, appVersion: version, channel: channel, number: number,
-                                              expectLive: expected, actor: context.actor).first?.json ?? .null
-            } catch { throw error.cliError }
-        } else if let remote {
-            revoked = try remote.json(.revokePatch, ["app": name.rawValue, "appVersion": version.rawValue, "patch": String(number)],
-                                      query: ExpectPatch.query(["channel": channel.rawValue], expected)).arrayValue?.first ?? .null
-        } else {
-            throw .failed("no registry and no server")
-        }
-        try finish(arguments, app: name, version: version, channel: channel, remote: remote, registry: registry, actor: context.actor,
+        let revoked = try backend.revoke(app: name, version: version, patch: number, channel: channel, message: nil, expect: expected,
+                                         dryRun: false).first ?? .null
+        try finish(arguments, app: name, version: version, channel: channel, backend: backend,
                    result: ("revoked", revoked), line: "revoked \(name) \(version) patch \(number) (\(channel))")
     }
 
     /// What both ways end with: the push if asked, then the change and what devices get now
     /// (`{key: result, "now": …, "push": …}` with --json).
-    private static func finish(_ arguments: Arguments, app name: AppName, version: AppVersion, channel: ChannelName, remote: Remote?,
-                               registry: Registry?, actor: Actor, result: (key: String, value: JSON), line: String) throws(CLIError) {
-        let now = try NowServed.serving(app: name, version: version, channel: channel, remote: remote, registry: registry)
-        let push = try Notify.ifAsked(arguments, registry: registry, app: name, version: version, channel: channel, reason: "rollback", actor: actor)
+    private static func finish(_ arguments: Arguments, app name: AppName, version: AppVersion, channel: ChannelName, backend: any Backend,
+                               result: (key: String, value: JSON), line: String) throws(CLIError) {
+        let now = try NowServed.serving(app: name, version: version, channel: channel, backend: backend)
+        let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: channel, reason: "rollback")
         if arguments.flag("--json") {
             var json: [String: JSON] = [result.key: result.value, "now": now.json]
             if let push { json["push"] = push.json }
@@ -92,30 +80,18 @@ struct RollbackCommand: Command {
     /// `--to N`: the registry republishes patch N's bytes (Registry.rollBack), locally or over
     /// the server's rollback route, and the command says what devices get then.
     private static func rollBack(to target: Int, _ arguments: Arguments, app name: AppName, version: AppVersion, channel: ChannelName,
-                                 remote: Remote?, registry: Registry?, actor: Actor) throws(CLIError) {
+                                 backend: any Backend) throws(CLIError) {
         let dryRun = arguments.flag("--dry-run"), message = arguments.value("--message")
         let expected = try ExpectPatch.value(arguments)
-        let published: JSON
-        if let registry {
-            do {
-                published = try registry.rollBack(app: name, appVersion: version, channel: channel, to: target, message: message,
-                                                  expectLive: expected, dryRun: dryRun, actor: actor).patch.json
-            } catch { throw error.cliError }
-        } else if let remote {
-            var query = ["to": String(target), "channel": channel.rawValue]
-            if let message { query["message"] = message }
-            if dryRun { query["dryRun"] = "true" }
-            published = try remote.json(.rollBackTo, ["app": name.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expected))
-        } else {
-            throw .failed("no registry and no server")
-        }
+        let published = try backend.rollBack(app: name, version: version, channel: channel, to: target, message: message, expect: expected,
+                                             dryRun: dryRun)
         let number = published["patch"]?.intValue ?? 0
         if dryRun {
             if arguments.flag("--json") { Output.json(["dryRun": true, "wouldPublish": published]); return }
             Output.line("dry run: would publish \(name) \(version) patch \(target)'s bytes again as patch \(number) (\(channel)); nothing was changed")
             return
         }
-        try finish(arguments, app: name, version: version, channel: channel, remote: remote, registry: registry, actor: actor,
+        try finish(arguments, app: name, version: version, channel: channel, backend: backend,
                    result: ("published", published),
                    line: "rolled \(name) \(version) (\(channel)) back to patch \(target): its bytes published again as patch \(number) (signed rolledBackTo \(target))")
     }

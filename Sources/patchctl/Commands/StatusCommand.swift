@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -13,21 +14,9 @@ struct StatusCommand: Command {
     static func run(_ arguments: Arguments) throws(CLIError) {
         let name = try arguments.optionalAppName()
         // Both paths give AppStatus.json, one object per app; one printer renders it.
+        let backend = try Backends.open(arguments)
         var apps: [JSON] = []
-        let remote = try Remote.from(arguments)
-        var local: Registry?
-        if let remote {
-            // Without --app: hotpatch.json's app, else every app the token may read (GET /v1/apps).
-            let projectApp = try ProjectFile.current.get()?.app
-            var names = [(name ?? projectApp)?.rawValue].compactMap { $0 }
-            if names.isEmpty { names = try AppsListCommand.remoteApps(remote).compactMap { $0["app"]?.stringValue } }
-            for app in names { apps.append(try remote.json(.appStatus, ["app": app])) }
-        } else {
-            let registry = try Context(arguments: arguments).openRegistry()
-            local = registry
-            do { apps = try registry.status(app: name).map(\.json) } catch { throw error.cliError }
-        }
-        apps = try apps.map { app throws(CLIError) in try withReports(app, remote: remote, registry: local) }
+        for app in try backend.apps(name) { apps.append(try withReports(backend.status(app: app), backend: backend)) }
         if arguments.flag("--json") { Output.json(["apps": .array(apps)]); return }
         guard !apps.isEmpty else { Output.line("no apps"); return }
         let now = Date()
@@ -67,9 +56,9 @@ struct StatusCommand: Command {
 
     /// The app's status with `reports`: what its devices reported (the stats route's
     /// patches, guards and trips; the hourly series is the stats route's alone).
-    static func withReports(_ app: JSON, remote: Remote?, registry: Registry?) throws(CLIError) -> JSON {
+    static func withReports(_ app: JSON, backend: any Backend) throws(CLIError) -> JSON {
         guard var object = app.objectValue, let name = app["app"]?.stringValue.flatMap({ try? AppName($0) }) else { return app }
-        var stats = try DeviceFigures.stats(app: name, remote: remote, registry: registry).objectValue ?? [:]
+        var stats = try backend.stats(app: name).objectValue ?? [:]
         stats["hourly"] = nil
         stats["app"] = nil
         object["reports"] = .object(stats)

@@ -1,4 +1,5 @@
 import Foundation
+import HotpatchCLI
 import PatchCore
 import PatchRegistry
 
@@ -9,17 +10,8 @@ struct TokensListCommand: Command {
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let app = try arguments.optionalAppName()
-        let tokens: [JSON]
-        if let remote = try Remote.from(arguments) {
-            // A token scoped to one app sees that app's tokens; one for every app sees all.
-            guard let listed = try remote.json(.listTokens, query: app.map { ["app": $0.rawValue] } ?? [:]).arrayValue else {
-                throw .failed("the server's token listing is not a JSON array")
-            }
-            tokens = listed
-        } else {
-            let registry = try Context(arguments: arguments).openRegistry()
-            do { tokens = try registry.tokens(scope: app).map(\.json) } catch { throw error.cliError }
-        }
+        // A token scoped to one app sees that app's tokens; one for every app sees all.
+        let tokens = try Backends.open(arguments).tokens(app: app)
         if arguments.flag("--json") { Output.json(.array(tokens)); return }
         guard !tokens.isEmpty else { Output.line("no tokens"); return }
         Output.line(table(["ID", "SCOPE", "ROLE", "NAME", "CREATED", "BY", "REVOKED"], tokens.map { t in

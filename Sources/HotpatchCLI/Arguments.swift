@@ -2,58 +2,72 @@ import Foundation
 import PatchCore
 
 /// A command-line option as a command declares it; the same declaration parses and prints help.
-struct Option {
-    let name: String
-    let value: String?
-    let help: String
+/// One grammar for patchctl and patchd: `--name VALUE` or `--name=VALUE`, `--flag`, `--` ending
+/// the options, and (patchd's) an environment variable that sets the option when the command
+/// line does not.
+public struct Option: Sendable {
+    public let name: String
+    public let value: String?
+    public let help: String
     /// Older or other spellings that parse as `name` (shown in --help as "also …").
-    var aliases: [String] = []
+    public var aliases: [String] = []
     /// The parser refuses a command line without it, and the usage line shows it unbracketed.
-    var isRequired = false
+    public var isRequired = false
+    /// The environment variable that gives the value when the command line does not.
+    public var environment: String?
 
     /// `--name VALUE`
-    static func value(_ name: String, _ value: String, _ help: String) -> Option { Option(name: name, value: value, help: help) }
+    public static func value(_ name: String, _ value: String, _ help: String) -> Option { Option(name: name, value: value, help: help) }
     /// `--name`
-    static func flag(_ name: String, _ help: String) -> Option { Option(name: name, value: nil, help: help) }
+    public static func flag(_ name: String, _ help: String) -> Option { Option(name: name, value: nil, help: help) }
 
     /// The same option, required.
-    var required: Option { var copy = self; copy.isRequired = true; return copy }
+    public var required: Option { var copy = self; copy.isRequired = true; return copy }
 
     /// The same option, also accepted as `names`.
-    func alias(_ names: String...) -> Option { var copy = self; copy.aliases += names; return copy }
+    public func alias(_ names: String...) -> Option { var copy = self; copy.aliases += names; return copy }
 
-    var spellings: [String] { [name] + aliases }
+    /// The same option, also set by the environment variable `variable`.
+    public func environment(_ variable: String) -> Option { var copy = self; copy.environment = variable; return copy }
+
+    public var spellings: [String] { [name] + aliases }
 
     /// `--name VALUE`, bracketed when optional.
-    var usage: String {
+    public var usage: String {
         let text = value.map { "\(name) \($0)" } ?? name
         return isRequired ? text : "[\(text)]"
     }
 }
 
-/// What a command accepts: its words (`apps create`), options and positional arguments.
-struct CommandSpec {
-    let words: [String]
-    let summary: String
-    let positionals: [String]
-    let options: [Option]
+/// What a command accepts: its program and words (`patchctl apps create`, `patchd`), options
+/// and positional arguments.
+public struct CommandSpec: Sendable {
+    public let program: String
+    public let words: [String]
+    public let summary: String
+    public let positionals: [String]
+    public let options: [Option]
 
-    init(_ words: String, summary: String, positionals: [String] = [], options: [Option] = []) {
+    public init(_ words: String, program: String = "patchctl", summary: String, positionals: [String] = [], options: [Option] = []) {
+        self.program = program
         self.words = words.split(separator: " ").map(String.init)
         self.summary = summary
         self.positionals = positionals
         self.options = options
     }
 
-    var usage: String {
-        var line = "patchctl " + words.joined(separator: " ")
+    /// `patchctl apps create`, `patchd`.
+    public var invocation: String { ([program] + words).joined(separator: " ") }
+
+    public var usage: String {
+        var line = invocation
         // Required options first, so what must be typed reads left to right.
         for option in options.filter(\.isRequired) + options.filter({ !$0.isRequired }) { line += " " + option.usage }
         for positional in positionals { line += " \(positional)" }
         return line
     }
 
-    var help: String {
+    public var help: String {
         var text = "\(summary)\n\nUsage: \(usage)\n"
         if !options.isEmpty {
             text += "\nOptions:\n"
@@ -61,6 +75,7 @@ struct CommandSpec {
             for option in options {
                 let left = option.name + (option.value.map { " \($0)" } ?? "")
                 let notes = (option.isRequired ? ["required"] : []) + (option.aliases.isEmpty ? [] : ["also " + option.aliases.joined(separator: ", ")])
+                    + (option.environment.map { ["or $\($0)"] } ?? [])
                 text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help
                     + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
             }
@@ -70,14 +85,19 @@ struct CommandSpec {
 }
 
 /// Parsed arguments of one command; accessors turn missing or malformed values into usage errors.
-struct Arguments {
-    let spec: CommandSpec
-    var values: [String: String] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
+public struct Arguments: Sendable {
+    public let spec: CommandSpec
+    public private(set) var values: [String: String] = [:]
+    public private(set) var flags: Set<String> = []
+    public private(set) var positionals: [String] = []
 
-    init(spec: CommandSpec, parsing words: [String]) throws(CLIError) {
+    /// `environment` gives the options that declare a variable their value when the command
+    /// line does not (the command line wins).
+    public init(spec: CommandSpec, parsing words: [String], environment: [String: String] = [:]) throws(CLIError) {
         self.spec = spec
+        for option in spec.options {
+            if let variable = option.environment, option.value != nil, let value = environment[variable] { values[option.name] = value }
+        }
         var index = 0
         var onlyPositionals = false
         while index < words.count {
@@ -96,7 +116,7 @@ struct Arguments {
             }
             guard let option = spec.options.first(where: { $0.spellings.contains(name) }) else {
                 let hint = Suggestion.closest(to: name, among: spec.options.flatMap(\.spellings) + ["--help"]).map { "; did you mean \($0)?" } ?? ""
-                throw .usage("unknown option \(name.debugSanitized) for `patchctl \(spec.words.joined(separator: " "))`\(hint)")
+                throw .usage("unknown option \(name.debugSanitized) for `\(spec.invocation)`\(hint)")
             }
             let given = name
             name = option.name
@@ -125,16 +145,16 @@ struct Arguments {
         }
     }
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-    func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
-    func value(_ name: String) -> String? { values[name] }
+    public func flag(_ name: String) -> Bool { flags.contains(name) }
+    public func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
+    public func value(_ name: String) -> String? { values[name] }
 
-    func required(_ name: String) throws(CLIError) -> String {
+    public func required(_ name: String) throws(CLIError) -> String {
         guard let value = values[name], !value.isEmpty else { throw .usage("\(name) is required") }
         return value
     }
 
-    func int(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
+    public func int(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text), range.contains(value) else {
             throw .usage("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), got \(text.debugSanitized)")
@@ -144,7 +164,7 @@ struct Arguments {
 
     /// A whole percentage as an operator types it, `25` or `25%`: one spelling wherever a
     /// percentage is taken (rollouts, staged steps, the guard's rate).
-    func percent(_ name: String) throws(CLIError) -> Int? {
+    public func percent(_ name: String) throws(CLIError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Arguments.wholePercent(text) else {
             throw .usage("\(name) must be a percentage from 0 to 100, like 25 or 25%, got \(text.debugSanitized)")
@@ -153,36 +173,16 @@ struct Arguments {
     }
 
     /// `25` or `25%` → 25; nil for anything else, or outside 0…100.
-    static func wholePercent<S: StringProtocol>(_ text: S) -> Int? {
+    public static func wholePercent<S: StringProtocol>(_ text: S) -> Int? {
         let digits = text.hasSuffix("%") ? text.dropLast() : text[...]
         guard !digits.isEmpty, digits.count <= 3, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
               let value = Int(digits), (0...100).contains(value) else { return nil }
         return value
     }
-
-    func appName(_ name: String = "--app") throws(CLIError) -> AppName {
-        do { return try AppName(try required(name)) } catch let error as ValidationError { throw .usage(error.message) } catch let error as CLIError { throw error } catch { throw .usage("\(error)") }
-    }
-
-    func optionalAppName(_ name: String = "--app") throws(CLIError) -> AppName? {
-        guard values[name] != nil else { return nil }
-        return try appName(name)
-    }
-
-    func appVersion(_ name: String = "--app-version") throws(CLIError) -> AppVersion {
-        let text = try required(name)
-        do { return try AppVersion(text) } catch { throw .usage(error.message) }
-    }
-
-    /// A channel option's value, nil when it is not given.
-    func channel(_ name: String = "--channel") throws(CLIError) -> ChannelName? {
-        guard let text = values[name] else { return nil }
-        do { return try ChannelName(text) } catch { throw .usage(error.message) }
-    }
 }
 
 /// How a command failed; each maps to one exit code (see README: Exit codes).
-enum CLIError: Error {
+public enum CLIError: Error, Sendable {
     /// Bad flags or arguments: exit 64 (EX_USAGE), with the usage line.
     case usage(String)
     /// Something was checked and does not verify: exit 1.
@@ -190,7 +190,13 @@ enum CLIError: Error {
     /// Refused or could not run: exit 2.
     case failed(String)
 
-    var exitCode: Int32 {
+    public var message: String {
+        switch self {
+        case .usage(let m), .verificationFailed(let m), .failed(let m): return m
+        }
+    }
+
+    public var exitCode: Int32 {
         switch self {
         case .usage: return 64
         case .verificationFailed: return 1

@@ -1,19 +1,19 @@
 /// "Did you mean …" for a misspelt command or option: the candidate with the smallest edit
 /// distance, if it is close enough to be a typo rather than another word.
-enum Suggestion {
-    static func closest(to typed: String, among candidates: [String]) -> String? {
+public enum Suggestion {
+    public static func closest(to typed: String, among candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(typed, $0)) }.min { $0.1 < $1.1 }
         guard let (best, score) = scored, isTypo(score, of: best) else { return nil }
         return best
     }
 
     /// One edit for short words, up to a third of the word for long ones; never a rewrite.
-    static func isTypo(_ distance: Int, of word: String) -> Bool {
+    public static func isTypo(_ distance: Int, of word: String) -> Bool {
         distance <= max(1, min(3, word.count / 3))
     }
 
     /// Levenshtein distance (insert, delete, substitute; each 1), over characters.
-    static func distance(_ a: String, _ b: String) -> Int {
+    public static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }

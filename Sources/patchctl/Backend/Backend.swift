@@ -1,0 +1,129 @@
+import Foundation
+import HotpatchCLI
+import PatchCore
+import PatchRegistry
+
+/// What patchctl's commands act on: the operations of the API table (PatchCore/API), each
+/// once, with two implementations — `LocalBackend` (the registry, in this process) and
+/// `RemoteBackend` (a patchd over HTTP, `--server`). Every method answers the JSON the
+/// operation's route answers, so a command prints the same output, `--json` and exit codes
+/// whichever it was given; a command never asks which one it has, except for what only one
+/// side holds (`registry`, for local-only options).
+protocol Backend {
+    /// Who a local change is recorded under; nil over a server, which records the token's.
+    var actor: Actor? { get }
+    /// The registry of a local backend; nil over a server.
+    var registry: Registry? { get }
+    /// Where it acts, for messages: the registry's path or database, or the server's URL.
+    var place: String { get }
+
+    /// An unknown app is refused as one before anything else is read (locally; a server
+    /// answers 404 on the operation itself).
+    func requireApp(_ app: AppName) throws(CLIError)
+
+    // Reads.
+    /// `listApps`: the apps (a server: those the token may read).
+    func apps() throws(CLIError) -> [JSON]
+    /// `listPatches`: the patches of one app, newest version first as the registry orders them.
+    func patches(app: AppName, activeOnly: Bool) throws(CLIError) -> [JSON]
+    /// `appStatus`: `AppStatus.json`.
+    func status(app: AppName) throws(CLIError) -> JSON
+    /// `appStats` over the last hour: `ReportStats.json`.
+    func stats(app: AppName) throws(CLIError) -> JSON
+    /// `getAudit`: `{"events": […], "chain": …}` from `after` on (every page of a server's).
+    func audit(app: AppName?, after: Int, pageSize: Int?, verify: Bool) throws(CLIError) -> [String: JSON]
+    /// `listTokens`.
+    func tokens(app: AppName?) throws(CLIError) -> [JSON]
+    /// `patchScript`: a patch's script as published (decrypted locally; a server serves only
+    /// a plaintext app's).
+    func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8]
+    /// `getThrottle`: `ThrottleRules.json`.
+    func throttle(app: AppName) throws(CLIError) -> JSON
+    /// The app's TUF repository written under `out` in `layout` (`patchctl export`): the
+    /// registry's, re-signed to last `lifetime` when given; a server's, mirrored through the
+    /// TUF verifier from `trustedRoot` (default: the server's own 1.root.json) and written only
+    /// once every file verified.
+    func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary
+
+    // Changes: each answers what its route answers, marked `"dryRun": true` for a dry run.
+    /// `publishPatch`.
+    func publish(_ request: PublishRequest) throws(CLIError) -> JSON
+    /// `revokeVersion` (patch nil: every active patch of the version in `channel`) or
+    /// `revokePatch`: the revoked patches.
+    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
+                dryRun: Bool) throws(CLIError) -> [JSON]
+    /// `setRollout`.
+    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON
+    /// `rollBackTo`: patch `to`'s bytes published again as the channel's next patch.
+    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
+                  dryRun: Bool) throws(CLIError) -> JSON
+    /// `promotePatch`.
+    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
+                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON
+    /// `setSchedule`: `RolloutSchedule.json`.
+    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON
+    /// `setGuard`: whether anything changed.
+    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool
+    /// `removeGuard`: whether there was one.
+    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool
+    /// `setThrottle`: the rules with `"changed"`.
+    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON
+    /// `notifyDevices`: one round of pushes (the APNs key is where the registry is).
+    func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary
+    /// `createToken`: the listing entry and, once, `"token"`.
+    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON
+}
+
+/// `publishPatch`'s parameters.
+struct PublishRequest {
+    var app: AppName
+    var version: AppVersion
+    var bundle: [UInt8]
+    var channel: ChannelName
+    var rollout: Int
+    var message: String?
+    var conditions: DeliveryConditions?
+    var allowSame: Bool
+    var expect: Int?
+    var dryRun: Bool
+}
+
+enum Backends {
+    /// The backend a command acts on: a server when `--server`, `$HOTPATCH_SERVER` or
+    /// hotpatch.json's `server` names one (`Remote.from`), else the local registry.
+    static func open(_ arguments: Arguments) throws(CLIError) -> any Backend {
+        if let remote = try Remote.from(arguments) { return RemoteBackend(remote: remote) }
+        let context = try Context(arguments: arguments)
+        return LocalBackend(registry: try context.openRegistry(), actor: context.actor, place: context.place)
+    }
+}
+
+extension Backend {
+    /// The app a command acts on: `--app`, else hotpatch.json's, else the only app there is
+    /// (the registry's, or the only one the server's token may read).
+    func app(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
+        if arguments.value(option) != nil { return try arguments.appName(option) }
+        if let project = try ProjectFile.current.get() { return project.app }
+        let names = try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
+        switch names.count {
+        case 1: return names[0]
+        case 0: throw .usage("\(option) is required: \(place) has no apps \(registry == nil ? "this token may read" : "yet (create one with `patchctl apps create NAME`)")")
+        default:
+            throw .usage("\(option) is required: \(place) holds several apps (\(names.map(\.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write it with `patchctl init --app NAME`)")
+        }
+    }
+
+    /// `--app` when given, else every app (a server's: those the token may read; hotpatch.json's
+    /// app when there is one).
+    func apps(_ named: AppName?) throws(CLIError) -> [AppName] {
+        if let named { try requireApp(named); return [named] }
+        if registry == nil, let project = try ProjectFile.current.get() { return [project.app] }
+        return try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
+    }
+
+    /// The patches of one app version as the rollout split needs them.
+    func servingEntries(app: AppName, version: AppVersion) throws(CLIError) -> [VersionServing.Entry] {
+        try patches(app: app, activeOnly: false).filter { $0["appVersion"]?.stringValue == version.rawValue }
+            .compactMap(VersionServing.Entry.init(listing:))
+    }
+}

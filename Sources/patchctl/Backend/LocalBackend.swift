@@ -1,0 +1,144 @@
+import Foundation
+import HotpatchCLI
+import PatchCore
+import PatchPush
+import PatchRegistry
+
+/// The operations on the registry in this process: the same Registry calls and the same
+/// JSON (`.json` of the registry's models) as patchd's routes make and answer.
+struct LocalBackend: Backend {
+    let registry: Registry?
+    let actor: Actor?
+    let place: String
+    private var local: Registry { registry! }
+    private var who: Actor { actor! }
+
+    init(registry: Registry, actor: Actor, place: String) {
+        self.registry = registry
+        self.actor = actor
+        self.place = place
+    }
+
+    /// Runs one registry call, its error as the command's.
+    private func run<T>(_ body: () throws(RegistryError) -> T) throws(CLIError) -> T {
+        do { return try body() } catch { throw error.cliError }
+    }
+
+    func requireApp(_ app: AppName) throws(CLIError) { _ = try run { () throws(RegistryError) in try local.app(app) } }
+
+    func apps() throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.apps().map(\.json) } }
+
+    func patches(app: AppName, activeOnly: Bool) throws(CLIError) -> [JSON] {
+        try run { () throws(RegistryError) in try local.patches(app: app, appVersion: nil, activeOnly: activeOnly).map(\.json) }
+    }
+
+    func status(app: AppName) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in try local.status(app: app).first?.json ?? .null }
+    }
+
+    func stats(app: AppName) throws(CLIError) -> JSON { try run { () throws(RegistryError) in try local.reportStats(app: app, hours: 1).json } }
+
+    func audit(app: AppName?, after: Int, pageSize: Int?, verify: Bool) throws(CLIError) -> [String: JSON] {
+        guard pageSize == nil else { throw .usage("--page-size goes with --server") }
+        return try run { () throws(RegistryError) in
+            if let app { _ = try local.app(app) }
+            var result: [String: JSON] = ["events": .array(try local.auditEvents(app: app, after: Int64(after)).map(\.json))]
+            if verify { result["chain"] = try local.verifyAudit().json(global: true) }
+            return result
+        }
+    }
+
+    func tokens(app: AppName?) throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.tokens(scope: app).map(\.json) } }
+
+    func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8] {
+        try run { () throws(RegistryError) in
+            _ = try local.app(app)
+            guard let record = try local.patches(app: app, appVersion: version, activeOnly: false).first(where: { $0.number == patch }) else {
+                throw .notFound("\(app) \(version) has no patch \(patch)")
+            }
+            return try local.plaintext(of: record)
+        }
+    }
+
+    func throttle(app: AppName) throws(CLIError) -> JSON { try run { () throws(RegistryError) in try local.throttleRules(app: app).json } }
+
+    func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary {
+        guard trustedRoot == nil else { throw .usage("--root goes with --server: a local export is the registry's own repository") }
+        return try run { () throws(RegistryError) in try local.export(app: app, to: out, layout: layout, timestampLifetime: lifetime) }
+    }
+
+    func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            try local.publish(app: r.app, appVersion: r.version, bundle: r.bundle, channel: r.channel, rollout: r.rollout, message: r.message,
+                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun, actor: who)
+                .json.markedDryRun(r.dryRun)
+        }
+    }
+
+    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
+                dryRun: Bool) throws(CLIError) -> [JSON] {
+        try run { () throws(RegistryError) in
+            try local.revoke(app: app, appVersion: version, channel: channel, number: patch, message: message, expectLive: expect,
+                             dryRun: dryRun, actor: who).map { $0.json.markedDryRun(dryRun) }
+        }
+    }
+
+    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            try local.setRollout(app: app, appVersion: version, number: patch, percent: percent, expectLive: expect, dryRun: dryRun, actor: who)
+                .json.markedDryRun(dryRun)
+        }
+    }
+
+    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
+                  dryRun: Bool) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            try local.rollBack(app: app, appVersion: version, channel: channel, to: to, message: message, expectLive: expect,
+                               dryRun: dryRun, actor: who).json.markedDryRun(dryRun)
+        }
+    }
+
+    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
+                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            try local.promote(app: app, appVersion: version, from: from, to: to, number: patch, rollout: rollout, message: message,
+                              expectLive: expect, dryRun: dryRun, actor: who).json.markedDryRun(dryRun)
+        }
+    }
+
+    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            try local.setSchedule(app: app, appVersion: version, number: patch, steps: steps, everySeconds: everySeconds, actor: who).json
+        }
+    }
+
+    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool {
+        try run { () throws(RegistryError) in
+            try local.setGuard(app: app, channel: channel, maxRollbackPPM: maxRollbackPPM, minDevices: minDevices, action: action, actor: who) != nil
+        }
+    }
+
+    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool {
+        try run { () throws(RegistryError) in try local.removeGuard(app: app, channel: channel, actor: who) }
+    }
+
+    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            var rules = try local.throttleRules(app: app)
+            rules.minInterval = minInterval ?? rules.minInterval
+            rules.ipRatePerMinute = ipRatePerMinute ?? rules.ipRatePerMinute
+            let changed = try local.setThrottleRules(app: app, rules, actor: who)
+            var json = rules.json.objectValue ?? [:]
+            json["changed"] = .bool(changed)
+            return .object(json)
+        }
+    }
+
+    func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary {
+        try Notify.run(registry: local, app: app, version: version, channel: channel, reason: reason, actor: who)
+    }
+
+    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in try local.createToken(app: app, role: role, name: name ?? who.name, actor: who).json }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import HotpatchCLI
+import PatchClient
+import PatchCore
+import PatchRegistry
+
+/// The operations over a patchd's HTTP API: each method one operation of the table, its
+/// parameters as the route takes them; the answers are already the JSON the commands print.
+struct RemoteBackend: Backend {
+    let remote: Remote
+    var actor: Actor? { nil }
+    var registry: Registry? { nil }
+    var place: String { remote.base.absoluteString }
+
+    /// The server answers 404 for an unknown app on the operation itself.
+    func requireApp(_ app: AppName) throws(CLIError) {}
+
+    func apps() throws(CLIError) -> [JSON] { try array(remote.json(.listApps), "app listing") }
+
+    func patches(app: AppName, activeOnly: Bool) throws(CLIError) -> [JSON] {
+        try array(remote.json(.listPatches, ["app": app.rawValue], query: ["active": activeOnly ? "true" : "false"]), "patch listing")
+    }
+
+    func status(app: AppName) throws(CLIError) -> JSON { try remote.json(.appStatus, ["app": app.rawValue]) }
+
+    func stats(app: AppName) throws(CLIError) -> JSON { try remote.json(.appStats, ["app": app.rawValue], query: ["hours": "1"]) }
+
+    /// Every page of /v1/audit from `after` on, following `next` until the server gives
+    /// none; the chain verdict (asked for on the first page only) covers the whole log.
+    func audit(app: AppName?, after: Int, pageSize: Int?, verify: Bool) throws(CLIError) -> [String: JSON] {
+        var events: [JSON] = []
+        var chain: JSON?
+        var cursor = after
+        while true {
+            var query = ["after": String(cursor), "limit": String(pageSize ?? 1000)]
+            if let app { query["app"] = app.rawValue }
+            if verify && chain == nil { query["verify"] = "true" }
+            let page = try remote.json(.getAudit, query: query).objectValue ?? [:]
+            events += page["events"]?.arrayValue ?? []
+            if chain == nil { chain = page["chain"] }
+            guard let next = page["next"]?.intValue else { break }
+            guard next > cursor else { throw .failed("the server's audit listing did not advance past event \(cursor)") }
+            cursor = Int(next)
+        }
+        var result: [String: JSON] = ["events": .array(events)]
+        if let chain { result["chain"] = chain }
+        return result
+    }
+
+    func tokens(app: AppName?) throws(CLIError) -> [JSON] {
+        try array(remote.json(.listTokens, query: app.map { ["app": $0.rawValue] } ?? [:]), "token listing")
+    }
+
+    func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8] {
+        try remote.bytes(.patchScript, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)])
+    }
+
+    func throttle(app: AppName) throws(CLIError) -> JSON { try remote.json(.getThrottle, ["app": app.rawValue]) }
+
+    func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary {
+        guard lifetime == nil else {
+            throw .usage("--expires re-signs with the registry's keys: over --server an export holds what the server serves (re-export before its timestamp expires), or run it where the registry is")
+        }
+        // The device's fetcher and caps; every file it serves in full is kept for the mirror.
+        let recorder = RecordingFetcher(HTTPRepository(server: remote.base, app: app, requestTimeout: 30, transferTimeout: 120))
+        let base = remote.base
+        let outcome = blockingWait { () async -> Result<VerificationReport, CLIError> in
+            do throws(CLIError) { return .success(try await RemoteBackend.mirror(recorder, app: app, from: base, trustedRoot: trustedRoot)) } catch {
+                return .failure(error)
+            }
+        }
+        let report = try outcome.get()
+        guard report.ok else {
+            let bad = report.targets.filter { !$0.ok }.map { "\($0.path): \($0.problem ?? "")" }.joined(separator: "; ")
+            throw .verificationFailed("the server's repository does not verify (\(bad)); nothing was written")
+        }
+        do { return try ExportWriter.write(recorder.files, appRoot: layout.appRoot(out, app: app)) } catch { throw error.cliError }
+    }
+
+    /// Reads the root chain from 1 up to the trusted root (a device embedding any of them walks
+    /// it from the mirror), then walks the repository from the trusted root as a device does.
+    private static func mirror(_ recorder: RecordingFetcher, app: AppName, from base: URL, trustedRoot: [UInt8]?) async throws(CLIError) -> VerificationReport {
+        func root(_ version: Int64) async throws(CLIError) -> [UInt8] {
+            let body = DownloadBody(limit: TrustedMetadata.maxRootLength)
+            let head: FetchHead
+            do { head = try await recorder.fetch(.metadata("\(version).root.json"), headers: [:], into: body) } catch {
+                throw .failed("cannot read \(version).root.json of \(app) from \(base.absoluteString): \(error)")
+            }
+            guard head.status == 200, !body.isOverLimit else {
+                throw .failed("\(base.absoluteString) serves no \(version).root.json for \(app) (HTTP \(head.status)): unknown app?")
+            }
+            return body.received
+        }
+        let first = try await root(1)
+        let trusted = trustedRoot ?? first
+        let version: Int64
+        do { version = try SignedRoot(bytes: trusted, maxLength: TrustedMetadata.maxRootLength).body.version } catch {
+            throw .usage("--root is not a TUF root: \(error)")
+        }
+        var served = first
+        if version > 1 {
+            for v in 2...version { served = try await root(v) }
+        }
+        guard served == trusted else { throw .verificationFailed("the server's \(version).root.json is not the --root given; nothing was written") }
+        do { return try await RepositoryVerifier.verify(fetcher: recorder, trustedRoot: trusted, app: app.rawValue) } catch {
+            switch error {
+            case .rejected(let message): throw .verificationFailed("the server's repository does not verify: \(message); nothing was written")
+            case .couldNotRun(let message): throw .failed(message)
+            }
+        }
+    }
+
+    func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
+        var query = ["appVersion": r.version.rawValue, "rollout": String(r.rollout), "channel": r.channel.rawValue]
+        if r.allowSame { query["allowSame"] = "true" }
+        if r.dryRun { query["dryRun"] = "true" }
+        if let message = r.message { query["message"] = message }
+        let headers = r.conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
+        return try remote.json(.publishPatch, ["app": r.app.rawValue], query: ExpectPatch.query(query, r.expect), headers: headers, body: r.bundle)
+    }
+
+    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
+                dryRun: Bool) throws(CLIError) -> [JSON] {
+        var values = ["app": app.rawValue, "appVersion": version.rawValue]
+        if let patch { values["patch"] = String(patch) }
+        var query = message.map { ["message": $0] } ?? [:]
+        if dryRun { query["dryRun"] = "true" }
+        if let channel { query["channel"] = channel.rawValue }
+        return try array(remote.json(patch == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expect)), "revoke answer")
+    }
+
+    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
+        try remote.json(.setRollout, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)],
+                        query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expect),
+                        body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
+    }
+
+    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
+                  dryRun: Bool) throws(CLIError) -> JSON {
+        var query = ["to": String(to), "channel": channel.rawValue]
+        if let message { query["message"] = message }
+        if dryRun { query["dryRun"] = "true" }
+        return try remote.json(.rollBackTo, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
+    }
+
+    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
+                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
+        var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
+        if dryRun { query["dryRun"] = "true" }
+        if let patch { query["patch"] = String(patch) }
+        if let message { query["message"] = message }
+        return try remote.json(.promotePatch, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
+    }
+
+    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
+        let body: JSON = ["steps": .array(steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(everySeconds))]
+        return try remote.json(.setSchedule, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)], body: body.canonicalBytes)
+    }
+
+    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool {
+        let body: JSON = ["channel": .string(channel.rawValue), "maxRollbackRatePpm": .int(Int64(maxRollbackPPM)),
+                          "minDevices": .int(Int64(minDevices)), "action": .string(action.rawValue)]
+        return try remote.json(.setGuard, ["app": app.rawValue], body: body.canonicalBytes)["changed"]?.boolValue ?? false
+    }
+
+    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool {
+        try remote.json(.removeGuard, ["app": app.rawValue], query: ["channel": channel.rawValue])["changed"]?.boolValue ?? false
+    }
+
+    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON {
+        var body: [String: JSON] = [:]
+        if let minInterval { body["minInterval"] = .int(Int64(minInterval)) }
+        if let ipRatePerMinute { body["ipRatePerMinute"] = .int(Int64(ipRatePerMinute)) }
+        return try remote.json(.setThrottle, ["app": app.rawValue], body: JSON.object(body).canonicalBytes)
+    }
+
+    func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary {
+        var query = ["reason": reason]
+        if let version { query["appVersion"] = version.rawValue }
+        if let channel { query["channel"] = channel.rawValue }
+        let json = try remote.json(.notifyDevices, ["app": app.rawValue], query: query)
+        guard let summary = PushSummary(json: json) else { throw .failed("the server's push answer is not a push summary") }
+        return summary
+    }
+
+    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON {
+        var body: [String: JSON] = ["role": .string(role.rawValue)]
+        if let app { body["app"] = .string(app.rawValue) }
+        if let name { body["name"] = .string(name) }
+        return try remote.json(.createToken, body: JSON.object(body).canonicalBytes)
+    }
+
+    private func array(_ json: JSON, _ what: String) throws(CLIError) -> [JSON] {
+        guard let array = json.arrayValue else { throw .failed("the server's \(what) is not a JSON array") }
+        return array
+    }
+}
+
+extension Remote {
+    /// Sends and returns the body of a 2xx answer as it came (a script); any other answer
+    /// becomes the server's own error message.
+    func bytes(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:]) throws(CLIError) -> [UInt8] {
+        let response = try send(operation, values, query: query)
+        guard (200..<300).contains(response.status) else {
+            let message = (try? JSONParser.parse(response.body))?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
+            throw .failed("server refused (\(response.status)): \(message)")
+        }
+        return response.body
+    }
+}
