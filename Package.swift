@@ -39,12 +39,13 @@ let package = Package(
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
-        // libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds of thread
-        // hand-offs per request; Apple platforms keep URLSession.
+        // The project's one HTTP client (HTTPClient) lives here. libcurl on Linux:
+        // swift-corelibs-foundation's URLSession adds milliseconds of thread hand-offs per
+        // request; Apple platforms keep URLSession.
         .target(name: "PatchClient", dependencies: ["PatchCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
-        // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through libcurl, for
-        // patchctl's --notify and patchd's guards.
-        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "CCurl"]),
+        // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through PatchClient's
+        // HTTPClient, for patchctl's --notify and patchd's guards.
+        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
         .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.

@@ -2,21 +2,21 @@ import Foundation
 import PatchCore
 
 /// A patchd server (or a static mirror of its layout) as the updater reads it:
-/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}` (`APIOperation.repositoryRoot`), through the client's HTTP
-/// fetcher: redirects are never followed, and a transfer stops the moment its `DownloadBody`
+/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}` (`APIOperation.repositoryRoot`), through `HTTPClient`:
+/// redirects are never followed, and a transfer stops the moment its `DownloadBody`
 /// refuses more. `patchctl verify --server` reads servers through it too, so CI and devices
 /// meet a server with the same limits.
 public struct HTTPRepository: RepositoryFetcher {
     public let server: URL
     public let app: AppName
-    private let http: HTTPFetcher
+    private let http: HTTPClient
 
     /// `requestTimeout`: connecting, and the longest wait for the next byte; `transferTimeout`:
     /// the longest one file may take.
     public init(server: URL, app: AppName, requestTimeout: TimeInterval = 20, transferTimeout: TimeInterval = 60) {
         self.server = server
         self.app = app
-        self.http = HTTPFetcher(requestTimeout: requestTimeout, resourceTimeout: transferTimeout)
+        self.http = HTTPClient(HTTPClient.Configuration(requestTimeout: requestTimeout, resourceTimeout: transferTimeout))
     }
 
     public func location(of file: RepositoryFile) -> String {
@@ -45,13 +45,13 @@ public struct HTTPRepository: RepositoryFetcher {
         let answer = DownloadBody(limit: limit)
         var all = headers
         all["Content-Type"] = "application/json"
-        let head = try await http.post(url, headers: all, upload: body, into: answer)
+        let head = try await http.send("POST", url, headers: all, body: body, into: answer)
         return (head, answer.received)
     }
 
     public func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
         let location = location(of: file)
         guard let url = URL(string: location) else { throw .network("bad server URL \(location)") }
-        return try await http.get(url, headers: headers, into: body)
+        return try await http.send("GET", url, headers: headers, into: body)
     }
 }

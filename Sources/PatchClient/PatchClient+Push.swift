@@ -22,10 +22,7 @@ extension PatchClient {
                                 "appVersion": .string(configuration.appVersion.rawValue), "channel": .string(configuration.channel.rawValue)])
         let answer: (head: FetchHead, body: [UInt8])
         do { answer = try await repository.post(.registerDevice, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
-            switch error {
-            case .network(let message), .unreadable(let message): throw .network(message)
-            default: throw .network("\(error)")
-            }
+            throw .network(error.reason)
         }
         guard answer.head.status == 200 || answer.head.status == 201 else {
             throw .server(status: answer.head.status, url: APIOperation.registerDevice.path(["app": configuration.app.rawValue]),

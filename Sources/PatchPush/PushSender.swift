@@ -53,14 +53,8 @@ public struct PushSender: Sendable {
         let next = Atomic<Int>(0)
         let results = Mutex<(done: Int, result: PushResult)>((0, PushResult()))
         let workers = max(1, min(settings.concurrency, devices.count))
-        guard APNsConnection.initialized else { throw .configuration("libcurl cannot be initialised") }
-        let failure = Mutex<PushError?>(nil)
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            let connection: APNsConnection
-            do throws(PushError) { connection = try APNsConnection(timeout: settings.timeout) } catch {
-                failure.withLock { $0 = error }
-                return
-            }
+            let connection = APNsConnection(timeout: settings.timeout, caFile: endpoint.caFile)
             while true {
                 let index = next.add(1, ordering: .relaxed).oldValue
                 guard index < devices.count else { return }
@@ -83,7 +77,6 @@ public struct PushSender: Sendable {
                 progress?(done, devices.count)
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
         var result = results.withLock { $0.result }
         result.gone.sort()
         return result
@@ -93,8 +86,8 @@ public struct PushSender: Sendable {
     public func probe(_ announcement: PushAnnouncement, token deviceToken: String, environment: PushEnvironment) throws(PushError) -> APNsAnswer {
         let jwt: String
         do { jwt = try token.bearer() } catch { throw .configuration("cannot sign the provider token with the .p8 key: \(error)") }
-        let connection = try APNsConnection(timeout: settings.timeout)
-        return connection.post(base: endpoint.url(for: environment), caFile: endpoint.caFile, token: deviceToken,
+        let connection = APNsConnection(timeout: settings.timeout, caFile: endpoint.caFile)
+        return connection.post(base: endpoint.url(for: environment), token: deviceToken,
                                headers: [("authorization", "bearer \(jwt)")] + announcement.headers(topic: topic), body: announcement.payload)
     }
 
@@ -103,7 +96,7 @@ public struct PushSender: Sendable {
         var renewed = false
         while true {
             guard let jwt = try? token.bearer() else { return .failed("the .p8 key cannot sign") }
-            let answer = connection.post(base: endpoint.url(for: device.environment), caFile: endpoint.caFile, token: device.token,
+            let answer = connection.post(base: endpoint.url(for: device.environment), token: device.token,
                                          headers: [("authorization", "bearer \(jwt)")] + headers, body: body)
             switch (answer.status, answer.reason) {
             case (200, _): return .sent

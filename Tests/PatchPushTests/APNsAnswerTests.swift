@@ -14,12 +14,12 @@ struct APNsAnswerTests {
         #expect(APNsAnswer.hint("unreachable") != nil && APNsAnswer.hint("BadEnvironmentKeyInToken") != nil && APNsAnswer.hint("TooManyRequests") == nil)
     }
 
-    @Test("apns-id is read from the answer's head, any case, bounded; absent is nil")
+    @Test("apns-id is read from the answer's headers (named lower-case by HTTPClient), bounded; absent or empty is nil")
     func apnsID() {
-        let head = Array("HTTP/2 400\r\nAPNS-ID: 5E2A4F0C-0000-4000-8000-00000000000A\r\ncontent-type: application/json\r\n\r\n".utf8)
-        #expect(APNsConnection.apnsID(head) == "5E2A4F0C-0000-4000-8000-00000000000A")
-        #expect(APNsConnection.apnsID(Array("HTTP/2 200\r\n\r\n".utf8)) == nil)
-        #expect(APNsConnection.apnsID(Array("apns-id: \(String(repeating: "x", count: 500))\r\n".utf8))?.count == 64)
+        #expect(APNsConnection.apnsID(["apns-id": "5E2A4F0C-0000-4000-8000-00000000000A", "content-type": "application/json"]) == "5E2A4F0C-0000-4000-8000-00000000000A")
+        #expect(APNsConnection.apnsID([:]) == nil)
+        #expect(APNsConnection.apnsID(["apns-id": ""]) == nil)
+        #expect(APNsConnection.apnsID(["apns-id": String(repeating: "x", count: 500)])?.count == 64)
     }
 
     @Test("the summary's JSON carries the reasons; a round with tokens and none sent reached none, an empty one did not")

@@ -47,9 +47,16 @@ public enum FetchError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .timeout: return "timed out"
         case .network(let message): return "network error: \(message)"
-        case .unreadable(let message): return message
+        case .timeout, .unreadable: return reason
+        }
+    }
+
+    /// The account alone, for a message that names the failure itself ("cannot reach {server}: …").
+    public var reason: String {
+        switch self {
+        case .timeout: return "timed out"
+        case .network(let message), .unreadable(let message): return message
         }
     }
 }

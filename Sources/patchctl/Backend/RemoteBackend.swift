@@ -195,16 +195,3 @@ struct RemoteBackend: Backend {
         return array
     }
 }
-
-extension Remote {
-    /// Sends and returns the body of a 2xx answer as it came (a script); any other answer
-    /// becomes the server's own error message.
-    func bytes(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:]) throws(CLIError) -> [UInt8] {
-        let response = try send(operation, values, query: query)
-        guard (200..<300).contains(response.status) else {
-            let message = (try? JSONParser.parse(response.body))?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
-            throw .failed("server refused (\(response.status)): \(message)")
-        }
-        return response.body
-    }
-}

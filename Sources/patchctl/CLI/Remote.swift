@@ -1,8 +1,6 @@
 import Foundation
 import HotpatchCLI
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import PatchClient
 import PatchCore
 
 /// A patchd server for the commands that work remotely (`--server URL` or `HOTPATCH_SERVER`,
@@ -75,52 +73,55 @@ struct Remote {
         return seconds >= Double(Int.max / 4) ? Int.max / 2 : Int(seconds.rounded(.up))
     }
 
-    /// `target`: the path and query, already encoded (`Operation.target`).
+    /// The most of an answer's body kept: well over any listing or audit page patchd sends
+    /// (a bundle is at most 10 MiB, `Registry.maxBundleSize`), yet a bound on what a wrong or
+    /// hostile `--server` can make patchctl hold.
+    static let maxAnswer = 64 << 20
+
+    /// `target`: the path and query, already encoded (`Operation.target`). `timeout` bounds
+    /// connecting and each wait for the next byte; a whole request may take up to an hour (a
+    /// publish over a slow link).
     private func sendOnce(_ method: String, _ target: String, headers extra: [String: String], body: [UInt8]?,
                           timeout: TimeInterval) throws(CLIError) -> Response {
         var prefix = base.absoluteString
         while prefix.hasSuffix("/") { prefix.removeLast() }
         guard let url = URL(string: prefix + target) else { throw .usage("cannot build a URL for \(target.pathSanitized)") }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = method
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
-        if let body {
-            request.httpBody = Data(body)
-            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        var headers = extra
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        if body != nil { headers["Content-Type"] = "application/octet-stream" }
+        let client = HTTPClient(HTTPClient.Configuration(requestTimeout: timeout, resourceTimeout: max(timeout, 3600)))
+        let answer = DownloadBody(limit: Remote.maxAnswer)
+        let head: FetchHead
+        do { head = try client.sendBlocking(method, url, headers: headers, body: body, into: answer) } catch {
+            throw .failed("cannot reach \(base.absoluteString): \(error.reason)")
         }
-        let result = Locked<(Data?, URLResponse?, Error?)>((nil, nil, nil))
-        let done = DispatchSemaphore(value: 0)
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            result.set((data, response, error))
-            done.signal()
-        }.resume()
-        done.wait()
-        let (data, response, error) = result.get()
-        guard let http = response as? HTTPURLResponse else {
-            throw .failed("cannot reach \(base.absoluteString): \(error?.localizedDescription ?? "no response")")
-        }
-        var headers: [String: String] = [:]
-        for (key, value) in http.allHeaderFields { headers[String(describing: key).lowercased()] = String(describing: value) }
-        return Response(status: http.statusCode, headers: headers, body: Array(data ?? Data()))
+        if answer.isOverLimit { throw .failed("the server's answer is over \(Remote.maxAnswer >> 20) MiB; refused") }
+        return Response(status: head.status, headers: head.headers, body: answer.received)
     }
 
     /// Sends and returns the JSON body of a 2xx answer; any other answer becomes the
     /// server's own error message.
     func json(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:],
               body: [UInt8]? = nil) throws(CLIError) -> JSON {
+        let answer = try bytes(operation, values, query: query, headers: headers, body: body)
+        guard let parsed = try? JSONParser.parse(answer) else { throw .failed("server sent a body that is not JSON") }
+        return parsed
+    }
+
+    /// Sends and returns the body of a 2xx answer as it came (a script's text); any other
+    /// answer becomes the server's own error message.
+    func bytes(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:],
+               body: [UInt8]? = nil) throws(CLIError) -> [UInt8] {
         let response = try send(operation, values, query: query, headers: headers, body: body)
-        let parsed = try? JSONParser.parse(response.body)
         guard (200..<300).contains(response.status) else {
-            let message = parsed?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
+            let message = (try? JSONParser.parse(response.body))?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
             throw .failed("server refused (\(response.status)): \(message)")
         }
-        guard let parsed else { throw .failed("server sent a body that is not JSON") }
-        return parsed
+        return response.body
     }
 }
 
-/// A tiny lock for handing a value across threads in the synchronous wrapper above.
+/// A tiny lock for a value shared across threads (`Output.printedJSON`).
 final class Locked<Value>: @unchecked Sendable {
     private var value: Value
     private let lock = NSLock()

@@ -23,6 +23,8 @@ final class Mirror: @unchecked Sendable {
         var requests: [String] = []
         /// POST requests in full (device reports), headers and body.
         var posts: [HTTPRequest] = []
+        /// Every request in full, whatever its method.
+        var received: [HTTPRequest] = []
         /// Bundle downloads (paths under /targets/), with their headers.
         var targetRequests: [HTTPRequest] = []
         var delay: TimeInterval = 0
@@ -39,16 +41,21 @@ final class Mirror: @unchecked Sendable {
     private var server: HTTPServer?
     let port: UInt16
     let host: String
+    private let scheme: String
 
-    init(host: String = "127.0.0.1") throws {
+    /// `tls`: serve HTTPS (HTTP/1.1 only, as patchd does) with this certificate and key.
+    init(host: String = "127.0.0.1", tls: (certificatePEM: String, keyPEM: String)? = nil) throws {
         var configuration = HTTPServerConfiguration()
         configuration.host = host
+        configuration.tlsCertificatePEM = tls?.certificatePEM
+        configuration.tlsKeyPEM = tls?.keyPEM
         configuration.port = 0
         configuration.threads = 4
         let state = self.state
         let server = try HTTPServer(configuration: configuration) { request in
             state.lock.lock()
             state.requests.append(request.path)
+            state.received.append(request)
             if request.method == "POST" { state.posts.append(request) }
             if request.path.contains("/targets/") { state.targetRequests.append(request) }
             let answer = state.routes[request.path]
@@ -66,9 +73,10 @@ final class Mirror: @unchecked Sendable {
         self.server = server
         self.port = server.port
         self.host = host
+        self.scheme = tls == nil ? "http" : "https"
     }
 
-    var url: URL { URL(string: "http://\(host):\(port)")! }
+    var url: URL { URL(string: "\(scheme)://\(host):\(port)")! }
 
     /// Serves `files` (path → bytes) with status 200, on top of what is served already
     /// (an export never deletes, nor does the mirror).
@@ -97,6 +105,7 @@ final class Mirror: @unchecked Sendable {
 
     var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
     var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
+    var received: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.received }
     var targetRequests: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.targetRequests }
 
     /// Every served path under /targets/.

@@ -3,42 +3,39 @@ import Foundation
 import PatchCore
 internal import CCurl
 
-/// One HTTP GET on libcurl (Linux) into a `DownloadBody`, which alone decides how much is
-/// accepted: the write callback aborts the transfer the moment the body refuses a chunk (the
-/// TUF "endless data" attack), and so does a Content-Length over its limit. Redirects are
-/// never followed, and a cancelled task (the sync deadline) aborts from the progress callback. One easy handle per client keeps the connection
-/// alive across a sync's requests; transfers run one at a time on the fetcher's queue, so
-/// the handle is never used by two threads at once.
-final class HTTPFetcher: @unchecked Sendable {
+/// The libcurl side of `HTTPClient` (HTTPClient.swift): the write callback aborts the
+/// transfer the moment the `DownloadBody` refuses a chunk (the TUF "endless data" attack), and
+/// so does a Content-Length over its limit; a cancelled task aborts from the progress callback.
+/// One easy handle per client keeps the connection alive across requests; transfers run one at
+/// a time on the client's queue, so the handle is never used by two threads at once.
+public final class HTTPClient: @unchecked Sendable {
     // @unchecked: `handle` is only touched on `queue`.
-    private let requestTimeout: TimeInterval
-    private let resourceTimeout: TimeInterval
-    private let queue = DispatchQueue(label: "hotpatch.client.http")
-    private let handle: UnsafeMutableRawPointer  // CURL*
+    public let configuration: Configuration
+    private let queue = DispatchQueue(label: "hotpatch.http-client")
+    private let handle: UnsafeMutableRawPointer?  // CURL*; nil when libcurl cannot start
 
-    init(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) {
-        self.requestTimeout = requestTimeout
-        self.resourceTimeout = resourceTimeout
-        guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: libcurl is unusable") }
-        self.handle = handle
+    /// Once per process, before the first handle: PushSender opens its clients on several
+    /// threads at once, and libcurl's implicit global init (in `curl_easy_init`) is not
+    /// thread-safe. A static `let` is initialised once, whichever thread gets there first.
+    private static let globalInit: CURLcode = hp_curl_global_init()
+
+    public init(_ configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        handle = HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
     }
 
-    deinit { curl_easy_cleanup(handle) }
+    deinit { if let handle { curl_easy_cleanup(handle) } }
 
-    func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        try await send(url, headers: headers, upload: nil, into: body)
-    }
-
-    /// A POST of `upload` (device reports), answered into `body` like a GET.
-    func post(_ url: URL, headers: [String: String] = [:], upload: [UInt8], into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        try await send(url, headers: headers, upload: upload, into: body)
-    }
-
-    private func send(_ url: URL, headers: [String: String], upload: [UInt8]?, into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        let transfer = Transfer(body: body)
+    /// One request: `method` (GET, POST, PUT, DELETE…) to `url` with `headers` and `body`,
+    /// the answer's body into `answer`. Stopped by `answer`'s cap, it returns the head: the
+    /// caller reads the cut-off from `answer.isOverLimit`.
+    public func send(_ method: String, _ url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
+                     into answer: DownloadBody) async throws(FetchError) -> FetchHead {
+        let transfer = Transfer(body: answer)
+        let upload = HTTPClient.upload(method, body)
         let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                queue.async { continuation.resume(returning: self.perform(url, headers: headers, upload: upload, transfer: transfer)) }
+                queue.async { continuation.resume(returning: self.perform(method, url, headers: headers, upload: upload, transfer: transfer)) }
             }
         } onCancel: {
             transfer.cancel()
@@ -46,25 +43,28 @@ final class HTTPFetcher: @unchecked Sendable {
         return try result.get()
     }
 
-    private func perform(_ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
+    private func perform(_ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
+        guard let handle else { return .failure(.network("libcurl cannot be initialised")) }
         if transfer.isCancelled { return .failure(.timeout) }
         curl_easy_reset(handle)  // options only: the connection cache stays
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
-        // No `Expect: 100-continue` round trip before a body: a report is small and sent once.
+        // No `Expect: 100-continue` round trip before a body: bodies are sent once, whole.
         if upload != nil { list = curl_slist_append(list, "Expect:") }
         defer { curl_slist_free_all(list) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        let seconds = max(1, Int(requestTimeout.rounded(.up)))
+        let seconds = max(1, Int(configuration.requestTimeout.rounded(.up)))
         _ = url.absoluteString.withCString { hp_curl_setopt_string(handle, CURLOPT_URL, $0) }
-        _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, configuration.httpsOnly ? "https" : "http,https")
+        if configuration.requireHTTP2 { _ = hp_curl_use_http2(handle) }
+        if let caFile = configuration.caFile { _ = caFile.withCString { hp_curl_setopt_string(handle, CURLOPT_CAINFO, $0) } }
         _ = hp_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
         _ = hp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = hp_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)
         // The idle timeout: abort when under 1 byte/s for requestTimeout seconds.
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
-        _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(resourceTimeout * 1000)))
+        _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(configuration.resourceTimeout * 1000)))
         _ = hp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
         if let upload {
             // The size first, so COPYPOSTFIELDS copies that many bytes rather than up to a NUL.
@@ -73,11 +73,22 @@ final class HTTPFetcher: @unchecked Sendable {
             bytes.append(0)  // never read past the size; keeps an empty body a valid pointer
             _ = bytes.withUnsafeBufferPointer { hp_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
         }
+        // HEAD has no body to wait for; any other method is the request line's word, with
+        // POSTFIELDS (above) supplying the body whatever the method.
+        if method == "HEAD" {
+            _ = hp_curl_setopt_long(handle, CURLOPT_NOBODY, 1)
+        } else if method != (upload == nil ? "GET" : "POST") {
+            _ = method.withCString { hp_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, $0) }
+        }
         _ = hp_curl_set_write(handle, writeBody, context)
         _ = hp_curl_set_header(handle, readHeader, context)
         _ = hp_curl_set_progress(handle, checkCancelled, context)
         let code = curl_easy_perform(handle)
         let head = FetchHead(status: Int(hp_curl_response_code(handle)), headers: transfer.headers)
+        // An answer came, over the wrong protocol: refused before anyone reads it.
+        if configuration.requireHTTP2, head.status != 0, hp_curl_http_version(handle) != Int(CURL_HTTP_VERSION_2_0) {
+            return .failure(.network("the host did not speak HTTP/2"))
+        }
         // Stopped by the body's cap: the caller reads that from the body, not from us.
         if transfer.body.isOverLimit { return .success(head) }
         if transfer.isCancelled { return .failure(.timeout) }
@@ -94,7 +105,7 @@ final class HTTPFetcher: @unchecked Sendable {
 
 /// The state of one transfer, reached from the C callbacks through their context pointer.
 private final class Transfer: @unchecked Sendable {
-    // @unchecked: `headers` is only touched by curl's callbacks on the fetcher's queue,
+    // @unchecked: `headers` is only touched by curl's callbacks on the client's queue,
     // `cancelled` under `lock`, and `body` guards itself.
     let body: DownloadBody
     var headers: [String: String] = [:]

@@ -5,45 +5,46 @@ import FoundationNetworking
 #endif
 import PatchCore
 
-/// One HTTP GET into a `DownloadBody`, which alone decides how much is accepted: the
-/// transfer is cancelled the moment the body refuses a chunk or a declared length (the TUF
-/// "endless data" attack), and redirects are never followed (a server may not send the
-/// client to another host).
-final class HTTPFetcher: @unchecked Sendable {
+/// The URLSession side of `HTTPClient` (HTTPClient.swift): the transfer is cancelled the
+/// moment the `DownloadBody` refuses a chunk or a declared length (the TUF "endless data"
+/// attack), and redirects are never followed (a server may not send the client to another host).
+public final class HTTPClient: @unchecked Sendable {
     // @unchecked: URLSession is documented thread-safe; the session and router never change.
+    public let configuration: Configuration
 
-    /// One session for the client's lifetime, so connections are reused across the five
-    /// or so requests of a sync (and creating a session is costly on Linux).
+    /// One session for the client's lifetime, so connections are reused across requests
+    /// (the five or so of a sync; and creating a session is costly).
     private let session: URLSession
     private let router = TaskRouter()
 
-    init(requestTimeout: TimeInterval, resourceTimeout: TimeInterval) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = requestTimeout
-        configuration.timeoutIntervalForResource = resourceTimeout
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+    public init(_ configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        let settings = URLSessionConfiguration.ephemeral
+        settings.timeoutIntervalForRequest = configuration.requestTimeout
+        settings.timeoutIntervalForResource = configuration.resourceTimeout
+        settings.requestCachePolicy = .reloadIgnoringLocalCacheData
+        settings.urlCache = nil
+        session = URLSession(configuration: settings, delegate: router, delegateQueue: nil)
     }
 
     deinit { session.invalidateAndCancel() }
 
-    func get(_ url: URL, headers: [String: String] = [:], into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        try await send(URLRequest(url: url), headers: headers, into: body)
-    }
-
-    /// A POST of `upload` (device reports), answered into `body` like a GET.
-    func post(_ url: URL, headers: [String: String] = [:], upload: [UInt8], into body: DownloadBody) async throws(FetchError) -> FetchHead {
+    /// One request: `method` (GET, POST, PUT, DELETE…) to `url` with `headers` and `body`,
+    /// the answer's body into `answer`. Stopped by `answer`'s cap, it returns the head: the
+    /// caller reads the cut-off from `answer.isOverLimit`.
+    public func send(_ method: String, _ url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
+                     into answer: DownloadBody) async throws(FetchError) -> FetchHead {
+        // URLSession has no per-session CA file: refused, so a test's stand-in is never
+        // reached with the system's trust instead (nor production with a test's).
+        if let caFile = configuration.caFile {
+            throw .network("a CA file (\(caFile)) cannot be trusted through URLSession; trust the certificate in the keychain instead")
+        }
+        if configuration.httpsOnly, url.scheme?.lowercased() != "https" { throw .network("\(url.absoluteString) is not an https:// URL") }
         var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.httpBody = Data(upload)
-        return try await send(request, headers: headers, into: body)
-    }
-
-    private func send(_ request: URLRequest, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        var request = request
+        request.httpMethod = method
+        if let upload = HTTPClient.upload(method, body) { request.httpBody = Data(upload) }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let download = CappedDownload(body: body)
+        let download = CappedDownload(body: answer, requireHTTP2: configuration.requireHTTP2)
         let task = session.dataTask(with: request)
         router.register(download, for: task)
         defer { router.remove(task) }
@@ -98,6 +99,10 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sen
         completionHandler(nil)
     }
 
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        download(task)?.urlSession(session, task: task, didFinishCollecting: metrics)
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         download(task)?.urlSession(session, task: task, didCompleteWithError: error)
     }
@@ -107,14 +112,20 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sen
 /// delegate queue; the lock guards against the continuation being resumed twice.
 private final class CappedDownload: @unchecked Sendable {
     private let body: DownloadBody
+    private let requireHTTP2: Bool
     private let lock = NSLock()
     private var response: HTTPURLResponse?
+    /// ALPN's name of the protocol the answer came over ("h2", "http/1.1"), from the metrics.
+    private var protocolName: String?
     private var continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>?
     private var task: URLSessionDataTask?
     /// Set once the outcome is decided early (cap exceeded, cancelled): later callbacks are ignored.
     private var aborted: Result<FetchHead, FetchError>?
 
-    init(body: DownloadBody) { self.body = body }
+    init(body: DownloadBody, requireHTTP2: Bool) {
+        self.body = body
+        self.requireHTTP2 = requireHTTP2
+    }
 
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>) {
         lock.lock()
@@ -178,10 +189,19 @@ private final class CappedDownload: @unchecked Sendable {
         if !data.withUnsafeBytes({ body.append($0) }) { abortOverLimit() }
     }
 
+    /// URLSession hands over a task's metrics before its completion, so the protocol is
+    /// known when `didCompleteWithError` decides.
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        lock.lock()
+        protocolName = metrics.transactionMetrics.last?.networkProtocolName
+        lock.unlock()
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         lock.lock()
         let aborted = self.aborted
         let response = self.response
+        let protocolName = self.protocolName
         lock.unlock()
         let url = task.originalRequest?.url?.absoluteString ?? "?"
         if aborted != nil {
@@ -190,6 +210,8 @@ private final class CappedDownload: @unchecked Sendable {
             finish(.failure(error.code == .timedOut ? .timeout : .network(error.localizedDescription)))
         } else if let error {
             finish(.failure(.network(error.localizedDescription)))
+        } else if requireHTTP2, response != nil, protocolName != "h2" {
+            finish(.failure(.network("the host did not speak HTTP/2")))
         } else if let response {
             var headers: [String: String] = [:]
             for (key, value) in response.allHeaderFields { headers[String(describing: key).lowercased()] = String(describing: value) }

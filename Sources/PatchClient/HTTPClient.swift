@@ -1,0 +1,54 @@
+import Foundation
+import PatchCore
+
+// The project's one HTTP client (`HTTPClient`): libcurl on Linux (HTTPClient+Curl.swift),
+// URLSession on Apple platforms (HTTPClient+URLSession.swift). The updater, device reports,
+// patchctl's `--server` commands and the APNs provider all go through it, so every answer
+// meets the same rules: its body goes into a `DownloadBody`, which alone decides how much is
+// accepted; redirects are never followed (a 3xx is the answer); a cancelled task ends the
+// transfer; header names come back lower-cased in `FetchHead`.
+
+extension HTTPClient {
+    /// What every request of one client obeys. A client keeps its connection alive across
+    /// requests, so callers with different needs (APNs, a registry) hold different clients.
+    public struct Configuration: Sendable {
+        /// Seconds for connecting, and the longest wait for the next byte.
+        public var requestTimeout: TimeInterval
+        /// Seconds one request may take in all.
+        public var resourceTimeout: TimeInterval
+        /// Refuse `http://` URLs (APNs' provider API is reached over TLS only).
+        public var httpsOnly = false
+        /// Refuse an answer that did not come over HTTP/2. HTTP/2 is negotiated in the TLS
+        /// handshake (ALPN), so a plain `http://` answer is always refused too.
+        public var requireHTTP2 = false
+        /// PEM CA certificates to trust instead of the system's (tests' loopback stand-ins).
+        /// libcurl only: URLSession trusts the keychain, and a client told to trust a file
+        /// refuses every request rather than quietly trusting something else.
+        public var caFile: String?
+
+        public init(requestTimeout: TimeInterval = 20, resourceTimeout: TimeInterval = 60) {
+            self.requestTimeout = requestTimeout
+            self.resourceTimeout = resourceTimeout
+        }
+    }
+
+    /// `send`, for synchronous command-line code: blocks the calling thread, which must not
+    /// be one of Swift concurrency's own (`blockingWait`).
+    public func sendBlocking(_ method: String, _ url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
+                             into answer: DownloadBody) throws(FetchError) -> FetchHead {
+        let result = blockingWait { () async -> Result<FetchHead, FetchError> in
+            do throws(FetchError) {
+                return .success(try await self.send(method, url, headers: headers, body: body, into: answer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The bytes to send: a method that carries a body gets an empty one when given none, so
+    /// the request says `Content-Length: 0` (an HTTP/1.1 server may answer 411 otherwise).
+    static func upload(_ method: String, _ body: [UInt8]?) -> [UInt8]? {
+        body ?? (["POST", "PUT", "PATCH"].contains(method) ? [] : nil)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import PatchCore
+import Testing
+@testable import PatchClient
+
+/// The one HTTP client on its own, against loopback servers the tests start on ports they pick
+/// (`Mirror`: patchd's transport; `EndlessServer`: a body without end).
+@Suite("HTTPClient: any method, a capped answer, HTTP/2 when required")
+struct HTTPClientTests {
+    @Test("a PUT and a DELETE reach the server with their method and body; the answer's headers come back lower-cased")
+    func putAndDelete() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/thing"] = CannedResponse(status: 200, headers: [("X-Answer", "yes")], body: Array("done".utf8))
+        let client = HTTPClient()
+        let put = DownloadBody(limit: 1024)
+        let head = try await client.send("PUT", mirror.url.appendingPathComponent("thing"), headers: ["Content-Type": "application/json"],
+                                         body: Array(#"{"a":1}"#.utf8), into: put)
+        #expect(head.status == 200 && head.headers["x-answer"] == "yes")
+        #expect(put.received == Array("done".utf8))
+        let deleted = DownloadBody(limit: 1024)
+        _ = try await client.send("DELETE", mirror.url.appendingPathComponent("thing"), into: deleted)
+        let requests = mirror.received
+        #expect(requests.map(\.method) == ["PUT", "DELETE"] && requests.map(\.path) == ["/thing", "/thing"])
+        #expect(requests.first?.body == Array(#"{"a":1}"#.utf8) && requests.first?.header("content-type") == "application/json")
+        #expect(requests.last?.body == [])
+    }
+
+    @Test("the synchronous form answers as the async one does (command-line callers)")
+    func blocking() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/ping"] = .ok(Array("pong".utf8))
+        let answer = DownloadBody(limit: 64)
+        let url = mirror.url.appendingPathComponent("ping")
+        // On a thread of its own, as patchctl's main thread is: blocking one of Swift
+        // concurrency's threads could starve the request it waits for.
+        let result = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: Result { () throws(FetchError) in try HTTPClient().sendBlocking("POST", url, into: answer) })
+            }
+        }
+        let head = try result.get()
+        #expect(head.status == 200 && answer.received == Array("pong".utf8))
+        #expect(mirror.received.first?.method == "POST")
+    }
+
+    @Test("a body over the cap is cut off: declared (Content-Length) or endless, the answer keeps nothing and the stream is not read on")
+    func capped() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/big"] = .ok([UInt8](repeating: 0x41, count: 100_000))
+        let declared = DownloadBody(limit: 1000)
+        let head = try await HTTPClient().send("GET", mirror.url.appendingPathComponent("big"), into: declared)
+        #expect(head.status == 200 && declared.isOverLimit && declared.received.isEmpty)
+
+        let endless = try EndlessServer(files: [:], cap: 8 << 20)
+        let stream = DownloadBody(limit: 64 << 10)
+        _ = try await HTTPClient().send("GET", endless.url.appendingPathComponent("stream"), into: stream)
+        #expect(stream.isOverLimit && stream.received.isEmpty)
+        #expect(endless.streamsReadToCap == 0)
+    }
+
+    @Test("requiring HTTP/2 refuses an HTTP/1.1-only server over TLS (trusted through the CA file); without the requirement it answers")
+    func http2Required() async throws {
+        let tls = try SelfSigned()
+        let mirror = try Mirror(tls: (tls.certificatePEM, tls.keyPEM))
+        defer { mirror.stop() }
+        mirror["/3/device/abc"] = .ok(Array("{}".utf8))
+        let url = mirror.url.appendingPathComponent("3/device/abc")
+        var configuration = HTTPClient.Configuration(requestTimeout: 5, resourceTimeout: 5)
+        configuration.httpsOnly = true
+        configuration.caFile = tls.certificateFile.path
+        let http1 = try await HTTPClient(configuration).send("POST", url, body: [], into: DownloadBody(limit: 64))
+        #expect(http1.status == 200)  // the CA file is trusted: TLS itself is fine
+
+        configuration.requireHTTP2 = true
+        await #expect(throws: FetchError.network("the host did not speak HTTP/2")) {
+            try await HTTPClient(configuration).send("POST", url, body: [], into: DownloadBody(limit: 64))
+        }
+        // https only: a plain http:// URL is refused before anything is sent.
+        let plain = try Mirror()
+        defer { plain.stop() }
+        await #expect(throws: FetchError.self) {
+            try await HTTPClient(configuration).send("POST", plain.url.appendingPathComponent("x"), body: [], into: DownloadBody(limit: 64))
+        }
+        #expect(plain.received.isEmpty)
+    }
+}
+
+/// A certificate for 127.0.0.1 and its key, made by the `openssl` command in a directory the
+/// value removes when it goes.
+private final class SelfSigned {
+    let directory: URL
+    let certificatePEM: String
+    let keyPEM: String
+    var certificateFile: URL { directory.appendingPathComponent("cert.pem") }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let key = directory.appendingPathComponent("key.pem")
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                             "-keyout", key.path, "-out", directory.appendingPathComponent("cert.pem").path, "-days", "1",
+                             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        guard openssl.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        certificatePEM = try String(contentsOf: directory.appendingPathComponent("cert.pem"), encoding: .utf8)
+        keyPEM = try String(contentsOf: key, encoding: .utf8)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
