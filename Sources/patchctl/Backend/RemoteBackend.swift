@@ -101,7 +101,10 @@ struct RemoteBackend: Backend {
         if version > 1 {
             for v in 2...version { served = try await root(v) }
         }
-        guard served == trusted else { throw .verificationFailed("the server's \(version).root.json is not the --root given; nothing was written") }
+        // The same root, whitespace aside (`apps root` ends its output with a newline).
+        guard served == trusted || (try? JSONParser.parse(served)).map({ $0 == (try? JSONParser.parse(trusted)) }) == true else {
+            throw .verificationFailed("the server's \(version).root.json is not the --root given; nothing was written")
+        }
         do { return try await RepositoryVerifier.verify(fetcher: recorder, trustedRoot: trusted, app: app.rawValue) } catch {
             switch error {
             case .rejected(let message): throw .verificationFailed("the server's repository does not verify: \(message); nothing was written")
