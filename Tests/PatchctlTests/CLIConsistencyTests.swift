@@ -4,9 +4,27 @@ import Testing
 
 @Suite("patchctl consistency: help, version, suggestions, --json")
 struct CLIConsistencyTests {
-    /// Every command patchctl has, as its words.
-    static let commands = ["apps create", "apps list", "apps root", "apps throttle", "apps jspatch", "apps jspatch-key", "tokens create", "tokens list",
-                           "tokens revoke", "publish", "revoke", "rollout", "list", "audit", "keys rotate", "export", "verify", "fetch"]
+    /// Every command patchctl has, as its words: the "Commands:" section of `patchctl --help`.
+    static let commands: [String] = {
+        guard let w = try? Workspace(), let overview = try? w.run(["--help"], local: false).stdout else { return [] }
+        let section = overview.components(separatedBy: "Commands:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+        // "  apps create  Create an app…": the words before the two-space gap.
+        return section.split(separator: "\n").compactMap { line in
+            line.trimmingCharacters(in: .whitespaces).components(separatedBy: "  ").first
+        }
+    }()
+
+    /// The options of a command as its --help lists them: (name, takes a value).
+    static func options(_ help: String) -> [(name: String, valued: Bool)] {
+        let section = help.components(separatedBy: "\nOptions:\n").dropFirst().first ?? ""
+        return section.split(separator: "\n").compactMap { line in
+            let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true)
+            guard let name = words.first, name.hasPrefix("--") else { return nil }
+            // "--app NAME  the app…": a value is an upper-case word right after the name.
+            let valued = words.count > 1 && line.contains("\(name) \(words[1])  ") && words[1].first?.isUppercase == true
+            return (String(name), valued)
+        }
+    }
 
     @Test("`patchctl help CMD` prints exactly what `patchctl CMD --help` prints", arguments: commands)
     func helpCommand(command: String) throws {
@@ -17,6 +35,29 @@ struct CLIConsistencyTests {
         #expect(viaHelp.status == 0 && viaFlag.status == 0)
         #expect(viaHelp.stdout == viaFlag.stdout && viaHelp.stdout.contains("Usage: patchctl \(command)"))
         #expect(try w.run(["help", "frobnicate"], local: false).status == 64)
+    }
+
+    @Test("every command: an unknown option, an option without its value and a stray argument are exit 64 with the usage pointer, never 2",
+          arguments: commands)
+    func usageErrorsAre64(command: String) throws {
+        let w = try Workspace()
+        let words = command.split(separator: " ").map(String.init)
+        let help = try w.run(words + ["--help"], local: false).stdout
+        let options = Self.options(help)
+        #expect(!options.isEmpty, "\(command) lists no options")
+        let unknown = try w.run(words + ["--no-such-option"], local: false)
+        #expect(unknown.status == 64 && unknown.stderr.contains("see `patchctl \(command) --help`"), "\(command): \(unknown.stderr)")
+        for option in options where option.valued {
+            let bare = try w.run(words + [option.name], local: false)
+            #expect(bare.status == 64 && bare.stderr.contains("\(option.name) needs a value"), "\(command) \(option.name): \(bare.stderr)")
+        }
+        for option in options where !option.valued && option.name != "--json" {
+            let valued = try w.run(words + ["\(option.name)=yes"], local: false)
+            #expect(valued.status == 64 && valued.stderr.contains("takes no value"), "\(command) \(option.name)=yes: \(valued.stderr)")
+        }
+        // More arguments than any command takes.
+        let stray = try w.run(words + Array(repeating: "stray", count: 10), local: false)
+        #expect(stray.status == 64, "\(command) with ten stray arguments: \(stray.stderr)")
     }
 
     @Test("--version prints the one release number, for patchctl and patchd")
