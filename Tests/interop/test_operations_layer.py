@@ -168,3 +168,13 @@ def test_patchd_and_patchctl_take_one_option_grammar(tmp_path):
     assert run(f"--data={tmp_path / 'nowhere'}", "--listen=127.0.0.1:0").returncode == 2
     help_text = run("--help").stdout
     assert "Usage: patchd [--data DIR]" in help_text and "(or $HOTPATCH_DATA)" in help_text
+
+
+def test_status_groups_rows_by_channel_production_first(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "a()")
+    ws.publish("demo", "2.3", "b()", channel="staging")
+    ws.publish("demo", "2.4", "c()")
+    rows = [line.split()[:2] for line in ws.ok("status").splitlines() if line[:1].isdigit()]
+    assert rows == [["2.3", "production"], ["2.4", "production"], ["2.3", "staging"]]

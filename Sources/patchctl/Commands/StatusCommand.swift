@@ -36,8 +36,10 @@ struct StatusCommand: Command {
             for schedule in reports?["schedules"]?.arrayValue ?? [] { Output.line(DeviceFigures.scheduleLine(schedule)) }
             let versions = app["versions"]?.arrayValue ?? []
             if versions.isEmpty { Output.line("no patches"); continue }
-            // One row per version and channel: a version has one split per channel.
-            Output.line(table(["VERSION", "CHANNEL", "DEVICES GET NOW"], versions.map { v in
+            // One row per version and channel (a version has one split per channel), grouped by
+            // channel, production first, as the JSON's versions are ordered within each version.
+            let grouped = Self.groupedByChannel(versions)
+            Output.line(table(["VERSION", "CHANNEL", "DEVICES GET NOW"], grouped.map { v in
                 // A server from before conditions sends no summary: the split alone.
                 [v["appVersion"]?.stringValue ?? "", v["channel"]?.stringValue ?? "production", v["summary"]?.stringValue ?? (v["served"]?.arrayValue ?? []).map { share in
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
@@ -63,6 +65,15 @@ struct StatusCommand: Command {
         stats["app"] = nil
         object["reports"] = .object(stats)
         return .object(object)
+    }
+
+    /// The version rows of one app, production's first, then each other channel's by name,
+    /// each channel's in the order given (by version).
+    static func groupedByChannel(_ versions: [JSON]) -> [JSON] {
+        func channel(_ v: JSON) -> String { v["channel"]?.stringValue ?? ChannelName.production.rawValue }
+        func rank(_ name: String) -> (Int, String) { (name == ChannelName.production.rawValue ? 0 : 1, name) }
+        let names = Set(versions.map(channel)).sorted { rank($0) < rank($1) }
+        return names.flatMap { name in versions.filter { channel($0) == name } }
     }
 
     /// "in 29 days", "in 23 h", "EXPIRED".
