@@ -192,7 +192,8 @@ struct TokenParentTests {
                                                 create: false)
         #expect(try reopened.token(presented: old.secret)?.id == old.record.id)
         let child = try reopened.createToken(app: demo, role: .auditor, name: "child", actor: t.actor, parent: old.record.id)
-        #expect(try reopened.tokens(scope: demo).map(\.parent) == [nil, old.record.id])
+        let parents = Dictionary(uniqueKeysWithValues: try reopened.tokens(scope: demo).map { ($0.record.id, $0.parent ?? "none") })
+        #expect(parents == [old.record.id: "none", child.record.id: old.record.id])
         _ = try reopened.revokeToken(id: old.record.id, actor: t.actor)
         #expect(try reopened.token(presented: child.secret) == nil)
     }
