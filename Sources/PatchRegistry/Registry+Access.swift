@@ -9,6 +9,9 @@ public struct ThrottleRules: Sendable, Equatable {
     public var ipRatePerMinute: Int
 
     public static let defaults = ThrottleRules(minInterval: 3600, ipRatePerMinute: 600)
+    /// What each may be: up to 30 days between checks, up to ten million requests a minute.
+    public static let minIntervalRange = 0...(86_400 * 30)
+    public static let ipRateRange = 0...10_000_000
 
     public init(minInterval: Int, ipRatePerMinute: Int) {
         self.minInterval = minInterval
@@ -41,9 +44,18 @@ public struct TokenRecord: Sendable, Equatable {
     }
 
     public func allows(_ role: TokenRole, app: AppName?) -> Bool {
-        guard self.role == .publisher || role == .auditor else { return false }
+        guard acts(as: role) else { return false }
         guard let scope = self.app else { return true }
         return app == scope
+    }
+
+    /// Whether it may act as `role` on some app: a publisher may do what an auditor may.
+    public func acts(as role: TokenRole) -> Bool { self.role == .publisher || role == .auditor }
+
+    /// Whether it may issue a token scoped to `app` (nil: every app): only a publisher, and
+    /// none broader than itself, so no token outgrows the one it came from.
+    public func mayIssue(app: AppName?) -> Bool {
+        role == .publisher && (self.app == nil || self.app == app)
     }
 }
 
@@ -53,25 +65,39 @@ public struct TokenListing: Sendable, Equatable {
     public let createdAt: String
     public let createdBy: String
     public let revokedAt: String?
+    /// The id of the token it was issued with (POST /v1/tokens); nil for one `patchctl tokens
+    /// create` issued. Revoking that token revokes this one.
+    public let parent: String?
+
+    public init(record: TokenRecord, createdAt: String, createdBy: String, revokedAt: String?, parent: String? = nil) {
+        self.record = record
+        self.createdAt = createdAt
+        self.createdBy = createdBy
+        self.revokedAt = revokedAt
+        self.parent = parent
+    }
 
     public var json: JSON {
         var out: [String: JSON] = ["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
                                    "name": .string(record.name), "createdAt": .string(createdAt), "createdBy": .string(createdBy)]
         if let revokedAt { out["revokedAt"] = .string(revokedAt) }
+        if let parent { out["parent"] = .string(parent) }
         return .object(out)
     }
 }
 
 /// A freshly issued token: `secret` is shown once and never stored.
 public struct IssuedToken: Sendable {
-    public let record: TokenRecord
+    public let listing: TokenListing
     public let secret: String
+    public var record: TokenRecord { listing.record }
 
-    /// What `tokens create` answers, locally and from patchd: the token's fields and, this
+    /// What `tokens create --json` and POST /v1/tokens answer: the listing entry and, this
     /// once, the secret as `token`.
     public var json: JSON {
-        ["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
-         "name": .string(record.name), "token": .string(secret)]
+        var out = listing.json.objectValue ?? [:]
+        out["token"] = .string(secret)
+        return .object(out)
     }
 }
 
@@ -91,8 +117,8 @@ extension Registry {
     /// event. Returns whether anything changed.
     @discardableResult
     public func setThrottleRules(app: AppName, _ rules: ThrottleRules, actor: Actor, now: Date = Date()) throws(RegistryError) -> Bool {
-        guard (0...86_400 * 30).contains(rules.minInterval) else { throw .invalidInput("--min-interval must be 0 to 2592000 seconds") }
-        guard (0...10_000_000).contains(rules.ipRatePerMinute) else { throw .invalidInput("--ip-rate must be 0 (off) to 10000000 per minute") }
+        guard ThrottleRules.minIntervalRange.contains(rules.minInterval) else { throw .invalidInput("--min-interval must be 0 to 2592000 seconds") }
+        guard ThrottleRules.ipRateRange.contains(rules.ipRatePerMinute) else { throw .invalidInput("--ip-rate must be 0 (off) to 10000000 per minute") }
         return try write { () throws -> Bool in
             let old = try throttleRules(app: app)  // inside: the audit event's "from" is what this change replaced
             guard old != rules else { return false }
@@ -111,8 +137,11 @@ extension Registry {
     public static let maxTokenName = 200
 
     /// Issues a token of 256 random bits, stored only as its SHA-256. Scoped to one app, or
-    /// to every app when `app` is nil.
-    public func createToken(app: AppName?, role: TokenRole, name label: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> IssuedToken {
+    /// to every app when `app` is nil. `parent`: the id of the token it is issued with (POST
+    /// /v1/tokens), which must still be live when this commits; revoking it revokes this one.
+    /// Whether the parent may issue it (`TokenRecord.mayIssue`) is for the caller to check.
+    public func createToken(app: AppName?, role: TokenRole, name label: String, actor: Actor, parent: String? = nil,
+                            now: Date = Date()) throws(RegistryError) -> IssuedToken {
         guard !label.isEmpty else { throw .invalidInput("a token needs a name (who or what uses it)") }
         do { try ReadableText.check(label, field: "token name", maxLength: Registry.maxTokenName) } catch { throw .invalidInput(error.message) }
         if let app { _ = try self.app(app) }
@@ -124,29 +153,54 @@ extension Registry {
         let idBytes: [UInt8]
         do { idBytes = try SecureRandom.bytes(6) } catch { throw .crypto(error) }
         let record = TokenRecord(id: Hex.encode(idBytes), app: app, role: role, name: label)
+        let listing = TokenListing(record: record, createdAt: TUFTime.format(now), createdBy: actor.name, revokedAt: nil, parent: parent)
         try write {
-            try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
+            // Under the writer lock: a parent revoked (by another process) since its request was
+            // admitted leaves no live child behind its revocation.
+            if let parent, try db.query("SELECT 1 FROM tokens WHERE id = ? AND revoked_at IS NULL", [.text(parent)], row: { $0.int(0) }).isEmpty {
+                throw RegistryError.conflict("token \(parent.debugSanitized), which would issue it, is revoked or unknown; nothing was issued")
+            }
+            try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by, parent) VALUES (?,?,?,?,?,?,?,?)",
                        [.text(record.id), .text(hash), app.map { .text($0.rawValue) } ?? .null, .text(role.rawValue), .text(label),
-                        .text(TUFTime.format(now)), .text(actor.name)])
-            try AuditLog.append(db, app: app?.rawValue ?? "*", actor: actor, action: "token.create",
-                                details: ["id": .string(record.id), "role": .string(role.rawValue), "name": .string(label),
-                                          "scope": .string(app?.rawValue ?? "*")], at: now)
+                        .text(listing.createdAt), .text(actor.name), parent.map { .text($0) } ?? .null])
+            var details: [String: JSON] = ["id": .string(record.id), "role": .string(role.rawValue), "name": .string(label),
+                                           "scope": .string(app?.rawValue ?? "*")]
+            if let parent { details["parent"] = .string(parent) }
+            try AuditLog.append(db, app: app?.rawValue ?? "*", actor: actor, action: "token.create", details: .object(details), at: now)
         }
-        return IssuedToken(record: record, secret: secret)
+        return IssuedToken(listing: listing, secret: secret)
     }
 
-    /// Revokes a token by its public id; it stops working at once (every request looks it up).
+    /// Revokes a token by its public id, and with it every live token issued from it, from
+    /// those, and so on (`parent`): a leaked token cannot have minted one that outlives it.
+    /// They stop working at once (every request looks its token up). One `token.revoke` per
+    /// token, each under its own scope; those revoked along with it name it in `revokedWith`.
     public func revokeToken(id: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> TokenRecord {
         try write { () throws -> TokenRecord in
-            let found = try db.query("SELECT id, app, role, name, revoked_at FROM tokens WHERE id = ?", [.text(id)]) { s in
+            let columns = "id, app, role, name, revoked_at"
+            func row(_ s: SQLRow) -> (record: TokenRecord, revokedAt: String?) {
                 (TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
                              role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3)), s.optionalText(4))
-            }.first
+            }
+            let found = try db.query("SELECT \(columns) FROM tokens WHERE id = ?", [.text(id)], row: row).first
             guard let (record, revokedAt) = found else { throw RegistryError.notFound("no token with id \(id.debugSanitized)") }
             if let revokedAt { throw RegistryError.conflict("token \(id) was already revoked at \(revokedAt)") }
-            try db.run("UPDATE tokens SET revoked_at = ? WHERE id = ?", [.text(TUFTime.format(now)), .text(id)])
-            try AuditLog.append(db, app: record.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
-                                details: ["id": .string(id), "name": .string(record.name)], at: now)
+            // The walk goes through descendants already revoked: theirs need not be.
+            let descendants = try db.query("""
+                WITH RECURSIVE issued(id) AS (
+                    SELECT id FROM tokens WHERE parent = ?
+                    UNION SELECT t.id FROM tokens t JOIN issued ON t.parent = issued.id
+                )
+                SELECT \(columns) FROM tokens WHERE id IN (SELECT id FROM issued) AND revoked_at IS NULL ORDER BY created_at, id
+                """, [.text(id)], row: row).map(\.record)
+            var revoked: [(TokenRecord, [String: JSON])] = [(record, [:])]
+            revoked += descendants.map { ($0, ["revokedWith": .string(id)]) }
+            for (token, extra) in revoked {
+                try db.run("UPDATE tokens SET revoked_at = ? WHERE id = ?", [.text(TUFTime.format(now)), .text(token.id)])
+                let details: [String: JSON] = ["id": .string(token.id), "name": .string(token.name)]
+                try AuditLog.append(db, app: token.app?.rawValue ?? "*", actor: actor, action: "token.revoke",
+                                    details: .object(details.merging(extra) { $1 }), at: now)
+            }
             return record
         }
     }
@@ -156,11 +210,11 @@ extension Registry {
     public func tokens(scope app: AppName?) throws(RegistryError) -> [TokenListing] {
         if let app { _ = try self.app(app) }
         return try read { () throws(StorageError) in
-            try db.query("SELECT id, app, role, name, created_at, created_by, revoked_at FROM tokens" + (app == nil ? "" : " WHERE app = ?")
+            try db.query("SELECT id, app, role, name, created_at, created_by, revoked_at, parent FROM tokens" + (app == nil ? "" : " WHERE app = ?")
                          + " ORDER BY created_at, id", app.map { [.text($0.rawValue)] } ?? []) { s in
                 TokenListing(record: TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
                                                  role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3)),
-                             createdAt: s.text(4), createdBy: s.text(5), revokedAt: s.optionalText(6))
+                             createdAt: s.text(4), createdBy: s.text(5), revokedAt: s.optionalText(6), parent: s.optionalText(7))
             }
         }
     }

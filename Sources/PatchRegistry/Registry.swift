@@ -57,6 +57,7 @@ public final class Registry {
                 let store = try SQLiteStore(path: file.path, synchronous: durability == .full ? "FULL" : "OFF", create: create)
                 if !create, try !Registry.hasSchema(store) { throw Registry.noRegistry(at: database, emptyFile: false) }
                 try store.execute(Schema.statements(for: .sqlite))
+                try Schema.addMissingColumns(store)
                 try Registry.checkSchemaVersion(store)
                 db = store
             } catch { throw .wrapping(error) }

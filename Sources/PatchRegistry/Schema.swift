@@ -11,7 +11,34 @@ enum Schema {
     static func statements(for dialect: SQLDialect) -> String {
         switch dialect {
         case .sqlite: return tables + sqliteOnly
-        case .postgres: return postgresTables + postgresOnly
+        case .postgres: return postgresTables + postgresAddedColumns + postgresOnly
+        }
+    }
+
+    /// Columns added to a table after it shipped, in the order they were added. Each is added
+    /// where it is missing when the registry opens: by the script on PostgreSQL (`ADD COLUMN IF
+    /// NOT EXISTS`), by `addMissingColumns` on SQLite, which has no such clause. Either way an
+    /// added column is the table's last, so `db copy`'s positional rows line up on both.
+    static let addedColumns: [(table: String, column: String, type: String)] = [
+        // The token whose holder issued this one (POST /v1/tokens); revoking a token revokes
+        // every token issued from it (Registry.revokeToken). NULL: issued by patchctl.
+        ("tokens", "parent", "TEXT"),
+    ]
+
+    static var postgresAddedColumns: String {
+        addedColumns.map { "ALTER TABLE \($0.table) ADD COLUMN IF NOT EXISTS \($0.column) \($0.type);\n" }.joined()
+    }
+
+    /// SQLite's half of `addedColumns`: each missing column is added in a write transaction
+    /// that looks again first, so two processes opening an older registry at once add it once.
+    static func addMissingColumns(_ db: any SQLStore) throws {
+        func present(_ added: (table: String, column: String, type: String)) throws -> Bool {
+            try db.query("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(added.table), .text(added.column)]) { $0.int(0) }.first != 0
+        }
+        for added in addedColumns where try !present(added) {
+            try db.transaction {
+                if try !present(added) { try db.execute("ALTER TABLE \(added.table) ADD COLUMN \(added.column) \(added.type)") }
+            }
         }
     }
 

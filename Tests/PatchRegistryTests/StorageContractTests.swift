@@ -140,3 +140,61 @@ struct StorageContractTests {
         #expect(try t.registry.patches(app: nil, appVersion: nil, activeOnly: false).count == 2)
     }
 }
+
+@Suite("Tokens issued from tokens (POST /v1/tokens), on each backend")
+struct TokenParentTests {
+    @Test("a token issued with another records it as parent, in the listing and the token.create event; revoking the parent revokes its descendants, transitively, each with its own token.revoke")
+    func revokeCascades() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo")
+        let root = try t.registry.createToken(app: nil, role: .publisher, name: "root", actor: t.actor)
+        let child = try t.registry.createToken(app: demo, role: .publisher, name: "child", actor: t.actor, parent: root.record.id)
+        let grandchild = try t.registry.createToken(app: demo, role: .auditor, name: "grandchild", actor: t.actor, parent: child.record.id)
+        let sibling = try t.registry.createToken(app: demo, role: .publisher, name: "sibling", actor: t.actor)
+        #expect(child.listing.parent == root.record.id && child.json["parent"] == .string(root.record.id) && child.json["token"] == .string(child.secret))
+        let listed = try t.registry.tokens(scope: nil)
+        #expect(listed.first { $0.record.id == grandchild.record.id }?.json["parent"] == .string(child.record.id))
+        #expect(listed.first { $0.record.id == root.record.id }?.json["parent"] == nil, "no parent member when there is none")
+        #expect(try t.registry.auditEvents(app: demo).first { $0.details["id"] == .string(grandchild.record.id) }?.details["parent"] == .string(child.record.id))
+
+        _ = try t.registry.revokeToken(id: root.record.id, actor: t.actor)
+        for token in [root, child, grandchild] { #expect(try t.registry.token(presented: token.secret) == nil, "\(token.record.name)") }
+        #expect(try t.registry.token(presented: sibling.secret) != nil)
+        let revokes = try t.registry.auditEvents(app: nil).filter { $0.action == "token.revoke" }
+        #expect(revokes.first?.details["id"] == .string(root.record.id) && revokes.first?.app == "*")
+        #expect(Set(revokes.dropFirst().compactMap { $0.details["id"]?.stringValue }) == [child.record.id, grandchild.record.id])
+        #expect(revokes.dropFirst().allSatisfy { $0.app == "demo" }, "each under its own scope")
+        #expect(revokes.dropFirst().allSatisfy { $0.details["revokedWith"] == .string(root.record.id) })
+        #expect(try t.registry.verifyAudit() == .intact(events: try t.registry.auditEvents(app: nil).count, head: revokes.last!.hash))
+    }
+
+    @Test("a revoked or unknown parent issues nothing (409): no child outlives its parent's revocation")
+    func revokedParentIssuesNothing() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo")
+        let parent = try t.registry.createToken(app: demo, role: .publisher, name: "ci", actor: t.actor)
+        _ = try t.registry.revokeToken(id: parent.record.id, actor: t.actor)
+        let before = try t.registry.tokens(scope: nil).count
+        for id in [parent.record.id, "000000000000"] {
+            #expect(throws: RegistryError.self) { try t.registry.createToken(app: demo, role: .auditor, name: "late", actor: t.actor, parent: id) }
+        }
+        #expect(try t.registry.tokens(scope: nil).count == before)
+    }
+
+    @Test("a registry from before the parent column gains it on open, its tokens intact")
+    func olderRegistryGainsTheColumn() throws {
+        let t = try TempRegistry()
+        let demo = try t.app("demo")
+        let old = try t.registry.createToken(app: demo, role: .publisher, name: "ci", actor: t.actor)
+        try t.registry.db.execute("ALTER TABLE tokens DROP COLUMN parent")
+        if t.registry.db.dialect == .postgres { try t.registry.db.execute("DELETE FROM schema_script") }
+        let reopened = try TestBackend.registry(dataDirectory: t.root.appendingPathComponent("data"), keysDirectory: t.root.appendingPathComponent("keys"),
+                                                create: false)
+        #expect(try reopened.token(presented: old.secret)?.id == old.record.id)
+        let child = try reopened.createToken(app: demo, role: .auditor, name: "child", actor: t.actor, parent: old.record.id)
+        let parents = Dictionary(uniqueKeysWithValues: try reopened.tokens(scope: demo).map { ($0.record.id, $0.parent ?? "none") })
+        #expect(parents == [old.record.id: "none", child.record.id: old.record.id])
+        _ = try reopened.revokeToken(id: old.record.id, actor: t.actor)
+        #expect(try reopened.token(presented: child.secret) == nil)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchRegistry
 @testable import PatchServer
 import HotpatchTestSupport
@@ -18,7 +19,7 @@ final class ServiceFixture {
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
          maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
-         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil) throws {
+         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil, apnsEndpoint: APNsEndpoint? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -40,6 +41,7 @@ final class ServiceFixture {
         configuration.reportQueueEvents = reportQueueEvents
         configuration.pushNewTokensPerNetworkPerHour = pushNewPerNetwork
         configuration.expiryMargin = expiryMargin
+        configuration.apnsEndpoint = apnsEndpoint
         service = try PatchService(registry: registry, configuration: configuration, devices: DeviceThrottle(clock: { clock.seconds }),
                                    ipLimiter: IPRateLimiter(clock: { Double(clock.seconds) }), pushQuota: IPRateLimiter(clock: { Double(clock.seconds) }),
                                    log: { _ in })
@@ -52,9 +54,14 @@ final class ServiceFixture {
     }
 
     func post(_ path: String, body: String = "", token: String?, query: [String: String] = [:], headers extra: [String: String] = [:]) -> HTTPResponse {
+        send("POST", path, body: body, token: token, query: query, headers: extra)
+    }
+
+    func send(_ method: String, _ path: String, body: String = "", token: String?, query: [String: String] = [:],
+              headers extra: [String: String] = [:]) -> HTTPResponse {
         var headers = extra
         if let token { headers["Authorization"] = "Bearer \(token)" }
-        return service.respond(to: HTTPRequest(method: "POST", path: path, headers: headers, query: query, body: Array(body.utf8)))
+        return service.respond(to: HTTPRequest(method: method, path: path, headers: headers, query: query, body: Array(body.utf8)))
     }
 
     @discardableResult

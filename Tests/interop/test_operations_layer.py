@@ -178,3 +178,41 @@ def test_status_groups_rows_by_channel_production_first(tmp_path):
     ws.publish("demo", "2.4", "c()")
     rows = [line.split()[:2] for line in ws.ok("status").splitlines() if line[:1].isdigit()]
     assert rows == [["2.3", "production"], ["2.4", "production"], ["2.3", "staging"]]
+
+
+def test_apps_throttle_over_server_shows_and_sets_the_same_rules(pair):
+    local, served, server, token, both = pair
+    for step in [("apps", "throttle", "demo"), ("apps", "throttle", "demo", "--min-interval", "600", "--ip-rate", "120/min"),
+                 ("apps", "throttle", "demo", "--min-interval", "600"), ("apps", "throttle", "demo")]:
+        mine, theirs = both(*step)
+        assert (mine.rc, theirs.rc) == (0, 0), (step, mine.stderr, theirs.stderr)
+        assert json.loads(mine.stdout) == json.loads(theirs.stdout), step
+    assert json.loads(theirs.stdout) == {"minInterval": 600, "ipRatePerMinute": 120}
+    auditor = token_file(served, served.token("--app", "demo", "--role", "auditor", "--name", "qa"), "qa.token")
+    assert remote(served, server, auditor, "apps", "throttle", "demo", "--json").rc == 0
+    assert_cli_error(remote(served, server, auditor, "apps", "throttle", "demo", "--min-interval", "60"), 2, "403")
+    assert_cli_error(remote(served, server, token, "apps", "throttle", "demo", "--min-interval", "-1"), 64, "--min-interval")
+
+
+def test_tokens_create_over_server_is_no_broader_than_its_issuer_and_dies_with_it(pair):
+    local, served, server, token, both = pair
+    mine, theirs = both("tokens", "create", "--app", "demo", "--role", "auditor", "--name", "dash")
+    assert (mine.rc, theirs.rc) == (0, 0), (mine.stderr, theirs.stderr)
+    issued = json.loads(theirs.stdout)
+    assert normalized({k: v for k, v in issued.items() if k != "parent"}) == normalized(json.loads(mine.stdout))
+    assert issued["token"].startswith("hp_") and issued["scope"] == "demo" and issued["role"] == "auditor"
+    ci_id = next(t["id"] for t in served.json("tokens", "list") if t["name"] == "ci")
+    assert issued["parent"] == ci_id
+    # A token for one app issues only for that app; an auditor issues nothing.
+    scoped_secret = json.loads(remote(served, server, token, "tokens", "create", "--app", "demo", "--name", "bot", "--json").stdout)["token"]
+    scoped = token_file(served, scoped_secret, "bot.token")
+    assert_cli_error(remote(served, server, scoped, "tokens", "create", "--all", "--name", "wider"), 2, "403")
+    dash = token_file(served, issued["token"], "dash.token")
+    assert_cli_error(remote(served, server, dash, "tokens", "create", "--app", "demo", "--name", "x"), 2, "403")
+    grandchild = json.loads(remote(served, server, scoped, "tokens", "create", "--app", "demo", "--role", "auditor", "--name", "gc", "--json").stdout)
+    gc = token_file(served, grandchild["token"], "gc.token")
+    assert remote(served, server, gc, "apps", "list", "--json").rc == 0
+    # Revoking ci revokes what it issued, and what those issued.
+    served.ok("tokens", "revoke", ci_id)
+    for path in (dash, scoped, gc):
+        assert_cli_error(remote(served, server, path, "apps", "list"), 2, "401")

@@ -343,3 +343,40 @@ def test_device_registration_guards_on_a_real_patchd(ws, start):
     assert register(server, token(2), environment="sandbox") == 200, "a refresh is not a new token"
     metrics = request(server.url, "/metrics").body.decode()
     assert "hotpatch_push_quota_refusals_total 1\n" in metrics
+
+
+def test_notify_over_server_is_the_local_round_sent_by_patchd(ws, apns, tmp_path):
+    """`notify`, `notify --dry-run` and `publish --notify` over --server: patchd sends the round
+    with its registry's APNs key and answers what the local command prints; `--notify` asks
+    the server's dry run first, so an app without a key changes nothing."""
+    from patchd_support import remote, token_file
+    standin, _ = apns
+    ws.publish("demo", "2.3", "fix(1)")
+    ws.create_app("bare")
+    server = Patchd(ws, env=standin.env)
+    try:
+        for n in (1, 2):
+            assert register(server, token(n)) == 201
+        ci = token_file(ws, ws.token("--all", "--name", "ci"), "ci.token")
+        dry = remote(ws, server, ci, "notify", "--app", "demo", "--dry-run", "--json")
+        assert dry.rc == 0, dry.stderr
+        assert json.loads(dry.stdout) == {"dryRun": True, "devices": 2}
+        assert standin.accepted == []
+        result = remote(ws, server, ci, "notify", "--app", "demo", "--json")
+        assert result.rc == 0, result.stderr
+        assert json.loads(result.stdout) == {"sent": 2, "failed": 0, "removed": 0, "reasons": {}}
+        published = remote(ws, server, ci, "publish", "--app", "demo", "--app-version", "2.3", "--notify", "--json", ws.write_file("fix(2)"))
+        assert published.rc == 0, published.stderr
+        assert json.loads(published.stdout)["push"] == {"sent": 2, "failed": 0, "removed": 0, "reasons": {}}
+        reasons = [e["details"]["reason"] for e in ws.json("audit")["events"] if e["action"] == "push.notify"]
+        assert reasons == ["notify", "publish"]
+        actors = {e["actor"] for e in ws.json("audit")["events"] if e["action"] == "push.notify"}
+        assert len(actors) == 1 and actors.pop().startswith("ci (token "), "recorded under the token"
+        # An app without a key: refused by the dry run, before the publish.
+        refused = poll(lambda: (lambda r: r if "404" not in r.stderr else None)(
+            remote(ws, server, ci, "publish", "--app", "bare", "--app-version", "1.0", "--notify", ws.write_file("b()"))), timeout=10)
+        assert_cli_error(refused, 2, "--notify", "no APNs key", "nothing was changed")
+        assert ws.json("list", "--app", "bare") == []
+        assert standin.problems == []
+    finally:
+        server.stop()

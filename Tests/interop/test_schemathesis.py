@@ -55,3 +55,20 @@ def test_every_operation_taking_readable_text_is_given_a_valid_value():
               if "query.message" in entry.get("parameters", {})}
     assert taking, "no operation takes ReleaseNotes: the check looks at the wrong schema"
     assert taking - pinned == set()
+    # The same for a TokenName member of a JSON body, pinned through a dictionary.
+    schemas = spec["components"]["schemas"]
+    def members(schema):
+        schema = schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+        return schema.get("properties", {})
+    def readable(member):
+        return any(part.get("$ref", "").endswith("/TokenName") for part in [member, *member.get("allOf", [])])
+    in_bodies = {(op["operationId"], name)
+                 for item in spec["paths"].values() for op in item.values() if isinstance(op, dict)
+                 for media in op.get("requestBody", {}).get("content", {}).values()
+                 for name, member in members(media.get("schema", {})).items() if readable(member)}
+    bound = {(entry["include-operation-id"], key.removeprefix("body."))
+             for entry in config.get("operations", []) for key, value in entry.get("parameters", {}).items()
+             if key.startswith("body.") and isinstance(value, dict) and value.get("probability") == 1.0
+             and value.get("dictionary") in config.get("dictionaries", {})}
+    assert in_bodies, "no body takes TokenName: the check looks at the wrong schema"
+    assert in_bodies - bound == set()

@@ -38,11 +38,20 @@ extension APIOperation {
                                            commands: ["apps guard"])
     public static let removeGuard = APIOperation("removeGuard", "DELETE", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.remove"],
                                               commands: ["apps guard"])
+    public static let setThrottle = APIOperation("setThrottle", "PUT", "/v1/apps/{app}/throttle", scope: .publisher, audits: ["app.throttle"],
+                                              commands: ["apps throttle"])
+    public static let notifyDevices = APIOperation("notifyDevices", "POST", "/v1/apps/{app}/notify", scope: .publisher, audits: ["push.notify"],
+                                                commands: ["notify"])
+    /// Scope publisher with no app in the path: any publisher token; the body's app must be
+    /// within the caller's own scope (`TokenRecord.mayIssue`).
+    public static let createToken = APIOperation("createToken", "POST", "/v1/tokens", scope: .publisher, audits: ["token.create"],
+                                              commands: ["tokens create"])
 
     // MARK: Reading (auditor tokens)
     public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
     public static let appStatus = APIOperation("appStatus", "GET", "/v1/apps/{app}/status", scope: .auditor, commands: ["status"])
     public static let appStats = APIOperation("appStats", "GET", "/v1/apps/{app}/stats", scope: .auditor, commands: ["rollout", "status"])
+    public static let getThrottle = APIOperation("getThrottle", "GET", "/v1/apps/{app}/throttle", scope: .auditor, commands: ["apps throttle"])
     public static let patchScript = APIOperation("patchScript", "GET", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script",
                                               scope: .auditor)
     public static let getAudit = APIOperation("getAudit", "GET", "/v1/audit", scope: .token, commands: ["audit"])
@@ -68,7 +77,8 @@ extension APIOperation {
     public static let all: [APIOperation] = [
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
-        setGuard, removeGuard, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps, listTokens, whoami,
+        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
+        listTokens, createToken, whoami,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

@@ -11,7 +11,9 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
         case token
         /// A token that may read the app named in the path (auditor or publisher).
         case auditor
-        /// A token that may change the app named in the path.
+        /// A token that may change the app named in the path; on a path with no app
+        /// (`createToken`), any publisher token, and the handler holds the app it acts on to
+        /// the token's scope.
         case publisher
     }
 

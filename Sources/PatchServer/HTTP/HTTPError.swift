@@ -33,10 +33,14 @@ public struct HTTPError: Error, Equatable {
     /// which token to ask for: "this token is an auditor token for app demo; publishing
     /// needs a publisher token for demo or for every app".
     public static func forbidden(_ token: TokenRecord, needs role: TokenRole, app: AppName?, for action: String) -> HTTPError {
+        forbidden(token, needs: role, for: action, scope: " for \(app.map { "\($0) or for every app" } ?? "every app")")
+    }
+    /// 403 for a route whose path names no app: the token lacks the role on any app.
+    public static func forbidden(_ token: TokenRecord, needs role: TokenRole, for action: String, scope: String = "") -> HTTPError {
         let article = token.role == .auditor ? "an" : "a"
         let has = "this token is \(article) \(token.role.rawValue) token for \(token.app.map { "app \($0)" } ?? "every app")"
         let kind = role == .auditor ? "a token (auditor or publisher)" : "a publisher token"
-        return HTTPError(403, "forbidden", "\(has); \(action) needs \(kind) for \(app.map { "\($0) or for every app" } ?? "every app")")
+        return HTTPError(403, "forbidden", "\(has); \(action) needs \(kind)\(scope)")
     }
     public static func methodNotAllowed(_ allowed: String) -> HTTPError {
         HTTPError(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])

@@ -11,6 +11,9 @@ public final class Metrics: Sendable {
         case console
         /// Device token registrations (POST /v1/apps/{app}/devices).
         case devices
+        /// Throttling rule changes, push rounds asked for (POST /v1/apps/{app}/notify) and
+        /// tokens issued (POST /v1/tokens).
+        case throttle, push, tokens
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {
@@ -21,6 +24,9 @@ public final class Metrics: Sendable {
             case .list: return "listing"
             case .audit: return "reading the audit log"
             case .guards: return "changing a guard"
+            case .throttle: return "changing throttling rules"
+            case .push: return "pushing to devices"
+            case .tokens: return "issuing a token"
             default: return "this request"
             }
         }

@@ -205,7 +205,13 @@ public final class PatchService: HTTPResponder {
             return try authenticate(request)
         case .role(let role):
             let record = try authenticate(request)
-            let app = rawApp.flatMap { try? AppName($0) }
+            // A route with no app in its path (POST /v1/tokens) needs the role on some app;
+            // its handler holds what it acts on to the token's scope.
+            guard let rawApp else {
+                guard record.acts(as: role) else { throw .forbidden(record, needs: role, for: route.action) }
+                return record
+            }
+            let app = try? AppName(rawApp)
             guard record.allows(role, app: app) else { throw .forbidden(record, needs: role, app: app, for: route.action) }
             return record
         }
@@ -342,18 +348,19 @@ public final class PatchService: HTTPResponder {
 
     /// Runs a registry change made with `token`, then rebuilds the app's catalog before the
     /// answer goes out, so a client that changed something sees it on its next request.
-    func change<T: Sendable>(app: AppName, by token: TokenRecord, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
+    /// `app` nil: a change that serves nothing new (a token issued).
+    func change<T: Sendable>(app: AppName?, by token: TokenRecord, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
         if let wait = ipLimiter.take(scope: "token", ip: token.id, ratePerMinute: configuration.changesPerTokenPerMinute) {
             throw .throttled(retryAfter: wait, "this token made more than \(configuration.changesPerTokenPerMinute) changes in a minute; retry in \(wait) s")
         }
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
                 let result = try body(registry)
-                report(try catalog.build(app, from: registry))
+                if let app { report(try catalog.build(app, from: registry)) }
                 return result
             }
         } catch {
-            if !error.isCallerError { log("change to \(app) failed: \(error)") }
+            if !error.isCallerError { log("change to \(app.map(\.rawValue) ?? "the registry") failed: \(error)") }
             throw error.httpError
         }
     }

@@ -29,6 +29,11 @@ extension PatchService {
         r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         r.add(.setGuard, metric: .guards, body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
         r.add(.removeGuard, metric: .guards) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
+        // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).
+        r.add(.getThrottle, metric: .list) { s, q, p throws(HTTPError) in try s.throttle(q, p) }
+        r.add(.setThrottle, metric: .throttle, body: PatchService.throttleBodyLimit) { s, q, p throws(HTTPError) in try s.setThrottle(q, p) }
+        r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
+        r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
         r.add(.setSchedule, metric: .rollout,
               body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }
@@ -59,6 +64,29 @@ extension PatchService {
 
     /// The rollout route's JSON body, at most.
     static let rolloutBodyLimit = 4096
+
+    /// A JSON object body of at most `limit` bytes holding only `members`: any other member is
+    /// 400, so a body its schema allows is one that fits the limit. `what` names it in that
+    /// error ("a registration has only …"); `example` shows one in the others.
+    static func object(_ request: HTTPRequest, limit: Int, members: [String], what: String, example: String) throws(HTTPError) -> [String: JSON] {
+        let body: JSON
+        do { body = try JSONParser.parse(request.body, maxLength: limit) } catch { throw .badRequest("body must be JSON like \(example): \(error)") }
+        guard let object = body.objectValue else { throw .badRequest("body must be a JSON object like \(example)") }
+        if let unknown = object.keys.filter({ !members.contains($0) }).min() {
+            let list = members.count > 1 ? members.dropLast().joined(separator: ", ") + " and " + members.last! : members.joined()
+            throw .badRequest("unknown member \"\(unknown.debugSanitized)\": \(what) has only \(list)")
+        }
+        return object
+    }
+
+    /// An optional integer member of a JSON body within `range`; present and anything else is 400.
+    static func integer(_ object: [String: JSON], _ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int? {
+        guard let raw = object[name] else { return nil }
+        guard let n = raw.intValue, range.contains(Int(clamping: n)) else {
+            throw .badRequest("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return Int(n)
+    }
 
     /// Events per /v1/audit page, at most and by default.
     static let auditPageLimit = 1000

@@ -68,6 +68,9 @@ protocol Backend {
     func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool
     /// `setThrottle`: the rules with `"changed"`.
     func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON
+    /// `notifyDevices?dryRun=true`: how many devices a round would wake; refused for an app
+    /// without an APNs key. Nothing is sent.
+    func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int
     /// `notifyDevices`: one round of pushes (the APNs key is where the registry is).
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary
     /// `createToken`: the listing entry and, once, `"token"`.

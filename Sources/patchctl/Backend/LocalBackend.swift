@@ -134,6 +134,18 @@ struct LocalBackend: Backend {
         }
     }
 
+    func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int {
+        let config = try run { () throws(RegistryError) in try local.apnsConfig(app: app) }
+        guard config != nil else {
+            throw .failed("app \"\(app)\" has no APNs key: set one with `patchctl apps apns \(app) --team-id T --key-id K --key AuthKey.p8 --topic BUNDLE_ID`")
+        }
+        let endpoint: APNsEndpoint
+        do { endpoint = try APNsEndpoint.current() } catch { throw .failed(error.description) }
+        do throws(PushError) {
+            return try PushRound.prepare(registry: local, app: app, appVersion: version, channel: channel, reason: "notify", endpoint: endpoint).devices.count
+        } catch { throw .failed("push: \(error.description)") }
+    }
+
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary {
         try Notify.run(registry: local, app: app, version: version, channel: channel, reason: reason, actor: who)
     }

@@ -177,6 +177,16 @@ struct RemoteBackend: Backend {
         return try remote.json(.setThrottle, ["app": app.rawValue], body: JSON.object(body).canonicalBytes)
     }
 
+    func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int {
+        var query = ["dryRun": "true"]
+        if let version { query["appVersion"] = version.rawValue }
+        if let channel { query["channel"] = channel.rawValue }
+        guard let devices = try remote.json(.notifyDevices, ["app": app.rawValue], query: query)["devices"]?.intValue else {
+            throw .failed("the server's push dry run names no device count")
+        }
+        return Int(devices)
+    }
+
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary {
         var query = ["reason": reason]
         if let version { query["appVersion"] = version.rawValue }

@@ -11,15 +11,13 @@ import Synchronization
 enum Notify {
     static let option = Option.flag("--notify", "then wake the devices of that version and channel through APNs (needs `patchctl apps apns`)")
 
-    /// Refuses `--notify` before anything changes for an app without an APNs key (the change
-    /// would be made and no device woken). A server is asked only after its change: it says
-    /// so in its refusal of the push.
-    static func check(_ arguments: Arguments, backend: any Backend, app: AppName) throws(CLIError) {
-        guard arguments.flag("--notify"), let registry = backend.registry else { return }
-        let config: APNsConfig?
-        do { config = try registry.apnsConfig(app: app) } catch { throw error.cliError }
-        guard config != nil else {
-            throw .failed("--notify: app \"\(app)\" has no APNs key: set one with `patchctl apps apns \(app) --team-id T --key-id K --key AuthKey.p8 --topic BUNDLE_ID`; nothing was changed")
+    /// Refuses `--notify` before anything changes when no round could be sent (an app without
+    /// an APNs key): the change would be made and no device woken. Locally the registry is
+    /// read; a server is asked for its dry run (`notifyDevices?dryRun=true`).
+    static func check(_ arguments: Arguments, backend: any Backend, app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) {
+        guard arguments.flag("--notify") else { return }
+        do { _ = try backend.pushAudience(app: app, version: version, channel: channel) } catch {
+            throw .failed("--notify: \(error.message); nothing was changed")
         }
     }
 

@@ -31,7 +31,7 @@ struct PublishCommand: Command {
         let conditions = try DeliveryOptions.conditions(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
-        try Notify.check(arguments, backend: backend, app: name)
+        try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         var patch = try backend.publish(PublishRequest(app: name, version: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
@@ -97,7 +97,7 @@ struct RevokeCommand: Command {
         let expected = try ExpectPatch.value(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
-        try Notify.check(arguments, backend: backend, app: name)
+        try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let revoked = try backend.revoke(app: name, version: version, patch: number, channel: channel, message: message, expect: expected, dryRun: dryRun)
         // The channel the revoked patches were in (one: a revoke never spans channels).
         let revokedChannel = try (revoked.first?["channel"]?.stringValue).map { raw throws(CLIError) in

@@ -28,7 +28,7 @@ struct PromoteCommand: Command {
         let expected = try ExpectPatch.value(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
-        try Notify.check(arguments, backend: backend, app: name)
+        try Notify.check(arguments, backend: backend, app: name, version: version, channel: to)
         var patch = try backend.promote(app: name, version: version, from: from, to: to, patch: number, rollout: rollout, message: message,
                                         expect: expected, dryRun: dryRun)
         let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: to, reason: "promote")

@@ -25,7 +25,7 @@ struct RollbackCommand: Command {
         let name = try backend.app(arguments)
         // An unknown app is "unknown app", not "nothing to roll back".
         try backend.requireApp(name)
-        try Notify.check(arguments, backend: backend, app: name)
+        try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         if let target = try arguments.int("--to", in: 1...Int(Int32.max)) {
             return try rollBack(to: target, arguments, app: name, version: version, channel: channel, backend: backend)
         }

@@ -1,0 +1,71 @@
+import PatchCore
+import PatchRegistry
+
+// What `patchctl apps throttle` and `patchctl tokens create` do, over HTTP: the same registry
+// calls, answering the JSON those commands print with --json.
+extension PatchService {
+    /// The throttle route's JSON body, at most: two integers.
+    static let throttleBodyLimit = 1024
+    /// The token route's JSON body, at most: a 200-character name written all in `\u` escapes
+    /// (12 bytes a character outside the BMP) and an app name fit, so a body the schema allows
+    /// is never 413.
+    static let tokenBodyLimit = 4096
+
+    /// `GET /v1/apps/{app}/throttle`: the app's rules (`apps throttle APP --json`).
+    func throttle(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let rules = try read { registry throws(RegistryError) in try registry.throttleRules(app: app) }
+        return .json(rules.json)
+    }
+
+    /// `PUT /v1/apps/{app}/throttle`: `{"minInterval": 600, "ipRatePerMinute": 0}`, either
+    /// left out to keep it. The rules in force and `changed`; the app's catalog is rebuilt
+    /// before the answer, so this instance applies them from its next request (others on the
+    /// registry at their next reload: the rules are part of the app's serving fingerprint).
+    func setThrottle(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let body = try PatchService.object(request, limit: PatchService.throttleBodyLimit, members: ["minInterval", "ipRatePerMinute"],
+                                           what: "a throttle change", example: #"{"minInterval": 3600, "ipRatePerMinute": 600}"#)
+        let interval = try PatchService.integer(body, "minInterval", in: ThrottleRules.minIntervalRange)
+        let rate = try PatchService.integer(body, "ipRatePerMinute", in: ThrottleRules.ipRateRange)
+        let (rules, changed) = try change(app: app, by: token) { registry throws(RegistryError) in
+            var rules = try registry.throttleRules(app: app)
+            rules.minInterval = interval ?? rules.minInterval
+            rules.ipRatePerMinute = rate ?? rules.ipRatePerMinute
+            return (rules, try registry.setThrottleRules(app: app, rules, actor: token.actor))
+        }
+        var json = rules.json.objectValue ?? [:]
+        json["changed"] = .bool(changed)
+        return .json(.object(json))
+    }
+
+    /// `POST /v1/tokens`: `{"app": "demo", "role": "auditor", "name": "dashboard"}` (app left
+    /// out: every app; role default publisher; name default the caller's actor). A publisher
+    /// token issues tokens no broader than itself (`TokenRecord.mayIssue`), recorded as their
+    /// `parent`: revoking it revokes them. 201 with the listing entry and, once, `token`.
+    func createToken(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let token = try caller(p)
+        let body = try PatchService.object(request, limit: PatchService.tokenBodyLimit, members: ["app", "role", "name"],
+                                           what: "a token request", example: #"{"app": "demo", "role": "auditor", "name": "dashboard"}"#)
+        let app = try body["app"].map { raw throws(HTTPError) -> AppName in
+            guard let text = raw.stringValue else { throw .badRequest("app must be an app name, or left out for every app") }
+            do throws(ValidationError) { return try AppName(text) } catch { throw error.httpError }
+        }
+        let role = try body["role"].map { raw throws(HTTPError) -> TokenRole in
+            guard let role = raw.stringValue.flatMap(TokenRole.init(rawValue:)) else { throw .badRequest("role must be publisher or auditor") }
+            return role
+        } ?? .publisher
+        let name = try body["name"].map { raw throws(HTTPError) -> String in
+            guard let text = raw.stringValue else { throw .badRequest("name must be a string") }
+            return text
+        } ?? token.actor.name
+        guard token.mayIssue(app: app) else {
+            throw .forbidden(token, needs: .publisher, app: app, for: "issuing a token for \(app.map { "app \($0)" } ?? "every app")")
+        }
+        let issued = try change(app: nil, by: token) { registry throws(RegistryError) in
+            try registry.createToken(app: app, role: role, name: name, actor: token.actor, parent: token.id)
+        }
+        return .json(issued.json, status: 201, headers: [("Cache-Control", "no-store")])
+    }
+}
