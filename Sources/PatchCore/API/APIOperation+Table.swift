@@ -8,15 +8,15 @@ extension APIOperation {
     public static let metrics = APIOperation("metrics", "GET", "/metrics")
 
     // MARK: The TUF repository and the simple check (devices; no token)
-    public static let getMetadata = APIOperation("getMetadata", "GET", "/v1/apps/{app}/metadata/{file}", commands: ["fetch"])
-    public static let getTarget = APIOperation("getTarget", "GET", "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.js", commands: ["fetch"])
+    public static let getMetadata = APIOperation("getMetadata", "GET", "/v1/apps/{app}/metadata/{file}", commands: ["fetch", "export"])
+    public static let getTarget = APIOperation("getTarget", "GET", "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.js", commands: ["fetch", "export"])
     public static let getChannelTarget = APIOperation("getChannelTarget", "GET", "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.js",
-                                                   commands: ["fetch"])
+                                                   commands: ["fetch", "export"])
     public static let getConditionalTarget = APIOperation("getConditionalTarget", "GET",
-                                                       "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.conditional.js", commands: ["fetch"])
+                                                       "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.conditional.js", commands: ["fetch", "export"])
     public static let getChannelConditionalTarget = APIOperation("getChannelConditionalTarget", "GET",
                                                               "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.conditional.js",
-                                                              commands: ["fetch"])
+                                                              commands: ["fetch", "export"])
     public static let checkPatch = APIOperation("checkPatch", "GET", "/v1/apps/{app}/versions/{appVersion}/patch")
 
     // MARK: Release operations (publisher tokens)
@@ -53,7 +53,7 @@ extension APIOperation {
     public static let appStats = APIOperation("appStats", "GET", "/v1/apps/{app}/stats", scope: .auditor, commands: ["rollout", "status"])
     public static let getThrottle = APIOperation("getThrottle", "GET", "/v1/apps/{app}/throttle", scope: .auditor, commands: ["apps throttle"])
     public static let patchScript = APIOperation("patchScript", "GET", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script",
-                                              scope: .auditor)
+                                              scope: .auditor, commands: ["diff"])
     public static let getAudit = APIOperation("getAudit", "GET", "/v1/audit", scope: .token, commands: ["audit"])
     public static let listApps = APIOperation("listApps", "GET", "/v1/apps", scope: .token, commands: ["apps list"])
     public static let listTokens = APIOperation("listTokens", "GET", "/v1/tokens", scope: .token, commands: ["tokens list"])
