@@ -36,6 +36,11 @@ public struct TokenRecord: Sendable, Equatable {
     public let role: TokenRole
     public let name: String
 
+    /// What `tokens revoke` answers, locally and from patchd: the token, `"revoked": true`.
+    public var revokedJSON: JSON {
+        ["id": .string(id), "scope": .string(app?.rawValue ?? "*"), "role": .string(role.rawValue), "name": .string(name), "revoked": true]
+    }
+
     /// The actor a change made with this token is recorded as. A name stored before names
     /// were held to `ReadableText` and that breaks it is left out: the token's id alone says
     /// who it was without showing text that reads as something else.

@@ -145,4 +145,26 @@ struct TokenRouteTests {
         #expect(revokes.dropFirst().allSatisfy { $0.details["revokedWith"] == .string(global.record.id) && $0.app == "demo" })
         #expect(create(f, #"{"app": "demo", "name": "late"}"#, token: child).status == 401)
     }
+
+    @Test("DELETE /v1/tokens/{id}: a token no broader than the caller, with what it issued; 403 broader, 404 unknown, 409 again, 400 malformed; an auditor is 403")
+    func revokeRoute() throws {
+        let f = try ServiceFixture()
+        let global = try f.globalPublisher()
+        let other = try f.json(create(f, #"{"app": "other", "name": "o"}"#, token: global.secret))
+        let demo = try f.json(create(f, #"{"app": "demo", "name": "d"}"#, token: global.secret))
+        let demoID = try #require(demo["id"]?.stringValue), otherID = try #require(other["id"]?.stringValue)
+        let delete = { (id: String, token: String) in f.send("DELETE", "/v1/tokens/\(id)", body: "", token: token) }
+        #expect(delete(otherID, f.publisherToken).status == 403, "demo's publisher, other's token")
+        #expect(delete(demoID, f.auditorToken).status == 403, "an auditor revokes nothing")
+        #expect(try f.registry { try $0.tokens(scope: nil) }.allSatisfy { $0.revokedAt == nil }, "nothing revoked by a refusal")
+        let revoked = delete(demoID, f.publisherToken)
+        #expect(revoked.status == 200)
+        #expect(try f.json(revoked) == ["id": .string(demoID), "scope": "demo", "role": "publisher", "name": "d", "revoked": true])
+        #expect(f.get("/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(demo["token"]?.stringValue ?? "")"]).status == 401)
+        #expect(delete(demoID, f.publisherToken).status == 409)
+        #expect(delete("0123456789ab", global.secret).status == 404)
+        #expect(delete("NOT-AN-ID", global.secret).status == 400)
+        #expect(delete(otherID, global.secret).status == 200, "a token for every app revokes any")
+        #expect(try f.events("token.revoke").count == 2)
+    }
 }

@@ -25,7 +25,7 @@ struct RouteTableTests {
     func roundTrip() throws {
         let router = PatchService.routes()
         let values = ["app": "demo", "appVersion": "2.3", "patch": "4", "hash": "ab12", "channel": "beta", "file": "timestamp.json",
-                      "package": "v4"]
+                      "package": "v4", "id": "0123456789ab"]
         for operation in APIOperation.all {
             let match = router.match(method: operation.method, path: operation.path(values))
             guard case .success(let (route, params)) = match.result else {

@@ -216,3 +216,23 @@ def test_tokens_create_over_server_is_no_broader_than_its_issuer_and_dies_with_i
     served.ok("tokens", "revoke", ci_id)
     for path in (dash, scoped, gc):
         assert_cli_error(remote(served, server, path, "apps", "list"), 2, "401")
+
+
+def test_tokens_revoke_over_server_revokes_no_broader_than_its_caller(pair):
+    local, served, server, token, both = pair
+    served.create_app("other")
+    issued = {}
+    for name, scope in (("a", "--app=demo"), ("b", "--app=other"), ("c", "--app=demo")):
+        issued[name] = json.loads(remote(served, server, token, "tokens", "create", scope, "--name", name, "--json").stdout)
+    demo_bot = token_file(served, issued["a"]["token"], "a.token")
+    # A demo token may not revoke other's; it may revoke demo's.
+    assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", issued["b"]["id"]), 2, "403")
+    mine = remote(served, server, demo_bot, "tokens", "revoke", issued["c"]["id"], "--json")
+    assert mine.rc == 0, mine.stderr
+    assert json.loads(mine.stdout) == {"id": issued["c"]["id"], "scope": "demo", "role": "publisher", "name": "c", "revoked": True}
+    local_token = local.token("--app", "demo", "--name", "c")
+    local_id = next(t["id"] for t in local.json("tokens", "list") if t["name"] == "c")
+    assert normalized(local.json("tokens", "revoke", local_id)) == normalized(json.loads(mine.stdout))
+    assert local_token
+    assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", issued["c"]["id"]), 2, "409", "already revoked")
+    assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", "not-an-id"), 2, "400")

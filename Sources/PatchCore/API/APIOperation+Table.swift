@@ -46,6 +46,8 @@ extension APIOperation {
     /// within the caller's own scope (`TokenRecord.mayIssue`).
     public static let createToken = APIOperation("createToken", "POST", "/v1/tokens", scope: .publisher, audits: ["token.create"],
                                               commands: ["tokens create"])
+    public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
+                                              commands: ["tokens revoke"])
 
     // MARK: Reading (auditor tokens)
     public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
@@ -78,7 +80,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
-        listTokens, createToken, whoami,
+        listTokens, createToken, revokeToken, whoami,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

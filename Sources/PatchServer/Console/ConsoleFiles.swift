@@ -755,6 +755,7 @@ export const operations = Object.freeze({
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
   createToken: Object.freeze({ method: "POST", path: "/v1/tokens", scope: "publisher" }),
+  revokeToken: Object.freeze({ method: "DELETE", path: "/v1/tokens/{id}", scope: "publisher" }),
   whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
   patchScript: Object.freeze({ method: "GET", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script", scope: "auditor" }),
   rootRedirect: Object.freeze({ method: "GET", path: "/", scope: "anyone" }),

@@ -68,4 +68,27 @@ extension PatchService {
         }
         return .json(issued.json, status: 201, headers: [("Cache-Control", "no-store")])
     }
+
+    /// `DELETE /v1/tokens/{id}`: revokes a token no broader than the caller (what it could
+    /// have issued: `TokenRecord.mayIssue`), and with it every token issued from it
+    /// (Registry.revokeToken). The same answer as `patchctl tokens revoke --json`.
+    func revokeToken(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let token = try caller(p)
+        let id = p["id"] ?? ""
+        guard id.count == 12, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw .badRequest("a token id is 12 lower-case hex digits")
+        }
+        let revoked = try change(app: nil, by: token) { registry throws(RegistryError) -> TokenRecord? in
+            // Looked up and revoked under one lock: the scope checked is the one revoked.
+            guard let target = try registry.tokens(scope: nil).first(where: { $0.record.id == id })?.record else {
+                throw .notFound("no token with id \(id)")
+            }
+            guard token.mayIssue(app: target.app) else { return nil }
+            return try registry.revokeToken(id: id, actor: token.actor)
+        }
+        guard let revoked else {
+            throw .forbidden(token, needs: .publisher, for: "revoking a token", scope: " for the app that token is scoped to, or for every app")
+        }
+        return .json(revoked.revokedJSON)
+    }
 }

@@ -34,6 +34,7 @@ extension PatchService {
         r.add(.setThrottle, metric: .throttle, body: PatchService.throttleBodyLimit) { s, q, p throws(HTTPError) in try s.setThrottle(q, p) }
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
         r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
+        r.add(.revokeToken, metric: .tokens) { s, q, p throws(HTTPError) in try s.revokeToken(q, p) }
         r.add(.setSchedule, metric: .rollout,
               body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }

@@ -75,6 +75,8 @@ protocol Backend {
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary
     /// `createToken`: the listing entry and, once, `"token"`.
     func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON
+    /// `revokeToken`: the token and every token issued from it; `TokenRecord.revokedJSON`.
+    func revokeToken(id: String) throws(CLIError) -> JSON
 }
 
 /// `publishPatch`'s parameters.

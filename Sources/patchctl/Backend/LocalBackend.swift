@@ -153,4 +153,8 @@ struct LocalBackend: Backend {
     func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON {
         try run { () throws(RegistryError) in try local.createToken(app: app, role: role, name: name ?? who.name, actor: who).json }
     }
+
+    func revokeToken(id: String) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in try local.revokeToken(id: id, actor: who).revokedJSON }
+    }
 }

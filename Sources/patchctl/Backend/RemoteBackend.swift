@@ -203,6 +203,8 @@ struct RemoteBackend: Backend {
         return try remote.json(.createToken, body: JSON.object(body).canonicalBytes)
     }
 
+    func revokeToken(id: String) throws(CLIError) -> JSON { try remote.json(.revokeToken, ["id": id]) }
+
     private func array(_ json: JSON, _ what: String) throws(CLIError) -> [JSON] {
         guard let array = json.arrayValue else { throw .failed("the server's \(what) is not a JSON array") }
         return array

@@ -30,20 +30,13 @@ struct TokensCreateCommand: Command {
 }
 
 struct TokensRevokeCommand: Command {
-    static let spec = CommandSpec("tokens revoke", summary: "Revoke an API token by its id (shown when it was created, and in the audit log)",
-                                  positionals: ["ID"], options: [.flag("--json", "print JSON")] + Context.globalOptions)
+    static let spec = CommandSpec("tokens revoke", summary: "Revoke an API token by its id (shown when it was created, and in the audit log), and every token issued with it",
+                                  positionals: ["ID"], options: [.flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let context = try Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let record: TokenRecord
-        do { record = try registry.revokeToken(id: arguments.positionals[0], actor: context.actor) } catch { throw error.cliError }
-        if arguments.flag("--json") {
-            Output.json(["id": .string(record.id), "scope": .string(record.app?.rawValue ?? "*"), "role": .string(record.role.rawValue),
-                         "name": .string(record.name), "revoked": true])
-            return
-        }
-        Output.line("revoked token \(record.id) (\(record.role.rawValue), \"\(record.name)\")")
+        let revoked = try Backends.open(arguments).revokeToken(id: arguments.positionals[0])
+        if arguments.flag("--json") { Output.json(revoked); return }
+        Output.line("revoked token \(revoked["id"]?.stringValue ?? "") (\(revoked["role"]?.stringValue ?? ""), \"\(revoked["name"]?.stringValue ?? "")\")")
     }
 }
 
