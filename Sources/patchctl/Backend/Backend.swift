@@ -107,8 +107,7 @@ extension Backend {
     /// The app a command acts on: `--app`, else hotpatch.json's, else the only app there is
     /// (the registry's, or the only one the server's token may read).
     func app(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
-        if arguments.value(option) != nil { return try arguments.appName(option) }
-        if let project = try ProjectFile.current.get() { return project.app }
+        if let given = try AppDefault.given(arguments, option: option) { return given }
         let names = try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
         switch names.count {
         case 1: return names[0]

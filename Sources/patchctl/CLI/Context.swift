@@ -86,20 +86,19 @@ struct Context {
 /// `--app` when given; else the project file's app; else, for a local registry holding
 /// exactly one app, that app.
 enum AppDefault {
-    static func resolve(_ arguments: Arguments, registry: Registry?, option: String = "--app") throws(CLIError) -> AppName {
+    /// `--app`, else hotpatch.json's app; nil when neither names one (then a Backend asks its
+    /// registry or server for the only app there is: `Backend.app`).
+    static func given(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName? {
         if arguments.value(option) != nil { return try arguments.appName(option) }
-        if let project = try ProjectFile.current.get() { return project.app }
-        guard let registry else {
+        return try ProjectFile.current.get()?.app
+    }
+
+    /// For a command with no registry or server to ask (`fetch`).
+    static func resolve(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
+        guard let app = try given(arguments, option: option) else {
             throw .usage("\(option) is required (or run `patchctl init --app NAME` in the app's repository to write \(ProjectFile.fileName))")
         }
-        let apps: [AppRecord]
-        do { apps = try registry.apps() } catch { throw error.cliError }
-        switch apps.count {
-        case 1: return apps[0].name
-        case 0: throw .usage("\(option) is required: the registry has no apps yet (create one with `patchctl apps create NAME`)")
-        default:
-            throw .usage("\(option) is required: the registry holds several apps (\(apps.map(\.name.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write it with `patchctl init --app NAME`)")
-        }
+        return app
     }
 }
 

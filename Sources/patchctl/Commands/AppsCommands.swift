@@ -74,7 +74,7 @@ struct KeysRotateCommand: Command {
         guard let role = Role(rawValue: roleName) else { throw .usage("--role must be root, targets, snapshot or timestamp, got \(roleName.debugSanitized)") }
         let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
-        let name = try AppDefault.resolve(arguments, registry: registry)
+        let name = try LocalBackend(registry: registry, actor: context.actor, place: context.place).app(arguments)
         let rotation: KeyRotation
         do { rotation = try registry.rotateKey(app: name, role: role, actor: context.actor) } catch { throw error.cliError }
         if arguments.flag("--json") {

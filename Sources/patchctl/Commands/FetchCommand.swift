@@ -23,7 +23,7 @@ struct FetchCommand: Command {
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let server = try Remote.url(try arguments.required("--server"))
-        let app = try AppDefault.resolve(arguments, registry: nil)
+        let app = try AppDefault.resolve(arguments)
         let version = try arguments.appVersion()
         let device = try arguments.required("--device-id")
         let root = try Output.readFile(try arguments.required("--root"), what: "trusted root", limit: 512_000)
