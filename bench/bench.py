@@ -266,6 +266,8 @@ class Ctx:
                 self.cache[name] = fn()
             except Failed as e:
                 self.cache[name] = e
+            except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, subprocess.SubprocessError) as e:
+                self.cache[name] = Failed(f"{type(e).__name__}: {e}")   # an unexpected answer: this row fails, the run goes on
             self.loads[name] = {"before": before, "after": loadavg(), "others_busy_cores": busy,
                                 "seconds": round(time.monotonic() - t, 1)}
         value = self.cache[name]
@@ -1369,8 +1371,8 @@ def run_row(rid, noisy_cores):
     CTX.used = []
     try:
         h, r, c, notes = spec["fn"]()
-    except Failed as e:
-        res.update(status="failed", reason=str(e).replace("\n", " ")[:500])
+    except (Failed, OSError, ValueError, KeyError, TypeError, IndexError, AttributeError, subprocess.SubprocessError) as e:
+        res.update(status="failed", reason=(str(e) if isinstance(e, Failed) else f"{type(e).__name__}: {e}").replace("\n", " ")[:500])
         say(f"row {rid}: failed: {res['reason']}")
         return res
     finally:
