@@ -1276,16 +1276,17 @@ def render(results):
     last = runs[-1]
     m = last["machine"]
     out = ["# Benchmarks", "",
-           f"Written by `{last['command']}` (bench/bench.py); every figure below comes from the run{'s' if len(runs) > 1 else ''} described here, "
+           f"Written by {' and '.join(f'`{r}`' for r in dict.fromkeys(res['command'] for res in runs))} (bench/bench.py); every figure below comes from the run{'s' if len(runs) > 1 else ''} described here, "
            "each row's reference measured in the same run as the row. Regenerate this section with "
            f"`python3 bench/bench.py render --doc docs/BENCHMARKS.md {' '.join(r.get('file', 'RESULTS.json') for r in runs)}`.", ""]
     for res in runs:
         prefix = f"- Run {res['run']}: " if len(runs) > 1 else "- "
         out.append(f"{prefix}Date: {res['started']}; command `{res['command']}`; source: commit {res['source']}; "
-                   f"{res['seconds']:.0f} s; results `{res.get('file', '?')}`")
+                   f"{res['seconds']:.0f} s; load average (1/5/15 min) {' '.join(map(str, res['load_start']))} at the start, "
+                   f"{' '.join(map(str, res['load_end']))} at the end; results `{res.get('file', '?')}`")
     out += [f"- Machine: {m['nproc']} CPUs (`nproc`), {m['cpu']}, kernel {m['kernel']}, {m['mem_gb']} GB RAM",
-            f"- Load average (1/5/15 min) at the start: {' '.join(map(str, last['load_start']))}; at the end: {' '.join(map(str, last['load_end']))}. "
-            "The load column is the 1-minute load average before → after the row's measurement; **noisy** marks a row "
+            "- Other work on the machine shows up as noise in both columns alike, which is why every figure is a ratio against a "
+            "reference measured in the same run. The load column is the 1-minute load average before → after the row's measurement; **noisy** marks a row "
             f"before which the rest of the machine kept more than {last.get('noisy_cores', 0.5)} of the {m['nproc']} cores busy "
             "(sampled for 1 s with nothing of ours running; the load average also counts our previous row for a minute).", "",
            "| what | hotpatch | reference | ratio | load |", "|---|---|---|---|---|"]
@@ -1308,7 +1309,9 @@ def render(results):
                      "not 1,000 apps × 20 × 5: see row 9 and the run notes.")
     if last.get("wrk_seconds", 5) != 5:
         notes.append(f"- **wrk ran {last['wrk_seconds']} s per run (BENCH_WRK_SECONDS), not the 5 s of `make bench`.**")
-    tools = last.get("tools", {})
+    tools = {}
+    for res in runs:
+        tools.update({k: v for k, v in res.get("tools", {}).items() if v})
     if tools:
         notes.append("- Tools: " + "; ".join(f"{k} {v}" for k, v in sorted(tools.items()) if v) + ".")
     out += ["", "## Goals", "", "From issues 5 and 13, each judged on the ratio measured above (reported, not asserted).", ""] + (goals or ["- (no row with a goal was measured)"])
@@ -1450,7 +1453,7 @@ def cmd_render(args):
     for p in args.results:
         with open(p) as f:
             res = json.load(f)
-        res.setdefault("file", os.path.relpath(os.path.abspath(p), REPO))
+        res["file"] = os.path.relpath(os.path.abspath(p), REPO)   # the file it is rendered from
         results.append(res)
     section = render(results)
     if args.doc:
