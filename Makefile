@@ -4,7 +4,8 @@
 #   make test  installs what is missing, builds and runs every test
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
 #              against nginx, OpenSSL and python-tuf, and on PostgreSQL against SQLite
-#              (minutes; writes docs/BENCHMARKS.md)
+#              (minutes; writes bench/results/RUN.json and docs/BENCHMARKS.md; ROWS=7a,10
+#              measures only those rows)
 #   make fuzz  builds the libFuzzer targets in fuzz/ and runs each for FUZZ_SECONDS (default 60),
 #              then schemathesis against patchd for as long with a random seed
 SHELL := /bin/bash
@@ -69,6 +70,7 @@ release: apt
 # The Swift build and the Python venv are independent: made side by side (a fresh clone spends
 # about 40 s in pip and 3.5 min compiling on 2 cores).
 test: apt apt-test
+	python3 bench/bench.py selftest
 	$(MAKE) -j2 venv build-tests
 	$(WITH_PG) $(MAKE) test-swift test-interop
 
@@ -113,9 +115,11 @@ test-interop:
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"
 
-# Not part of `make test`: it takes minutes and its figures are not assertions.
+# Not part of `make test`: it takes minutes and its figures are not assertions (bench/bench.py;
+# docs/BENCHMARKS.md "Running it"). `make bench ROWS=7a,10` measures only those rows.
+ROWS ?=
 bench: apt-bench deps release
-	BENCH_COMMAND="make bench" ./bench/run.sh
+	python3 bench/bench.py run --rows '$(ROWS)' --command 'make bench$(if $(ROWS), ROWS=$(ROWS))'
 
 # Load, memory, slowloris and drain soak of patchd (minutes; not part of `make test`).
 soak: apt-bench deps release

@@ -1,5 +1,5 @@
 """python-tuf's Updater doing in process what `hotpatch-bench client` measures for PatchClient
-(bench/run.sh, row 7). One canonical JSON line on stdout:
+(bench/bench.py, row 7). One canonical JSON line on stdout:
     {"cold_median_us": N, "nochange_median_us": N, "runs": N}
 
 cold:      a fresh metadata directory bootstrapped from the trusted root, refresh(),

@@ -4,13 +4,20 @@ flood of a million devices does not need a million downloads first. The same con
 ReportReceipt (Sources/PatchRegistry/Reports/ReportRules.swift); tests get theirs by download."""
 import hashlib
 import hmac
+import secrets
 import sqlite3
 
 
 def secret(sqlite_path):
-    """The receipt secret patchd created on start (registry_secrets), as bytes."""
-    db = sqlite3.connect(sqlite_path)
+    """The registry's receipt secret (registry_secrets), as bytes. The registry creates it on
+    first use (Registry.reportReceipts), so before any download it may not be there yet: then
+    it is created here the same way (32 random bytes, hex; a row already there wins), and
+    patchd reads this one when it first hands out a receipt."""
+    db = sqlite3.connect(sqlite_path, timeout=30)
     try:
+        with db:
+            db.execute("INSERT INTO registry_secrets(name, value) VALUES ('report_receipts', ?) ON CONFLICT(name) DO NOTHING",
+                       (secrets.token_hex(32),))
         (value,) = db.execute("SELECT value FROM registry_secrets WHERE name = 'report_receipts'").fetchone()
     finally:
         db.close()

@@ -4,7 +4,7 @@ import PatchCore
 import PatchRegistry
 import Synchronization
 
-// In-process measurements for `make bench` (bench/run.sh), one JSON object per run on stdout:
+// In-process measurements for `make bench` (bench/bench.py), one JSON object per run on stdout:
 //   publish --data D | --database URL --keys K --count N --size BYTES [--encrypted]   publish latency
 //   crypto --mb N                                                  hashing / AES-GCM throughput
 //   client --server URL --app A --app-version V --root F [--key F] --runs N [--reports]   PatchClient sync
