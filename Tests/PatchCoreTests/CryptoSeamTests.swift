@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PatchCore
+import PatchSigning
 
 /// The verification seam (Sources/PatchCore/Crypto/VerificationCrypto.swift) against fixed
 /// vectors computed with python `cryptography`/`hashlib` (Ed25519: RFC 8032 section 7.1,
