@@ -53,7 +53,7 @@ public struct SubjectPublicKeyInfo: Sendable, Equatable {
     /// The BIT STRING's contents: the 32 raw bytes of an Ed25519 key, the uncompressed point
     /// `04 ‖ X ‖ Y` of an EC key, the DER `RSAPublicKey { n, e }` (PKCS#1) of an RSA key.
     public let publicKeyBytes: [UInt8]
-    /// The modulus size of an RSA key, the field size of an EC key, 253 for Ed25519 (as OpenSSL counts).
+    /// The modulus size of an RSA key, the field size of an EC key, 256 for Ed25519 (as OpenSSL counts).
     public let bitCount: Int
 
     private static let ed25519OID: [UInt8] = [0x2B, 0x65, 0x70]
@@ -95,7 +95,7 @@ public struct SubjectPublicKeyInfo: Sendable, Equatable {
             try identifier.expectEnd()
             guard key.count == 32 else { throw .invalidKey("an Ed25519 public key is 32 bytes, got \(key.count)") }
             algorithm = .ed25519
-            bitCount = 253
+            bitCount = 256
         case Self.ecPublicKeyOID:
             let curveOID = try identifier.element(0x06).content
             try identifier.expectEnd()
