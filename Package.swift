@@ -5,15 +5,18 @@ import PackageDescription
 // on the machines this is built on, so every C dependency is a system-library target.
 let package = Package(
     name: "hotpatch",
-    // iOS: apps link the PatchClient product (PatchCore + PatchClient). Its verification crypto
-    // goes through PatchCore's VerificationCrypto seam, CryptoKit on Apple platforms; the rest of
-    // PatchCore still links OpenSSL's libcrypto (CCrypto), which an iOS build must provide.
-    // Nothing here is compiled for Apple platforms on the Linux machines this is built on.
+    // iOS: apps link the PatchClient product (PatchCore + PatchClient, and the PatchClientObjC
+    // façade), which links no OpenSSL there: every crypto operation a device does goes through
+    // PatchCore's VerificationCrypto seam, CryptoKit and Security.framework on Apple platforms,
+    // OpenSSL (CCrypto) on Linux only. Key generation, signing and key import are PatchSigning's,
+    // on OpenSSL alone, for the registry side (built on Linux). Nothing here is compiled for
+    // Apple platforms on the Linux machines this is built on (README, "iOS").
     platforms: [.macOS(.v14), .iOS(.v15)],
     products: [
         .library(name: "PatchCore", targets: ["PatchCore"]),
         .library(name: "PatchRegistry", targets: ["PatchRegistry"]),
-        .library(name: "PatchClient", targets: ["PatchClient"]),
+        .library(name: "PatchClient", targets: ["PatchClient", "PatchClientObjC"]),
+        .library(name: "PatchSigning", targets: ["PatchSigning"]),
         .executable(name: "patchctl", targets: ["patchctl"]),
         .executable(name: "patchd", targets: ["patchd"]),
     ],
@@ -29,13 +32,16 @@ let package = Package(
                        providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
-        .target(name: "PatchCore", dependencies: ["CCrypto"]),
+        // What a device needs: TUF verification, digests, AES-GCM open, JSON, the patch layout.
+        .target(name: "PatchCore", dependencies: [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
+        // What only the registry needs: key generation, signing, key import, sealing, HMAC.
+        .target(name: "PatchSigning", dependencies: ["PatchCore", "CCrypto"]),
         // The one option grammar of patchctl and patchd: declarations that parse and print help.
         .target(name: "HotpatchCLI", dependencies: ["PatchCore"]),
         // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "CSQLite3", "CZip", "Postgres"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "CSQLite3", "CZip", "Postgres"]),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -43,28 +49,31 @@ let package = Package(
         // swift-corelibs-foundation's URLSession adds milliseconds of thread hand-offs per
         // request; Apple platforms keep URLSession.
         .target(name: "PatchClient", dependencies: ["PatchCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
+        // The Objective-C face of PatchClient (HPPatchClient) for an Objective-C AppDelegate;
+        // every file is `#if canImport(ObjectiveC) && canImport(UIKit)`, empty on Linux.
+        .target(name: "PatchClientObjC", dependencies: ["PatchClient"]),
         // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through PatchClient's
         // HTTPClient, for patchctl's --notify and patchd's guards.
-        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchRegistry", "PatchClient"]),
-        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchRegistry", "PatchClient", "PatchPush"]),
+        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "PatchRegistry", "PatchClient"]),
+        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "PatchRegistry", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
-        .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore"],
+        .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore", "PatchSigning"],
                           path: "bench/hotpatch-bench"),
-        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore"],
+        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchSigning"],
                     resources: [.copy("Fixtures")]),
         // Against the cluster `make test` starts (scripts/pg-test-cluster.sh).
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
-        .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "Postgres"], path: "Tests/Support"),
-        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
-        .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore"]),
-        .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "patchctl", "HotpatchTestSupport"]),
+        .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "Postgres"], path: "Tests/Support"),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore", "PatchSigning"]),
+        .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "patchctl", "HotpatchTestSupport"]),
-        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "HotpatchTestSupport"]),
-        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
+        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -79,10 +88,10 @@ if Context.environment["HOTPATCH_FUZZ"] == "1" {
         .systemLibrary(name: "CLibFuzzer", path: "fuzz/CLibFuzzer"),
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "fuzz/FuzzSupport"),
         harness("FuzzJSON", ["PatchCore"]),
-        harness("FuzzTUF", ["PatchCore"]),
+        harness("FuzzTUF", ["PatchCore", "PatchSigning"]),
         harness("FuzzIdentifiers", ["PatchCore"]),
-        harness("FuzzRouter", ["PatchServer", "PatchRegistry", "PatchCore"]),
-        harness("FuzzBundle", ["PatchCore"]),
+        harness("FuzzRouter", ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning"]),
+        harness("FuzzBundle", ["PatchCore", "PatchSigning"]),
         harness("FuzzHTTPHead", ["PatchServer"]),
     ]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import PatchRegistry
 
 /// One round as patchctl and patchd run it, in three steps so that no registry lock is held

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// Per-app throttling rules the server enforces and clients mirror.
 public struct ThrottleRules: Sendable, Equatable {

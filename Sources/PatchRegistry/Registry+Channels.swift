@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 extension Registry {
     /// Publishes the plaintext of a patch of channel `from` as the next patch of the same

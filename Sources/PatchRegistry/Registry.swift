@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// The registry: apps, their keys, patches per app version, signed TUF metadata and the
 /// audit log, in one database: a SQLite file (`{data}/registry.sqlite`) or PostgreSQL

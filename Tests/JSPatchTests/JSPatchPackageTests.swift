@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+import PatchSigning
 @testable import PatchRegistry
 
 /// The package format, read back by independent tools: Info-ZIP's unzip and the openssl CLI.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+import PatchSigning
 @testable import PatchRegistry
 import HotpatchTestSupport
 

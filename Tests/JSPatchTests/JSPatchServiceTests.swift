@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+import PatchSigning
 import PatchRegistry
 @testable import PatchServer
 import HotpatchTestSupport

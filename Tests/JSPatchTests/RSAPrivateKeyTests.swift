@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+import PatchSigning
 
 /// The RSA operation JSPatch Loader packages rely on, checked against the openssl CLI.
 @Suite("RSA private-key encryption (PKCS#1 v1.5 type 1)")

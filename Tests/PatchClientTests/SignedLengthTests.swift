@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import PatchRegistry
 import Testing
 @testable import PatchClient

@@ -2,94 +2,137 @@ import Foundation
 import Testing
 @testable import PatchCore
 
-/// The verification seam (Sources/PatchCore/Crypto/VerificationCrypto.swift) against fixed
-/// vectors computed with python `cryptography`/`hashlib` (Ed25519: RFC 8032 section 7.1,
-/// test 2). `Verification.crypto` is the OpenSSL twin on Linux and the CryptoKit twin on Apple
-/// platforms, so the same vectors check whichever one a platform builds.
-@Suite("Verification crypto seam")
+/// seam.json (Tests/interop/seam_vectors.py): the vectors both backends of the verification
+/// seam are written against — signatures securesystemslib made with every key type, RFC 8032,
+/// AES-256-GCM and digests. Each backend this platform builds runs them: OpenSSL on Linux,
+/// CryptoKit and Security.framework on Apple platforms (`Verification.crypto` there).
+struct SeamVectors: Decodable {
+    struct Signature: Decodable, Sendable, CustomTestStringConvertible {
+        let name: String
+        let algorithm: String
+        let spki: String
+        let message: String
+        let signature: String
+        var testDescription: String { name }
+
+        var signatureAlgorithm: SignatureAlgorithm? {
+            let digests: [String: DigestAlgorithm] = ["sha256": .sha256, "sha384": .sha384, "sha512": .sha512]
+            if algorithm == "ed25519" { return .ed25519 }
+            guard let dash = algorithm.lastIndex(of: "-"), let digest = digests[String(algorithm[algorithm.index(after: dash)...])] else { return nil }
+            switch algorithm[..<dash] {
+            case "ecdsa": return .ecdsa(digest)
+            case "rsa-pss": return .rsaPSS(digest)
+            case "rsa-pkcs1v15": return .rsaPKCS1v15(digest)
+            default: return nil
+            }
+        }
+    }
+
+    struct AESGCMVector: Decodable, Sendable {
+        let key, nonce, ciphertext, tag, aad, plaintext: String
+    }
+
+    struct DigestVector: Decodable, Sendable {
+        let text: String
+        let `repeat`: Int
+        let md5, sha256, sha384, sha512: String
+    }
+
+    let signatures: [Signature]
+    let aesgcm: [AESGCMVector]
+    let digests: [DigestVector]
+
+    static func load() throws -> SeamVectors { try Fixture.load("seam") }
+}
+
+@Suite("Verification crypto seam: every backend this platform builds passes seam.json")
 struct CryptoSeamTests {
-    static let message = Array("hotpatch verification seam".utf8)
-    static var twins: [any VerificationCrypto] {
+    static var backends: [any VerificationCrypto] {
         var all: [any VerificationCrypto] = [Verification.crypto]
+        #if canImport(CryptoKit)
+        all.append(CryptoKitVerification())
+        #endif
         #if canImport(CCrypto)
         all.append(OpenSSLVerification())
         #endif
         return all
     }
 
-    static func hex(_ text: String) -> [UInt8] { Hex.decode(text)! }
+    @Test("the Linux build's seam is the OpenSSL backend")
+    func linuxUsesOpenSSL() {
+        #if os(Linux)
+        #expect(Verification.crypto is OpenSSLVerification)
+        #endif
+    }
 
-    @Test("sha256, sha384, sha512 and md5 of the same message")
-    func digests() {
-        let expected: [DigestAlgorithm: String] = [
-            .md5: "0bff0fb86801d93f9e62f35fe443b68d",
-            .sha256: "59f86cb13e31aaa1fa42bb459a95b22fbab9c9590d6583ad11afa66f7d799224",
-            .sha384: "47a77ab948e624479336d4ca4e3a50d8ec69251ce591acbe40fb847fd1ee66d1d796d5fe1174460b3816a73d3d5c0d98",
-            .sha512: "1376d49be57531e2debdca41c77fb0e1303c6b4cf44b2b60a6a2e9c6744535ba684a226f1aef6f8dd09ba800e8c79a051b844a8e9f2afd849b248dd1b8d76258",
-        ]
-        for crypto in Self.twins {
-            for (algorithm, digest) in expected { #expect(Hex.encode(crypto.digest(algorithm, Self.message)) == digest, "\(algorithm)") }
+    @Test("md5, sha256, sha384 and sha512 of each vector")
+    func digests() throws {
+        for vector in try SeamVectors.load().digests {
+            let data = Array(String(repeating: vector.text, count: vector.repeat).utf8)
+            for crypto in Self.backends {
+                #expect(Hex.encode(crypto.digest(.md5, data)) == vector.md5)
+                #expect(Hex.encode(crypto.digest(.sha256, data)) == vector.sha256)
+                #expect(Hex.encode(crypto.digest(.sha384, data)) == vector.sha384)
+                #expect(Hex.encode(crypto.digest(.sha512, data)) == vector.sha512)
+            }
         }
     }
 
-    @Test("Ed25519: RFC 8032 test 2 verifies; a flipped bit in the signature, message or key does not")
-    func ed25519() {
-        let key = Self.hex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")
-        let signature = Self.hex("92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00")
-        for crypto in Self.twins {
-            #expect(crypto.isValidEd25519(signature: signature, for: [0x72], publicKey: key))
-            var bad = signature
-            bad[10] ^= 1
-            #expect(!crypto.isValidEd25519(signature: bad, for: [0x72], publicKey: key))
-            #expect(!crypto.isValidEd25519(signature: signature, for: [0x73], publicKey: key))
-            var otherKey = key
-            otherKey[0] ^= 1
-            #expect(!crypto.isValidEd25519(signature: signature, for: [0x72], publicKey: otherKey))
-            #expect(!crypto.isValidEd25519(signature: signature, for: [0x72], publicKey: Array(key.prefix(31))))
+    @Test("each signature verifies under its key and algorithm; a flipped bit, another algorithm or another key does not",
+          arguments: try SeamVectors.load().signatures)
+    func signature(_ vector: SeamVectors.Signature) throws {
+        let algorithm = try #require(vector.signatureAlgorithm)
+        let key = try SubjectPublicKeyInfo(der: bytes(hex: vector.spki))
+        let message = try bytes(hex: vector.message), signature = try bytes(hex: vector.signature)
+        let others = try SeamVectors.load().signatures.filter { $0.spki != vector.spki }
+        for crypto in Self.backends {
+            let verifier = try crypto.verifier(for: key)
+            #expect(verifier.isValidSignature(signature, for: message, algorithm: algorithm))
+            #expect(!verifier.isValidSignature(signature.flippingByte(at: signature.count / 2), for: message, algorithm: algorithm))
+            #expect(!verifier.isValidSignature(signature, for: message + [0], algorithm: algorithm))
+            #expect(!verifier.isValidSignature([], for: message, algorithm: algorithm))
+            for wrong: SignatureAlgorithm in [.ed25519, .ecdsa(.sha256), .rsaPSS(.sha256), .rsaPKCS1v15(.sha512)] where wrong != algorithm {
+                #expect(!verifier.isValidSignature(signature, for: message, algorithm: wrong), "\(wrong)")
+            }
+            for other in others {
+                let otherVerifier = try crypto.verifier(for: SubjectPublicKeyInfo(der: bytes(hex: other.spki)))
+                #expect(!otherVerifier.isValidSignature(signature, for: message, algorithm: algorithm), "\(other.name)'s key")
+            }
         }
     }
 
-    @Test("ECDSA P-256 / SHA-256 with a DER key and DER signature; tampering is refused")
-    func p256() {
-        let key = Self.hex("3059301306072a8648ce3d020106082a8648ce3d03010703420004471c3e758c4904285bba7e53118ed0f524adeb0757d25bd2f8e7b0d76dfa714cdd520f7aca8a8b917acc37f51de8f0c9bbe3ad858382e702dc25a12d09f7a858")
-        let signature = Self.hex("3045022068b50a1eb7ed652de338792ab3858f61b3e2648f62791c1d878cfc76f930270902210096947350467cb45922adbcf07dc5bf79de61e95005b1d14e7f6497e93f98dda2")
-        for crypto in Self.twins {
-            #expect(crypto.isValidP256(signature: signature, for: Self.message, publicKeyDER: key))
-            var bad = signature
-            bad[12] ^= 1
-            #expect(!crypto.isValidP256(signature: bad, for: Self.message, publicKeyDER: key))
-            #expect(!crypto.isValidP256(signature: signature, for: Self.message + [0], publicKeyDER: key))
-            #expect(!crypto.isValidP256(signature: Array(signature.prefix(20)), for: Self.message, publicKeyDER: key))
-        }
-    }
-
-    @Test("AES-256-GCM open: the vector decrypts; a changed tag, ciphertext, AAD or key is .authenticationFailed")
+    @Test("AES-256-GCM open: each vector decrypts; a changed tag, ciphertext, AAD or key is .authenticationFailed")
     func aesGCM() throws {
-        let key = Array(UInt8(0)..<32), nonce = Array(UInt8(100)..<112)
-        let aad = Array("hotpatch-bundle-v1".utf8) + [0] + Array("demo".utf8)
-        let ciphertext = Self.hex("2074aa16189d35f61e143a9ab303039e23b66f65e54c8017c6bc")
-        let tag = Self.hex("a68b7a5d15734acb1230c272dab30ddf")
-        for crypto in Self.twins {
-            #expect(try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad) == Self.message)
-            var badTag = tag
-            badTag[0] ^= 1
-            #expect(throws: CryptoError.authenticationFailed) { try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: badTag, aad: aad) }
-            var badText = ciphertext
-            badText[3] ^= 1
-            #expect(throws: CryptoError.authenticationFailed) { try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: badText, tag: tag, aad: aad) }
-            #expect(throws: CryptoError.authenticationFailed) { try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad + [0]) }
-            var otherKey = key
-            otherKey[31] ^= 1
-            #expect(throws: CryptoError.authenticationFailed) { try crypto.openAESGCM(key: otherKey, nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad) }
+        for vector in try SeamVectors.load().aesgcm {
+            let key = try bytes(hex: vector.key), nonce = try bytes(hex: vector.nonce), aad = try bytes(hex: vector.aad)
+            let ciphertext = try bytes(hex: vector.ciphertext), tag = try bytes(hex: vector.tag)
+            for crypto in Self.backends {
+                #expect(try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad) == bytes(hex: vector.plaintext))
+                #expect(throws: CryptoError.authenticationFailed) {
+                    try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: tag.flippingByte(at: 0), aad: aad)
+                }
+                #expect(throws: CryptoError.authenticationFailed) {
+                    try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext.flippingByte(at: 0), tag: tag, aad: aad)
+                }
+                #expect(throws: CryptoError.authenticationFailed) { try crypto.openAESGCM(key: key, nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad + [0]) }
+                #expect(throws: CryptoError.authenticationFailed) {
+                    try crypto.openAESGCM(key: key.flippingByte(at: 31), nonce: nonce, ciphertext: ciphertext, tag: tag, aad: aad)
+                }
+                #expect(throws: CryptoError.authenticationFailed) {
+                    try crypto.openAESGCM(key: key, nonce: Array(nonce.prefix(11)), ciphertext: ciphertext, tag: tag, aad: aad)
+                }
+            }
         }
     }
 
-    @Test("BundleCipher.open goes through the seam: what AESGCM.seal made opens, in the combined layout")
-    func bundleCipherRoundTrip() throws {
-        let key = Array(UInt8(0)..<32)
-        let sealed = try BundleCipher.seal(Self.message, key: key, app: "demo", appVersion: "2.3", patch: 4)
-        #expect(try BundleCipher.open(sealed, key: key, app: "demo", appVersion: "2.3", patch: 4) == Self.message)
-        #expect(throws: CryptoError.authenticationFailed) { try BundleCipher.open(sealed, key: key, app: "demo", appVersion: "2.3", patch: 5) }
-        #expect(throws: CryptoError.self) { try BundleCipher.open(Array(sealed.prefix(27)), key: key, app: "demo", appVersion: "2.3", patch: 4) }
+    @Test("BundleCipher.open goes through the seam: the layout a device receives opens, and only under its own patch")
+    func bundleCipher() throws {
+        let vector = try #require(try Fixture.load("aesgcm", as: AESGCMVectors.self).vectors.first)
+        let combined = try bytes(hex: vector.combined), key = try bytes(hex: vector.key)
+        #expect(try BundleCipher.open(combined, key: key, app: vector.app, appVersion: vector.appVersion, patch: vector.patch) == bytes(hex: vector.plaintext))
+        #expect(throws: CryptoError.authenticationFailed) {
+            try BundleCipher.open(combined, key: key, app: vector.app, appVersion: vector.appVersion, patch: vector.patch + 1)
+        }
+        #expect(throws: CryptoError.self) { try BundleCipher.open(Array(combined.prefix(27)), key: key, app: vector.app, appVersion: vector.appVersion, patch: vector.patch) }
     }
 }

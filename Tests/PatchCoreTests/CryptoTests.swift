@@ -1,4 +1,5 @@
 import PatchCore
+import PatchSigning
 import Testing
 
 struct DigestVectors: Decodable {

@@ -1,4 +1,5 @@
 import PatchCore
+import PatchSigning
 import Testing
 
 /// The one rule of delivery conditions (DeliveryConditions), which PatchClient and the

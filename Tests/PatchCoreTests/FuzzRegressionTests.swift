@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import Testing
 
 /// Inputs libFuzzer stopped on (`make fuzz`, docs/SECURITY.md "Fuzzing"), kept as tests once

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import Testing
 
 /// keys.json from `Tests/interop/gen_vectors.py`: key objects, signatures and a root made by

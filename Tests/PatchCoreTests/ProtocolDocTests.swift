@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import Testing
 
 // Keeps docs/PROTOCOL.md true: every ```vector block in it is re-computed with PatchCore,

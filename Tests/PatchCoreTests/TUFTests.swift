@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import Testing
 
 @Suite("TUF expiry timestamps")

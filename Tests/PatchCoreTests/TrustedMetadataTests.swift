@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 import Testing
 
 /// The client workflow of TUF spec 5.3–5.6, one threat per test.

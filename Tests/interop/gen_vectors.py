@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from securesystemslib.formats import encode_canonical
 
 from key_vectors import key_vectors
+import seam_vectors
 
 
 def write(outdir, name, document):
@@ -283,6 +284,7 @@ def main():
     write(outdir, "rollout.json", rollout_vectors())
     write(outdir, "digests.json", digest_vectors())
     write(outdir, "keys.json", key_vectors())
+    seam_vectors.write(outdir)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 import Foundation
 import PatchClient
 import PatchCore
+import PatchSigning
 import PatchRegistry
 import Synchronization
 

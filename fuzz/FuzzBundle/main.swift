@@ -1,5 +1,6 @@
 import FuzzSupport
 import PatchCore
+import PatchSigning
 
 /// AES-256-GCM and the bundle layer over it. Records (0xFF-separated):
 /// content key file, app, app version, patch number, encrypted bundle.

@@ -1,6 +1,7 @@
 import Foundation
 import FuzzSupport
 import PatchCore
+import PatchSigning
 import PatchRegistry
 import Synchronization
 @testable import PatchServer

@@ -1,6 +1,7 @@
 import Foundation
 import FuzzSupport
 import PatchCore
+import PatchSigning
 
 /// TUF metadata: the four role parsers and the client workflow (TrustedMetadata).
 ///

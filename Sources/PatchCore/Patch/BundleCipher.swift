@@ -2,6 +2,7 @@ import Foundation
 
 /// Encryption of patch bundles: AES-256-GCM whose associated data binds the ciphertext to
 /// one app, app version and patch number, so a bundle cannot be replayed under another.
+/// Devices only open; `seal` is PatchSigning's (the registry's side).
 public enum BundleCipher {
     public static let algorithm = "A256GCM"
 
@@ -12,20 +13,9 @@ public enum BundleCipher {
     /// The id under which targets metadata names a content key: sha256 hex of its bytes.
     public static func keyID(_ key: [UInt8]) -> String { Digest.sha256Hex(key) }
 
-    public static func seal(_ plaintext: [UInt8], key: [UInt8], app: String, appVersion: String, patch: Int, nonce: [UInt8]? = nil) throws(CryptoError) -> [UInt8] {
-        try AESGCM.seal(plaintext, key: key, aad: associatedData(app: app, appVersion: appVersion, patch: patch), nonce: nonce)
-    }
-
     /// Through the verification seam (CryptoKit on Apple platforms): `nonce(12) || ciphertext || tag(16)`.
     public static func open(_ combined: [UInt8], key: [UInt8], app: String, appVersion: String, patch: Int) throws(CryptoError) -> [UInt8] {
-        guard key.count == AESGCM.keyByteCount else { throw .invalidKey("an AES-256 key is 32 bytes, got \(key.count)") }
-        guard combined.count >= AESGCM.overhead else {
-            throw .invalidInput("an encrypted bundle is at least \(AESGCM.overhead) bytes, got \(combined.count)")
-        }
-        let body = combined.count - AESGCM.tagByteCount
-        return try Verification.crypto.openAESGCM(key: key, nonce: Array(combined[..<AESGCM.nonceByteCount]),
-                                                  ciphertext: Array(combined[AESGCM.nonceByteCount..<body]), tag: Array(combined[body...]),
-                                                  aad: associatedData(app: app, appVersion: appVersion, patch: patch))
+        try AESGCM.open(combined, key: key, aad: associatedData(app: app, appVersion: appVersion, patch: patch))
     }
 
     /// Parses a content key file: 64 hex characters, optionally followed by a newline.

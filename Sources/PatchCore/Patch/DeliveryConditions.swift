@@ -17,14 +17,8 @@ public struct DeliveryConditions: Sendable, Equatable {
         /// sha256(salt ‖ device ID) in lowercase hex, sorted, without duplicates.
         public let hashes: [String]
 
-        /// Hashes `deviceIDs` under a fresh random salt.
-        public static func hashing(_ deviceIDs: [String]) throws(ValidationError) -> Devices {
-            let salt: [UInt8]
-            do { salt = try SecureRandom.bytes(16) } catch { throw ValidationError("no random salt for the device list: \(error)") }
-            return try hashing(deviceIDs, salt: salt)
-        }
-
-        /// Hashes `deviceIDs` under `salt` (tests and vectors give their own).
+        /// Hashes `deviceIDs` under `salt` (PatchSigning's `hashing(_:)` draws a fresh one;
+        /// tests and vectors give their own).
         public static func hashing(_ deviceIDs: [String], salt: [UInt8]) throws(ValidationError) -> Devices {
             guard salt.count == 16 else { throw ValidationError("the device-list salt must be 16 bytes") }
             let ids = Set(deviceIDs)

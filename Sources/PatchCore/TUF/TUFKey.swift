@@ -24,7 +24,7 @@ public struct TUFKey: Sendable, Equatable {
     }
 
     /// The key object of a key this process holds: nothing to check, and nothing added.
-    init(ownKey key: PublicKey, algorithm: SignatureAlgorithm, keyType: String, scheme: String, publicValue: String) {
+    package init(ownKey key: PublicKey, algorithm: SignatureAlgorithm, keyType: String, scheme: String, publicValue: String) {
         json = ["keytype": .string(keyType), "scheme": .string(scheme), "keyval": ["public": .string(publicValue)]]
         keyID = Digest.sha256Hex(json.canonicalBytes)
         self.keyType = keyType
@@ -69,25 +69,11 @@ public struct TUFKey: Sendable, Equatable {
     /// threshold counts keys, not key objects.
     public var keyMaterial: [UInt8]? { verifier?.key.spki }
 
-    /// Ed25519 and ECDSA P-256 go through the verification seam on Apple platforms
-    /// (CryptoKit); the other schemes (RSA, P-384/521), and every scheme on Linux, are checked
-    /// by OpenSSL with the key parsed once, here. (The seam's OpenSSL twin would parse the key
-    /// again on every signature: a sync checks several, and that showed in the client bench.)
+    /// Through the verification seam, with the key the backend parsed once, at init: a sync
+    /// checks several signatures per key, and parsing per signature showed in the client bench.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard let verifier else { return false }
-        #if !canImport(CryptoKit)
         return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
-        #else
-        switch verifier.algorithm {
-        case .ed25519 where verifier.key.isEd25519:
-            // An Ed25519 SubjectPublicKeyInfo ends with the 32 raw key bytes (RFC 8410).
-            return Verification.crypto.isValidEd25519(signature: signature, for: message, publicKey: Array(verifier.key.spki.suffix(32)))
-        case .ecdsa(.sha256) where verifier.key.ecCurve == "prime256v1":
-            return Verification.crypto.isValidP256(signature: signature, for: message, publicKeyDER: verifier.key.spki)
-        default:
-            return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
-        }
-        #endif
     }
 
     public static func == (lhs: TUFKey, rhs: TUFKey) -> Bool { lhs.json == rhs.json }
@@ -98,18 +84,6 @@ public struct TUFKey: Sendable, Equatable {
 public protocol TUFSigner: Sendable {
     var tufKey: TUFKey { get }
     func signature(for message: [UInt8]) throws(CryptoError) -> [UInt8]
-}
-
-extension Ed25519PrivateKey: TUFSigner {
-    public var tufKey: TUFKey { TUFKey(publicKey) }
-}
-
-extension ECDSAPrivateKey: TUFSigner {
-    /// `{"keytype":"ecdsa","scheme":"ecdsa-sha2-nistp256","keyval":{"public":PEM}}`, the
-    /// object securesystemslib's `SSlibKey.from_crypto` makes for the same key (same keyid).
-    public var tufKey: TUFKey {
-        TUFKey(ownKey: publicKey, algorithm: .ecdsa(.sha256), keyType: "ecdsa", scheme: "ecdsa-sha2-nistp256", publicValue: publicKeyPEM)
-    }
 }
 
 /// One entry of `signatures`.

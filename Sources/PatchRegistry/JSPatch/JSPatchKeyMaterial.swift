@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// An RSA key accepted for JSPatch Loader packages, in the forms the registry stores:
 /// the private PEM for the key file, the public PEM and its fingerprint for the registry.

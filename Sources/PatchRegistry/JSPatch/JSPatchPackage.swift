@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// One patch in JSPatch Loader's package format (`vN.zip`), what apps built with the
 /// open-source `JPLoader` download from `{rootUrl}/{appVersion}/v{N}.zip` and verify with

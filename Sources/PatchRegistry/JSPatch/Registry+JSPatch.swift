@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// JSPatch Loader compatibility: an opt-in RSA key per plaintext app, and the `vN.zip`
 /// packages of its listed patches (docs/PROTOCOL.md, "JSPatch Loader compatibility").

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// Putting a new app's key directory in place so that `apps create` killed at any point can
 /// simply be run again, and the keys of an app that exists are never touched.

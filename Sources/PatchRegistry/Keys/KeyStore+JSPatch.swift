@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// The JSPatch Loader RSA key of an app: `{keys}/{app}/jspatch-rsa.pem`, PKCS#8 PEM, mode
 /// 0600, under the same rules as every other key file (`SecretFile`).

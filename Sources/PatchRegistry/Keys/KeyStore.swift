@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// Private key material on disk: `{keys}/{app}/{role}.{keyid}.pem` (PKCS#8, mode 0600; an
 /// Ed25519 key, or the ECDSA P-256 root key imported with `apps create --root-key`) and

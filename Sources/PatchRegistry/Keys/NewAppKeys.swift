@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// The keys of an app being created, in memory until `KeyStore.install` puts them in place
 /// inside the create's transaction. Made (or, for a root key, imported) before the write

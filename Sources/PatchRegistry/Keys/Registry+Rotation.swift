@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// What `rotateKey` reports.
 public struct KeyRotation: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// Push-triggered checks (issue 15; docs/PROTOCOL.md, "Push"): the device tokens apps
 /// register, the app's APNs identity and its .p8 key, and the audit record of each round.

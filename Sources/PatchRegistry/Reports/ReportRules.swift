@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// What a report must cost before it counts (docs/SECURITY.md, "Device reports"). Reports
 /// need no token, so anyone can send them; these rules decide how much of what is sent

@@ -1,6 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCore
+import PatchSigning
 
 /// `--devices`, `--devices-file`, `--min-os`, `--max-os`: a patch's signed delivery
 /// conditions as publish takes them. Device IDs are hashed here, under a fresh salt, before

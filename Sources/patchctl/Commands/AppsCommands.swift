@@ -1,6 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCore
+import PatchSigning
 import PatchRegistry
 
 struct AppsCreateCommand: Command {

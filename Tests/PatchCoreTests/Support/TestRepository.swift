@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// A complete TUF repository in memory: generated keys for every role and builders for
 /// each role's signed file, so a test states only what differs from a good repository.

@@ -1,4 +1,5 @@
 internal import CCrypto
+import PatchCore
 
 public enum SecureRandom {
     /// Bytes from OpenSSL's CSPRNG (seeded from the OS). A failure here means the process

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCrypto
+import PatchCore
 
 /// An ECDSA P-256 private key: what hardware tokens (YubiKey PIV, smart cards) and cloud
 /// KMS hold, imported as a TUF root key (`patchctl apps create --root-key`). Signatures are

@@ -1,4 +1,5 @@
 internal import CCrypto
+import PatchCore
 
 /// A private key the registry signs metadata with: the Ed25519 keys hotpatch generates, or
 /// an ECDSA P-256 key imported as an app's root key (the kind hardware tokens hold).
@@ -38,5 +39,17 @@ public enum SigningKey: TUFSigner {
         case .ed25519(let key): return try key.pemRepresentation()
         case .ecdsa(let key): return try key.pemRepresentation()
         }
+    }
+}
+
+extension Ed25519PrivateKey: TUFSigner {
+    public var tufKey: TUFKey { TUFKey(publicKey) }
+}
+
+extension ECDSAPrivateKey: TUFSigner {
+    /// `{"keytype":"ecdsa","scheme":"ecdsa-sha2-nistp256","keyval":{"public":PEM}}`, the
+    /// object securesystemslib's `SSlibKey.from_crypto` makes for the same key (same keyid).
+    public var tufKey: TUFKey {
+        TUFKey(ownKey: publicKey, algorithm: .ecdsa(.sha256), keyType: "ecdsa", scheme: "ecdsa-sha2-nistp256", publicValue: publicKeyPEM)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCrypto
+import PatchCore
 
 /// An RSA private key, for the one legacy format that needs RSA: JSPatch Loader packages
 /// (docs/PROTOCOL.md, "JSPatch Loader compatibility"). It offers only what that format

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCrypto
+import PatchCore
 
 /// Owns one OpenSSL memory `BIO*`: how PEM text goes into and comes out of OpenSSL.
 /// Lives inside one function; not Sendable on purpose.
