@@ -118,8 +118,12 @@ run: release
 # Not part of `make test`: it takes minutes and its figures are not assertions (bench/bench.py;
 # docs/BENCHMARKS.md "Running it"). `make bench ROWS=7a,10` measures only those rows.
 ROWS ?=
-bench: apt-bench deps release
+bench: apt-bench deps release .build/refserver
 	python3 bench/bench.py run --rows '$(ROWS)' --command 'make bench$(if $(ROWS), ROWS=$(ROWS))'
+
+# The reference server of rows 17a-c: the least an epoll HTTP server does per request.
+.build/refserver: bench/refserver.c
+	mkdir -p .build && cc -O2 -Wall -Wextra -o $@ $< -lpthread
 
 # Load, memory, slowloris and drain soak of patchd (minutes; not part of `make test`).
 soak: apt-bench deps release

@@ -625,6 +625,72 @@ def m_nginx(label):
     return CTX.once(f"nginx:{label}", make)
 
 
+REFSERVER = os.path.join(REPO, ".build", "refserver")
+
+
+def raw_response(url, headers):
+    """patchd's whole answer (head and body, as sent) to one GET of URL: what the reference
+    server repeats. Read to the end of its Content-Length."""
+    u = urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=30) as sock:
+        lines = [f"GET {u.path} HTTP/1.1", f"Host: {u.hostname}:{u.port}"] + [f"{k}: {v}" for k, v in headers.items()]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise Failed(f"patchd closed the connection before answering {url}")
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = next((int(l.split(b":", 1)[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return head + b"\r\n\r\n" + rest[:length]
+
+
+def start_refserver(label, response):
+    """bench/refserver.c on a free port, answering every request with RESPONSE, as many
+    threads as patchd has I/O threads (its default: one per core, at least 2)."""
+    if not os.path.exists(REFSERVER):
+        raise Failed(f"{REFSERVER} is missing (make bench builds it from bench/refserver.c)")
+    path = CTX.path(f"ref-{label}.http")
+    with open(path, "wb") as f:
+        f.write(response)
+    p = CTX.spawn([REFSERVER, path, str(max(2, os.cpu_count() or 2))], stdout=subprocess.PIPE)
+    line = p.stdout.readline().decode()
+    if not line.startswith("listening on "):
+        stop(p)
+        raise Failed(f"refserver ({label}) did not start: {line!r}")
+    port = int(line.split()[-1])
+    return Server(proc=p, pid=p.pid, port=port, url=f"http://127.0.0.1:{port}")
+
+
+def m_reference(label):
+    """Rows 17a-c: patchd against a server that parses nothing and writes patchd's own bytes
+    (bench/refserver.c), on the requests of rows 1-3, alternating like the nginx rows."""
+    def make():
+        s, d = main_servers(), "@D@"
+        P = s.P
+        if label == "ts":
+            url, headers, extra = f"{P}/v1/apps/demo/metadata/timestamp.json", {}, []
+        elif label == "nm":
+            url, headers = f"{P}/v1/apps/demo/versions/2.3/patch", {"X-Device-ID": "bench-304", "If-None-Match": s.hp_etag}
+            extra = ["-H", "X-Device-ID:bench-304", "-H", f"If-None-Match:{s.hp_etag}"]
+        else:
+            url, headers, extra = f"{P}/v1/apps/fleet/versions/2.3/patch", {"X-Device-ID": "bench-ref-probe"}, ["-s", LUA]
+        ref = start_refserver(label, raw_response(url, headers))
+        path = urlsplit(url).path
+        tail = ["--", "@ROUND@"] if label == "dd" else []
+        say(f"row 17 ({label}): patchd vs the reference server (bench/refserver.c) on {path}, {3 if label != 'dd' else 5} alternating rounds")
+        out = compare(f"ref-{label}", 3 if label != "dd" else 5, [d, *extra, url, *tail], [d, *extra, f"{ref.url}{path}", *tail])
+        stop(ref.proc)
+        return out
+    return CTX.once(f"reference:{label}", make)
+
+
 def m_clients():
     """Row 7: PatchClient vs python-tuf against the same patchd."""
     def make():
@@ -897,6 +963,9 @@ def r3():
     h, r, n = cmp_figures(m_nginx("dd"), "3")
     return h, r, {"bundle_bytes": os.path.getsize(BUNDLE)}, n
 def r4(): h, r, n = cmp_figures(m_nginx("dl"), "4"); return h, r, {}, n
+def r17a(): h, r, n = cmp_figures(m_reference("ts"), "17a"); return h, r, {"wrk_s": CTX.wrk_s}, n
+def r17b(): h, r, n = cmp_figures(m_reference("nm"), "17b"); return h, r, {}, n
+def r17c(): h, r, n = cmp_figures(m_reference("dd"), "17c"); return h, r, {}, n
 
 
 def r5a(): o = m_publish()["plain"]; return {"median_us": o["median_us"], "p90_us": o["p90_us"]}, {"goal_us": GOAL_US}, {}, []
@@ -1095,6 +1164,15 @@ SPECS = {
           "goals": check_goals(2, "simple check answered 304")},
     "3": {**CMP, "fn": r3, "what": "3. Simple check, a new X-Device-ID per request (200 with the {c.bundle_bytes} B bundle; throttle table growing), vs nginx 200 on the same bytes, median of 5 alternating rounds",
           "goals": check_goals(3, "simple check from a new device per request")},
+    "17a": {**CMP, "fn": r17a, "reference": "refserver: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk"],
+            "what": "17a. Row 1's `timestamp.json` vs the reference server (bench/refserver.c: one epoll loop per core, no parsing, patchd's own response bytes for every request), wrk -t2 -c64 -d{c.wrk_s}s, median of 3 alternating rounds",
+            "goals": [("check path ≥ 0.8× the reference server, `timestamp.json` — {x.main:x} req/s; p99 {h.p99:.2f} ms (row 17a; row 1 compares p99 with nginx).", lambda h, r, c, x: x.main >= 0.8)]},
+    "17b": {**CMP, "fn": r17b, "reference": "refserver: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk"],
+            "what": "17b. Row 2's simple check answered 304 vs the reference server answering patchd's 304, median of 3 alternating rounds",
+            "goals": [("check path ≥ 0.8× the reference server, simple check answered 304 — {x.main:x} req/s (row 17b).", lambda h, r, c, x: x.main >= 0.8)]},
+    "17c": {**CMP, "fn": r17c, "reference": "refserver: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk"],
+            "what": "17c. Row 3's simple check from a new X-Device-ID per request vs the reference server answering patchd's 200 (it reads the headers and ignores them), median of 5 alternating rounds",
+            "goals": [("check path ≥ 0.8× the reference server, a new device per request — {x.main:x} req/s (row 17c).", lambda h, r, c, x: x.main >= 0.8)]},
     "4": {**CMP, "fn": r4, "what": "4. Bundle download, 200 KB target (204800 B), wrk Transfer/sec",
           "hotpatch": "{h.mbps:.1f} MB/s ({h.rps:.0f} req/s)", "reference": "nginx: {r.mbps:.1f} MB/s ({r.rps:.0f} req/s)",
           "ratios": {"main": ("h.mbps", "r.mbps")}, "ratio": "{x.main:x}",
@@ -1191,7 +1269,7 @@ SPECS = {
 # The order rows are measured in (the table is in row order): the nginx rows and row 7 share a
 # patchd and an nginx; rows 14-16 share a PostgreSQL cluster and run before row 9, whose seeding
 # gets the time these leave.
-ORDER = ["1", "2", "3", "4", "7a", "7b", "14", "15a", "15b", "16a", "16b", "5a", "5b", "6a", "6b", "6c", "8a", "8b",
+ORDER = ["1", "2", "3", "17a", "17b", "17c", "4", "7a", "7b", "14", "15a", "15b", "16a", "16b", "5a", "5b", "6a", "6b", "6c", "8a", "8b",
          "9a", "9b", "9c", "10b", "10", "10c", "11", "11b", "11c", "11d", "11e", "12", "13"]
 assert sorted(ORDER) == sorted(SPECS)
 
