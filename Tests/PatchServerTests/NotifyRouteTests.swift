@@ -3,6 +3,7 @@ import Testing
 import PatchCore
 import PatchPush
 import PatchRegistry
+import PatchSigning
 @testable import PatchServer
 import HotpatchTestSupport
 
