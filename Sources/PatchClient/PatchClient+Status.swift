@@ -34,7 +34,7 @@ extension PatchClient {
     private nonisolated func removeCachedFiles() throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        for directory in [configuration.versionDirectory, configuration.metadataDirectory] {
+        for directory in [paths.versionDirectory, paths.metadataDirectory] {
             guard FileManager.default.fileExists(atPath: directory.path) else { continue }
             do { try FileManager.default.removeItem(at: directory) } catch {
                 throw .storage("cannot remove \(directory.path): \(error.localizedDescription)")

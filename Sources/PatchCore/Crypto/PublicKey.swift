@@ -34,13 +34,23 @@ public struct PublicKey: Sendable {
         guard let pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count) else {
             throw CryptoError.fromOpenSSL("EVP_PKEY_new_raw_public_key")
         }
-        try self.init(PKeyBox(pkey))
+        // RFC 8410's SubjectPublicKeyInfo is a fixed prefix and the 32 bytes: what i2d_PUBKEY
+        // writes (PublicKeyTests), without OpenSSL 3's encoder lookup, which cost ~0.9M
+        // instructions per key and every sync parses the pinned root's keys (issue 23).
+        self.box = PKeyBox(pkey)
+        self.spki = Self.ed25519SPKIPrefix + raw
     }
+
+    /// `SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (32 bytes) }` up to the key bytes.
+    static let ed25519SPKIPrefix: [UInt8] = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00]
 
     private init(_ box: PKeyBox) throws(CryptoError) {
         self.box = box
         self.spki = try box.publicKeyDER()
     }
+
+    /// The DER SubjectPublicKeyInfo as OpenSSL's encoder writes it (tests compare it with `spki`).
+    var encodedSPKI: [UInt8] { (try? box.publicKeyDER()) ?? [] }
 
     public var isEd25519: Bool { box.baseID == EVP_PKEY_ED25519 }
     public var isRSA: Bool { box.baseID == EVP_PKEY_RSA }
