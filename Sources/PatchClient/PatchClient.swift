@@ -23,6 +23,9 @@ public actor PatchClient {
     nonisolated let reports: ReportQueue
     /// Guards state.json and the script files; launch calls come from any thread.
     nonisolated let files = NSLock()
+    /// `lastError` as the running sync read it from the state (nil: not read yet), so
+    /// `remember` need not read state.json again to see that a success changes nothing.
+    var observedLastError: ClientState.Failure??
     /// The sync under way: a second `sync()` waits for it and returns its outcome.
     private var inFlight: Task<SyncOutcome, Never>?
     var inFlightSync: Task<SyncOutcome, Never>? { inFlight }
@@ -84,6 +87,7 @@ public actor PatchClient {
     private func runSync(force: Bool, now: Date) async -> SyncOutcome {
         defer { inFlight = nil }
         decided = nil
+        observedLastError = nil
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
         // client past it, however it paces its bytes); the first of the two to finish wins.
         let deadline = configuration.syncTimeout
@@ -200,7 +204,10 @@ public actor PatchClient {
     /// picked now (no downgrade); once it is no longer listed (revoked) the signed targets
     /// decide. Patches rolled back on this device are skipped.
     private func apply(_ targets: TargetsBody, now: Date) async throws(PatchClientError) -> SyncOutcome {
-        let state = lockedState()
+        // One read of the state for the decision: the installed patch (reconciled with
+        // main.js) and the rolled-back floor under the same lock.
+        let (state, installed) = stateAndCurrentPatch()
+        observedLastError = .some(state.lastError)
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         for (path, file) in targets.targets {
             guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == configuration.appVersion.rawValue,
@@ -209,7 +216,6 @@ public actor PatchClient {
         }
         let device = Selection.Device(app: configuration.app.rawValue, appVersion: configuration.appVersion.rawValue,
                                       deviceID: configuration.deviceID, osVersion: configuration.osVersion)
-        let installed = currentPatch()
         let choice = Selection.choose(
             listed.values.map { Selection.Candidate(number: $0.info.patch, rollout: $0.info.rollout, conditions: $0.info.conditions,
                                                     digest: $0.info.plaintext.sha256) },
@@ -218,14 +224,14 @@ public actor PatchClient {
         let best: (info: PatchTargetInfo, file: TargetFile)
         switch choice {
         case .keep:
-            try recordCheck(now: now)
+            try recordCheck(now: now, after: state)
             return .unchanged(installed)
         case .none:
             if installed != nil || state.good != nil {
                 try remove(now: now)
                 return .removed
             }
-            try recordCheck(now: now)
+            try recordCheck(now: now, after: state)
             return .unchanged(nil)
         case .install(let number):
             guard let chosen = listed[number] else { throw .malformedTarget("patch \(number)") }
@@ -318,19 +324,27 @@ public actor PatchClient {
     }
 
     /// A sync that changed nothing: the check's time, and a Retry-After no longer in force
-    /// cleared. Only when there is one to clear is state.json rewritten (durably); otherwise
-    /// just `last-check` moves (`CacheFiles.saveCheck`): no fsync for a no-change sync.
-    nonisolated func recordCheck(now: Date) throws(PatchClientError) {
+    /// cleared. Only when there is one to clear (or no state.json yet) is state.json
+    /// rewritten (durably); otherwise just `last-check` moves (`CacheFiles.saveCheck`): no
+    /// fsync for a no-change sync (issue 23). `seen` is the state this sync decided on: only
+    /// a sync sets or clears `retryAfter`, and one sync runs at a time.
+    nonisolated func recordCheck(now: Date, after seen: ClientState) throws(PatchClientError) {
+        if seen.retryAfter == nil, seen != ClientState() {
+            files.lock()
+            defer { files.unlock() }
+            try CacheFiles.saveCheck(now.timeIntervalSince1970, beside: paths.stateURL)
+            return
+        }
+        try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
+    }
+
+    /// The state and the installed patch (`currentPatch`), read once under the lock.
+    nonisolated func stateAndCurrentPatch() -> (ClientState, InstalledPatch?) {
         files.lock()
         defer { files.unlock() }
         var state = CacheFiles.loadState(paths.stateURL)
-        guard state.retryAfter == nil, FileManager.default.fileExists(atPath: paths.stateURL.path) else {
-            state.lastCheck = now.timeIntervalSince1970
-            state.retryAfter = nil
-            try CacheFiles.saveState(state, to: paths.stateURL)
-            return
-        }
-        try CacheFiles.saveCheck(now.timeIntervalSince1970, beside: paths.stateURL)
+        let installed = reconcile(&state)
+        return (state, installed)
     }
 
     nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
