@@ -89,6 +89,21 @@ public struct ClientConfiguration: Sendable {
     var reportsURL: URL { appDirectory.appendingPathComponent("reports.json") }
 }
 
+/// `ClientConfiguration`'s file locations, computed once for a client (PatchClient.paths).
+struct ClientPaths: Sendable {
+    let appDirectory, metadataDirectory, versionDirectory, scriptURL, goodScriptURL, stateURL, reportsURL: URL
+
+    init(_ configuration: ClientConfiguration) {
+        appDirectory = configuration.appDirectory
+        metadataDirectory = configuration.metadataDirectory
+        versionDirectory = configuration.versionDirectory
+        scriptURL = configuration.scriptURL
+        goodScriptURL = configuration.goodScriptURL
+        stateURL = configuration.stateURL
+        reportsURL = configuration.reportsURL
+    }
+}
+
 /// Why a sync failed. The installed patch is untouched whenever one of these is reported.
 public enum PatchClientError: Error, Equatable, CustomStringConvertible {
     /// The server could not be reached, or the connection failed.

@@ -72,16 +72,45 @@ enum CacheFiles {
         unlink(url.path)
     }
 
+    /// state.json, with `lastCheck` from `last-check` beside it when that file is there.
     static func loadState(_ url: URL) -> ClientState {
-        guard let bytes = read(url), let state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return ClientState() }
+        guard let bytes = read(url), var state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return ClientState() }
+        if let check = loadCheck(checkPath(beside: url)) { state.lastCheck = check }
         return state
     }
 
+    /// Durable (fsync, rename, directory fsync). The saved state holds the current
+    /// `lastCheck`, so `last-check` is then removed.
     static func saveState(_ state: ClientState, to url: URL) throws(PatchClientError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
         do { data = try encoder.encode(state) } catch { throw .storage("cannot encode state: \(error)") }
         try write(Array(data), to: url)
+        unlink(checkPath(beside: url))
+    }
+
+    /// A check that changed nothing else (issue 23): its time goes to `last-check`, a few
+    /// bytes renamed into place without fsync, and state.json is not rewritten. Losing the
+    /// file to a power cut only loses the time of the last check (the next sync asks the
+    /// server sooner); what must survive one (the installed, good and rolled-back patches)
+    /// stays in state.json, written durably whenever it changes.
+    static func saveCheck(_ time: Double, beside stateURL: URL) throws(PatchClientError) {
+        try write(Array("\(time)\n".utf8), to: URL(fileURLWithPath: checkPath(beside: stateURL)), sync: false)
+    }
+
+    /// `last-check` in state.json's directory (a string operation: URL's path operations cost
+    /// thousands of instructions on Linux, and every state read needs this).
+    static func checkPath(beside stateURL: URL) -> String {
+        let path = stateURL.path
+        guard let slash = path.lastIndex(of: "/") else { return "last-check" }
+        return path[...slash] + "last-check"
+    }
+
+    /// The time in `last-check`; nil when missing or not a finite number (then state.json's counts).
+    static func loadCheck(_ path: String) -> Double? {
+        guard let bytes = FileManager.default.contents(atPath: path).map(Array.init), bytes.count <= 64,
+              let time = Double(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), time.isFinite else { return nil }
+        return time
     }
 }

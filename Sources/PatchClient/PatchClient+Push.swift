@@ -41,7 +41,7 @@ extension PatchClient {
     }
 
     private func syncAnnounced(_ announced: Int64, now: Date) async -> SyncOutcome? {
-        if let trusted = MetadataCache(directory: configuration.metadataDirectory).cachedTimestampVersion(), announced <= trusted { return nil }
+        if let trusted = MetadataCache(directory: paths.metadataDirectory).cachedTimestampVersion(), announced <= trusted { return nil }
         pushAnnounced = announced
         return await sync(force: true, now: now)
     }

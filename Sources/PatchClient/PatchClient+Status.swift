@@ -34,7 +34,7 @@ extension PatchClient {
     private nonisolated func removeCachedFiles() throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        for directory in [configuration.versionDirectory, configuration.metadataDirectory] {
+        for directory in [paths.versionDirectory, paths.metadataDirectory] {
             guard FileManager.default.fileExists(atPath: directory.path) else { continue }
             do { try FileManager.default.removeItem(at: directory) } catch {
                 throw .storage("cannot remove \(directory.path): \(error.localizedDescription)")
@@ -51,6 +51,8 @@ extension PatchClient {
         case .failed(let error):
             failure = ClientState.Failure(at: now.timeIntervalSince1970, code: ReportReason.code(error), message: error.description)
         }
+        // A success after a sync that read the state and saw no error changes nothing.
+        if failure == nil, case .some(.none) = observedLastError { return }
         guard lockedState().lastError != failure else { return }
         try? updateState { $0.lastError = failure }
     }

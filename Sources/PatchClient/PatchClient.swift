@@ -13,6 +13,9 @@ import PatchCore
 /// published. What happens to each patch is reported to the server (`configuration.reporting`).
 public actor PatchClient {
     public nonisolated let configuration: ClientConfiguration
+    /// The cache's file locations, worked out once: `URL.appendingPathComponent` on Linux
+    /// costs thousands of instructions, and every state read asked for them again (issue 23).
+    nonisolated let paths: ClientPaths
     /// The TUF workflow, shared with `patchctl verify`; it owns the metadata cache.
     private nonisolated let updater: Updater
     /// The server, for the reports request (the updater reads metadata through the same one).
@@ -20,6 +23,9 @@ public actor PatchClient {
     nonisolated let reports: ReportQueue
     /// Guards state.json and the script files; launch calls come from any thread.
     nonisolated let files = NSLock()
+    /// `lastError` as the running sync read it from the state (nil: not read yet), so
+    /// `remember` need not read state.json again to see that a success changes nothing.
+    var observedLastError: ClientState.Failure??
     /// The sync under way: a second `sync()` waits for it and returns its outcome.
     private var inFlight: Task<SyncOutcome, Never>?
     var inFlightSync: Task<SyncOutcome, Never>? { inFlight }
@@ -36,6 +42,8 @@ public actor PatchClient {
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
+        let paths = ClientPaths(configuration)
+        self.paths = paths
         var limits = Updater.Limits()
         limits.root = configuration.maxRootSize
         limits.timestamp = configuration.maxTimestampSize
@@ -43,9 +51,9 @@ public actor PatchClient {
         let repository = HTTPRepository(server: configuration.server, app: configuration.app,
                                         requestTimeout: configuration.requestTimeout, transferTimeout: configuration.syncTimeout)
         self.repository = repository
-        self.reports = ReportQueue(url: configuration.reportsURL)
+        self.reports = ReportQueue(url: paths.reportsURL)
         self.updater = Updater(fetcher: repository, pinnedRoot: Array(configuration.trustedRoot),
-                               cache: MetadataCache(directory: configuration.metadataDirectory), limits: limits,
+                               cache: MetadataCache(directory: paths.metadataDirectory), limits: limits,
                                // The version and channel let a revoke lift this device's
                                // server-side interval (docs/PROTOCOL.md, Throttling).
                                timestampHeaders: ["X-Device-ID": configuration.deviceID, "X-App-Version": configuration.appVersion.rawValue,
@@ -79,6 +87,7 @@ public actor PatchClient {
     private func runSync(force: Bool, now: Date) async -> SyncOutcome {
         defer { inFlight = nil }
         decided = nil
+        observedLastError = nil
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
         // client past it, however it paces its bytes); the first of the two to finish wins.
         let deadline = configuration.syncTimeout
@@ -195,7 +204,10 @@ public actor PatchClient {
     /// picked now (no downgrade); once it is no longer listed (revoked) the signed targets
     /// decide. Patches rolled back on this device are skipped.
     private func apply(_ targets: TargetsBody, now: Date) async throws(PatchClientError) -> SyncOutcome {
-        let state = lockedState()
+        // One read of the state for the decision: the installed patch (reconciled with
+        // main.js) and the rolled-back floor under the same lock.
+        let (state, installed) = stateAndCurrentPatch()
+        observedLastError = .some(state.lastError)
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         for (path, file) in targets.targets {
             guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == configuration.appVersion.rawValue,
@@ -204,7 +216,6 @@ public actor PatchClient {
         }
         let device = Selection.Device(app: configuration.app.rawValue, appVersion: configuration.appVersion.rawValue,
                                       deviceID: configuration.deviceID, osVersion: configuration.osVersion)
-        let installed = currentPatch()
         let choice = Selection.choose(
             listed.values.map { Selection.Candidate(number: $0.info.patch, rollout: $0.info.rollout, conditions: $0.info.conditions,
                                                     digest: $0.info.plaintext.sha256) },
@@ -213,14 +224,14 @@ public actor PatchClient {
         let best: (info: PatchTargetInfo, file: TargetFile)
         switch choice {
         case .keep:
-            try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
+            try recordCheck(now: now, after: state)
             return .unchanged(installed)
         case .none:
             if installed != nil || state.good != nil {
                 try remove(now: now)
                 return .removed
             }
-            try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
+            try recordCheck(now: now, after: state)
             return .unchanged(nil)
         case .install(let number):
             guard let chosen = listed[number] else { throw .malformedTarget("patch \(number)") }
@@ -232,7 +243,7 @@ public actor PatchClient {
         let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0, receipt: receipt)
         try install(plaintext, as: patch, now: now)
         record(.installed, patch: patch.number, receipt: receipt, now: now)
-        return .updated(InstalledPatch(number: patch.number, path: configuration.scriptURL, sha256: patch.sha256, confirmed: false))
+        return .updated(InstalledPatch(number: patch.number, path: paths.scriptURL, sha256: patch.sha256, confirmed: false))
     }
 
     /// The state names the patch being installed before main.js is replaced, and the patch
@@ -240,15 +251,15 @@ public actor PatchClient {
     private nonisolated func install(_ plaintext: [UInt8], as patch: ClientState.Patch, now: Date) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
+        var state = CacheFiles.loadState(paths.stateURL)
         state.installing = patch
-        try CacheFiles.saveState(state, to: configuration.stateURL)
-        try CacheFiles.write(plaintext, to: configuration.scriptURL)
+        try CacheFiles.saveState(state, to: paths.stateURL)
+        try CacheFiles.write(plaintext, to: paths.scriptURL)
         state.installing = nil
         state.installed = patch
         state.lastCheck = now.timeIntervalSince1970
         state.retryAfter = nil
-        try CacheFiles.saveState(state, to: configuration.stateURL)
+        try CacheFiles.saveState(state, to: paths.stateURL)
     }
 
     /// Downloads under the sha256 name, checks length and hashes, decrypts, checks the signed
@@ -286,14 +297,14 @@ public actor PatchClient {
     private nonisolated func remove(now: Date) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
+        var state = CacheFiles.loadState(paths.stateURL)
         state.installed = nil
         state.good = nil
         state.lastCheck = now.timeIntervalSince1970
         state.retryAfter = nil
-        try CacheFiles.saveState(state, to: configuration.stateURL)
-        CacheFiles.remove(configuration.scriptURL)
-        CacheFiles.remove(configuration.goodScriptURL)
+        try CacheFiles.saveState(state, to: paths.stateURL)
+        CacheFiles.remove(paths.scriptURL)
+        CacheFiles.remove(paths.goodScriptURL)
     }
 
     // MARK: Helpers
@@ -309,14 +320,38 @@ public actor PatchClient {
     nonisolated func lockedState() -> ClientState {
         files.lock()
         defer { files.unlock() }
-        return CacheFiles.loadState(configuration.stateURL)
+        return CacheFiles.loadState(paths.stateURL)
+    }
+
+    /// A sync that changed nothing: the check's time, and a Retry-After no longer in force
+    /// cleared. Only when there is one to clear (or no state.json yet) is state.json
+    /// rewritten (durably); otherwise just `last-check` moves (`CacheFiles.saveCheck`): no
+    /// fsync for a no-change sync (issue 23). `seen` is the state this sync decided on: only
+    /// a sync sets or clears `retryAfter`, and one sync runs at a time.
+    nonisolated func recordCheck(now: Date, after seen: ClientState) throws(PatchClientError) {
+        if seen.retryAfter == nil, seen != ClientState() {
+            files.lock()
+            defer { files.unlock() }
+            try CacheFiles.saveCheck(now.timeIntervalSince1970, beside: paths.stateURL)
+            return
+        }
+        try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
+    }
+
+    /// The state and the installed patch (`currentPatch`), read once under the lock.
+    nonisolated func stateAndCurrentPatch() -> (ClientState, InstalledPatch?) {
+        files.lock()
+        defer { files.unlock() }
+        var state = CacheFiles.loadState(paths.stateURL)
+        let installed = reconcile(&state)
+        return (state, installed)
     }
 
     nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(configuration.stateURL)
+        var state = CacheFiles.loadState(paths.stateURL)
         change(&state)
-        try CacheFiles.saveState(state, to: configuration.stateURL)
+        try CacheFiles.saveState(state, to: paths.stateURL)
     }
 }

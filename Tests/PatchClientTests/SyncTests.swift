@@ -47,6 +47,49 @@ struct SyncTests {
         #expect(FileManager.default.fileExists(atPath: client.configuration.stateURL.path))
     }
 
+    @Test("a no-change sync rewrites nothing durable (state.json, main.js, the metadata cache keep inode and mtime; only last-check moves), a change still does")
+    func noChangeSyncWritesNothingDurable() async throws {
+        let fixture = try ClientFixture()
+        try fixture.publish(fixture.demo)
+        let mirror = try Mirror()
+        mirror.serve(try fixture.exported(fixture.demo))
+        let configuration = try fixture.configuration(fixture.demo, server: mirror.url)
+        let now = Date(timeIntervalSince1970: TimeInterval(Int(Date().timeIntervalSince1970)))
+        #expect(await PatchClient(configuration: configuration).sync(force: true, now: now).updatedNumber == 1)
+
+        // Every file under the cache but last-check, by inode, mtime and size.
+        func files() -> [String: [Int]] {
+            var out: [String: [Int]] = [:]
+            let root = configuration.cacheDirectory.path
+            for case let name as String in FileManager.default.enumerator(atPath: root) ?? FileManager.DirectoryEnumerator() {
+                var info = stat()
+                guard lstat(root + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, !name.hasSuffix("last-check") else { continue }
+                out[name] = [Int(info.st_ino), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_size)]
+            }
+            return out
+        }
+        let before = files()
+        #expect(before.keys.contains { $0.hasSuffix("state.json") } && before.keys.contains { $0.hasSuffix("metadata/timestamp.json") })
+
+        // A fresh client on the warm cache (as an app relaunched), nothing new on the server.
+        let restarted = PatchClient(configuration: configuration)
+        let later = now.addingTimeInterval(60)
+        #expect(await restarted.sync(force: true, now: later) == .unchanged(restarted.currentPatch()))
+        #expect(files() == before, "a no-change sync replaced a cache file")
+        #expect(PatchClient(configuration: configuration).lastCheck == later, "the check's time survives a restart (last-check)")
+
+        // A new patch: state.json is replaced (durably, DurableFile) and holds the check's time.
+        try fixture.publish(fixture.demo)
+        mirror.serve(try fixture.exported(fixture.demo))
+        let latest = later.addingTimeInterval(60)
+        #expect(await restarted.sync(force: true, now: latest).updatedNumber == 2)
+        let after = files()
+        let state = try #require(before.keys.first { $0.hasSuffix("state.json") })
+        #expect(after[state] != before[state])
+        #expect(!FileManager.default.fileExists(atPath: CacheFiles.checkPath(beside: configuration.stateURL)))
+        #expect(PatchClient(configuration: configuration).lastCheck == latest)
+    }
+
     @Test("a second sync within the minimum interval is .throttled and makes no request; force: true does request")
     func localIntervalSkipsTheNetwork() async throws {
         let fixture = try ClientFixture()

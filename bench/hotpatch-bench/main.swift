@@ -8,7 +8,8 @@ import Synchronization
 // In-process measurements for `make bench` (bench/bench.py), one JSON object per run on stdout:
 //   publish --data D | --database URL --keys K --count N --size BYTES [--encrypted]   publish latency
 //   crypto --mb N                                                  hashing / AES-GCM throughput
-//   client --server URL --app A --app-version V --root F [--key F] --runs N [--reports]   PatchClient sync
+//   client --server URL --app A --app-version V --root F [--key F] --runs N [--reports] [--only cold|nochange]
+//                                                                  PatchClient sync (wall and CPU time)
 //   seed --data D --keys K --apps A --versions V --patches P        a large registry
 //   revoke-landing --server URL --app A --app-version V --root F --devices N --workers W
 //                  --patchctl PATH --token-file F --patch N               revoke → forced sync drops it
@@ -75,6 +76,14 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 
 func now() -> Double { IPMonotonic.seconds() }
+
+/// The process's CPU time so far (user + sys of all its threads), from getrusage.
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
 
 enum IPMonotonic {
     static func seconds() -> Double {
@@ -161,23 +170,40 @@ case "client":
         configuration.reporting = options.flags.contains("--reports")
         return PatchClient(configuration: configuration)
     }
-    func measure(cold: Bool) throws -> Double {
+    /// The median wall time of one sync, and the process's CPU time (user + sys, every
+    /// thread: the curl queue's and the concurrency pool's too) per sync over all runs.
+    func measure(cold: Bool) throws -> (wall: Double, cpu: Double) {
         var times: [Double] = []
+        var cpu = 0.0
         let warm = scratch.appendingPathComponent("warm")
         if !cold { _ = try client(cache: warm).syncBlocking(force: true) }
         for i in 0..<runs {
             let cache = cold ? scratch.appendingPathComponent("cold-\(i)") : warm
             let c = try client(cache: cache)
+            let cpuStarted = cpuSeconds()
             let started = now()
             let result = c.syncBlocking(force: true)
             times.append(now() - started)
+            cpu += cpuSeconds() - cpuStarted
             if case .failed(let error) = result { fail("sync failed: \(error)") }
         }
-        return median(times)
+        return (median(times), cpu / Double(max(1, runs)))
     }
-    let cold = try measure(cold: true)
-    let unchanged = try measure(cold: false)
-    emit(["runs": .int(Int64(runs)), "cold_median_us": micros(cold), "nochange_median_us": micros(unchanged)])
+    // `--only cold|nochange` measures one kind (profiling one kind of sync under callgrind).
+    let only = options.values["--only"]
+    if let only, only != "cold", only != "nochange" { fail("--only takes cold or nochange") }
+    var fields: [String: JSON] = ["runs": .int(Int64(runs))]
+    if only != "nochange" {
+        let cold = try measure(cold: true)
+        fields["cold_median_us"] = micros(cold.wall)
+        fields["cold_cpu_us"] = micros(cold.cpu)
+    }
+    if only != "cold" {
+        let unchanged = try measure(cold: false)
+        fields["nochange_median_us"] = micros(unchanged.wall)
+        fields["nochange_cpu_us"] = micros(unchanged.cpu)
+    }
+    emit(fields)
 
 case "seed":
     let registry = try Registry(dataDirectory: URL(fileURLWithPath: options.string("--data")), keysDirectory: URL(fileURLWithPath: options.string("--keys")),

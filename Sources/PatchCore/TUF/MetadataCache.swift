@@ -7,12 +7,20 @@ import Foundation
 public struct MetadataCache: Sendable {
     public let directory: URL
 
-    public init(directory: URL) { self.directory = directory }
+    /// `directory`'s path with a final slash: names are joined to it as strings
+    /// (`URL.appendingPathComponent` costs thousands of instructions on Linux; issue 23).
+    private let base: String
+
+    public init(directory: URL) {
+        self.directory = directory
+        let path = directory.path
+        base = path.hasSuffix("/") ? path : path + "/"
+    }
 
     /// The file's bytes, nil when it is missing or larger than `limit` (nothing that large
     /// was ever written here, so it was not written by the updater).
     func read(_ name: String, limit: Int) -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: url(name).path) else { return nil }
+        guard let handle = FileHandle(forReadingAtPath: path(name)) else { return nil }
         defer { try? handle.close() }
         guard let data = try? handle.read(upToCount: limit + 1), data.count <= limit else { return nil }
         return Array(data)
@@ -33,7 +41,8 @@ public struct MetadataCache: Sendable {
         do { try DurableFile.replace(url(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
     }
 
-    func remove(_ name: String) { unlink(url(name).path) }
+    func remove(_ name: String) { unlink(path(name)) }
 
-    private func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
+    private func url(_ name: String) -> URL { URL(fileURLWithPath: path(name)) }
+    private func path(_ name: String) -> String { base + name }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A public key as root lists it: the key object exactly as served, e.g.
 /// `{"keytype":"ed25519","scheme":"ed25519","keyval":{"public":hex}}`, plus whatever else
 /// the tool that wrote it added (an owner, the legacy `keyid_hash_algorithms`).
@@ -71,12 +73,69 @@ public struct TUFKey: Sendable, Equatable {
 
     /// Through the verification seam, with the key the backend parsed once, at init: a sync
     /// checks several signatures per key, and parsing per signature showed in the client bench.
+    /// A check that passed is remembered for the process (`VerifiedSignatures`, by its exact
+    /// inputs), so the cached metadata a no-change sync re-reads costs no signature math.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
         guard let verifier else { return false }
-        return verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm)
+        let entry = VerifiedSignatures.Entry(keyType: keyType, scheme: scheme, key: verifier.key.spki, signature: signature, message: message)
+        if VerifiedSignatures.shared.contains(entry) { return true }
+        guard verifier.key.isValidSignature(signature, for: message, algorithm: verifier.algorithm) else { return false }
+        VerifiedSignatures.shared.insert(entry)
+        return true
     }
 
     public static func == (lhs: TUFKey, rhs: TUFKey) -> Bool { lhs.json == rhs.json }
+}
+
+/// Signature checks this process has already done and that passed, by their exact inputs:
+/// the key (type, scheme and DER key bytes), the signature bytes and the whole message.
+/// A check is a pure function of those, so a hit is the same answer the math would give
+/// again; anything that differs in one byte (a cache file edited on disk, another key, a
+/// new file) is checked afresh. Every caller still runs every check (threshold counting,
+/// versions, expiry, hashes); only the curve arithmetic of an identical check is not
+/// repeated. Without it a no-change sync spent half its instructions re-verifying the same
+/// five signatures: the pinned root, the cached and the served timestamp (the same bytes),
+/// the cached snapshot and targets (issue 23). Failures are never remembered. Bounded: at
+/// most `capacity` entries of messages up to `maxMessage` bytes (~4 MiB in all), emptied
+/// when full.
+final class VerifiedSignatures: @unchecked Sendable {
+    // @unchecked: `entries` is only touched under `lock`.
+    struct Entry: Hashable {
+        let keyType: String
+        let scheme: String
+        let key: [UInt8]
+        let signature: [UInt8]
+        let message: [UInt8]
+    }
+
+    static let shared = VerifiedSignatures()
+    static let capacity = 64
+    static let maxMessage = 64 << 10
+
+    private let lock = NSLock()
+    private var entries = Set<Entry>()
+
+    func contains(_ entry: Entry) -> Bool {
+        guard entry.message.count <= Self.maxMessage else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.contains(entry)
+    }
+
+    func insert(_ entry: Entry) {
+        guard entry.message.count <= Self.maxMessage else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries.insert(entry)
+    }
+
+    /// Forgets every check (tests that count real verifications).
+    func removeAll() {
+        lock.lock()
+        defer { lock.unlock() }
+        entries.removeAll()
+    }
 }
 
 /// A private key that signs TUF metadata: it knows its public key object and makes the
