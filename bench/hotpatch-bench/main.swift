@@ -12,7 +12,7 @@ import Synchronization
 //                                                                  PatchClient sync (wall and CPU time)
 //   seed --data D --keys K --apps A --versions V --patches P        a large registry
 //   revoke-landing --server URL --app A --app-version V --root F --devices N --workers W
-//                  --patchctl PATH --token-file F --patch N               revoke → forced sync drops it
+//                  --patchctl PATH --token-file F --patch N [--device-prefix P]   revoke → forced sync drops it
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("hotpatch-bench: \(message)\n".utf8))
@@ -231,10 +231,12 @@ case "revoke-landing":
     guard let server = URL(string: options.string("--server")) else { fail("bad --server") }
     let devices = options.int("--devices", 1000), workers = options.int("--workers", 64)
     let app = try AppName(options.string("--app")), version = try AppVersion(options.string("--app-version"))
+    // Device IDs PREFIX-0…: a second fleet in the same run needs other IDs (the first is inside its interval).
+    let prefix = options.values["--device-prefix"] ?? "kill"
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("hotpatch-bench-revoke-\(getpid())")
     defer { try? FileManager.default.removeItem(at: scratch) }
     let clients = (0..<devices).map { i -> PatchClient in
-        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: "kill-\(i)", trustedRoot: rootData,
+        var configuration = ClientConfiguration(server: server, app: app, appVersion: version, deviceID: "\(prefix)-\(i)", trustedRoot: rootData,
                                                 cacheDirectory: scratch.appendingPathComponent("d\(i)"))
         configuration.reporting = false
         return PatchClient(configuration: configuration)
