@@ -40,4 +40,16 @@ static inline long hp_curl_http_version(CURL *h) {
     curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
     return version;
 }
+// The share interface (curl_share_setopt is variadic too): one connection cache and DNS
+// cache for many easy handles, guarded by the lock callbacks it is given.
+typedef void (*hp_curl_lock_callback)(CURL *handle, curl_lock_data data, curl_lock_access access, void *context);
+typedef void (*hp_curl_unlock_callback)(CURL *handle, curl_lock_data data, void *context);
+static inline CURLSHcode hp_curl_share_data(CURLSH *s, curl_lock_data data) { return curl_share_setopt(s, CURLSHOPT_SHARE, data); }
+static inline CURLSHcode hp_curl_share_set_locks(CURLSH *s, hp_curl_lock_callback lock, hp_curl_unlock_callback unlock, void *context) {
+    CURLSHcode code = curl_share_setopt(s, CURLSHOPT_USERDATA, context);
+    if (code == CURLSHE_OK) code = curl_share_setopt(s, CURLSHOPT_LOCKFUNC, lock);
+    if (code == CURLSHE_OK) code = curl_share_setopt(s, CURLSHOPT_UNLOCKFUNC, unlock);
+    return code;
+}
+static inline CURLcode hp_curl_set_share(CURL *h, CURLSH *s) { return curl_easy_setopt(h, CURLOPT_SHARE, s); }
 #endif

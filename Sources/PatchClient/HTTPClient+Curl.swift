@@ -6,8 +6,12 @@ internal import CCurl
 /// The libcurl side of `HTTPClient` (HTTPClient.swift): the write callback aborts the
 /// transfer the moment the `DownloadBody` refuses a chunk (the TUF "endless data" attack), and
 /// so does a Content-Length over its limit; a cancelled task aborts from the progress callback.
-/// One easy handle per client keeps the connection alive across requests; transfers run one at
-/// a time on the client's queue, so the handle is never used by two threads at once.
+/// One easy handle per client; transfers run one at a time on the client's queue, so the handle
+/// is never used by two threads at once. Connections (and DNS answers) live in the process's
+/// `CurlShare`, so a new client to the same server reuses an idle connection an earlier one
+/// left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
+/// client that requires HTTP/2 (APNs) keeps its connections to itself: it multiplexes its
+/// own streams, and libcurl's easy interface does not multiplex across handles.
 public final class HTTPClient: @unchecked Sendable {
     // @unchecked: `handle` is only touched on `queue`.
     public let configuration: Configuration
@@ -17,11 +21,15 @@ public final class HTTPClient: @unchecked Sendable {
     /// Once per process, before the first handle: PushSender opens its clients on several
     /// threads at once, and libcurl's implicit global init (in `curl_easy_init`) is not
     /// thread-safe. A static `let` is initialised once, whichever thread gets there first.
-    private static let globalInit: CURLcode = hp_curl_global_init()
+    static let globalInit: CURLcode = hp_curl_global_init()
+    /// CURLOPT_MAXCONNECTS: how many connections the process's share keeps.
+    static let maxCachedConnections = 256
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
         handle = HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
+        // Set once: curl_easy_reset (each request) keeps the share, as it keeps connections.
+        if let handle, !configuration.requireHTTP2, let share = CurlShare.process.handle { _ = hp_curl_set_share(handle, share) }
     }
 
     deinit { if let handle { curl_easy_cleanup(handle) } }
@@ -60,6 +68,11 @@ public final class HTTPClient: @unchecked Sendable {
         if let caFile = configuration.caFile { _ = caFile.withCString { hp_curl_setopt_string(handle, CURLOPT_CAINFO, $0) } }
         _ = hp_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
         _ = hp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        // The connections kept (past that, the oldest idle one is closed): with the share it
+        // bounds the whole process's, and libcurl's default of 5 would churn as soon as a few
+        // clients to different servers run at once. Idle ones also go after 118 s unused
+        // (libcurl's CURLOPT_MAXAGE_CONN), or when found dead.
+        _ = hp_curl_setopt_long(handle, CURLOPT_MAXCONNECTS, HTTPClient.maxCachedConnections)
         _ = hp_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)
         // The idle timeout: abort when under 1 byte/s for requestTimeout seconds.
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
@@ -101,6 +114,71 @@ public final class HTTPClient: @unchecked Sendable {
             return .failure(.network(String(cString: curl_easy_strerror(code))))
         }
     }
+}
+
+/// The process's libcurl share handle: the connection cache and the DNS cache every client
+/// (but HTTP/2 ones) uses, so connections outlive the client that opened them. A static: it
+/// lives as long as the process, and so outlives every easy handle that uses it.
+final class CurlShare: @unchecked Sendable {
+    // @unchecked: set once in init; libcurl guards the share itself through `locks`.
+    static let process = CurlShare()
+
+    /// CURLSH*; nil when libcurl cannot start or the share cannot be set up (clients then
+    /// keep their own connections, as before).
+    let handle: UnsafeMutableRawPointer?
+    private let locks = ShareLocks()
+
+    private init() {
+        guard HTTPClient.globalInit == CURLE_OK, let share = curl_share_init() else {
+            handle = nil
+            return
+        }
+        let context = Unmanaged.passUnretained(locks).toOpaque()
+        guard hp_curl_share_set_locks(share, lockShare, unlockShare, context) == CURLSHE_OK,
+              hp_curl_share_data(share, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK,
+              hp_curl_share_data(share, CURL_LOCK_DATA_DNS) == CURLSHE_OK else {
+            curl_share_cleanup(share)
+            handle = nil
+            return
+        }
+        handle = share
+    }
+
+    // Before `locks` goes: cleaning up takes the share's own lock.
+    deinit { if let handle { curl_share_cleanup(handle) } }
+}
+
+/// One mutex per kind of shared data, which libcurl's lock callbacks take from whichever
+/// thread runs a transfer; they reach them through the share's context pointer, this object.
+/// It owns the mutexes and frees them in `deinit`.
+private final class ShareLocks: @unchecked Sendable {
+    // @unchecked: the mutexes are only used through pthread calls.
+    private static let kinds = Int(CURL_LOCK_DATA_LAST.rawValue)
+    private let mutexes: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutexes = .allocate(capacity: Self.kinds)
+        for kind in 0..<Self.kinds { pthread_mutex_init(mutexes + kind, nil) }
+    }
+
+    deinit {
+        for kind in 0..<Self.kinds { pthread_mutex_destroy(mutexes + kind) }
+        mutexes.deallocate()
+    }
+
+    /// The mutex for one kind of data (a kind past the known ones gets the SHARE one).
+    func mutex(_ data: curl_lock_data) -> UnsafeMutablePointer<pthread_mutex_t> {
+        let kind = Int(data.rawValue)
+        return mutexes + (kind < Self.kinds ? kind : Int(CURL_LOCK_DATA_SHARE.rawValue))
+    }
+}
+
+private let lockShare: hp_curl_lock_callback = { _, data, _, context in
+    pthread_mutex_lock(Unmanaged<ShareLocks>.fromOpaque(context!).takeUnretainedValue().mutex(data))
+}
+
+private let unlockShare: hp_curl_unlock_callback = { _, data, context in
+    pthread_mutex_unlock(Unmanaged<ShareLocks>.fromOpaque(context!).takeUnretainedValue().mutex(data))
 }
 
 /// The state of one transfer, reached from the C callbacks through their context pointer.

@@ -26,9 +26,11 @@ public actor PatchClient {
     /// `lastError` as the running sync read it from the state (nil: not read yet), so
     /// `remember` need not read state.json again to see that a success changes nothing.
     var observedLastError: ClientState.Failure??
-    /// The sync under way: a second `sync()` waits for it and returns its outcome.
-    private var inFlight: Task<SyncOutcome, Never>?
-    var inFlightSync: Task<SyncOutcome, Never>? { inFlight }
+    /// The sync under way: a second `sync()` waits for it and returns its outcome. Behind a
+    /// lock rather than on the actor, so starting or joining a sync takes no hop to the actor
+    /// and `syncBlocking` waits on it without a task of its own (issue 23).
+    private nonisolated let running = RunningSync()
+    nonisolated var inFlightSync: Task<SyncOutcome, Never>? { running.current?.task }
     /// The outcome of the running sync once decided, before its reports request: a deadline
     /// passing during that request does not turn a done sync into a timeout.
     private var decided: SyncOutcome?
@@ -68,53 +70,46 @@ public actor PatchClient {
     /// made while one is under way waits for it and returns its outcome (its own `force` and
     /// `now` are not used). Cancelling a caller cancels the shared sync: every caller then
     /// gets `.failed(.cancelled)`.
-    public func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
-        let task: Task<SyncOutcome, Never>
-        if let running = inFlight {
-            task = running
-        } else {
-            task = Task { await self.runSync(force: force, now: now) }
-            inFlight = task
+    public nonisolated func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
+        let run = startOrJoin(force: force, now: now)
+        return await withTaskCancellationHandler { await run.task.value } onCancel: { run.task.cancel() }
+    }
+
+    /// `sync` for synchronous callers (command-line tools): blocks the calling thread, which
+    /// must not be one of Swift concurrency's own.
+    public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
+        startOrJoin(force: force, now: Date()).wait()
+    }
+
+    /// The sync under way, or a new one: its task, with the sync's deadline armed.
+    private nonisolated func startOrJoin(force: Bool, now: Date) -> SyncRun {
+        running.join {
+            let run = SyncRun()
+            run.task = Task { await self.runSync(run, force: force, now: now) }
+            run.arm(deadline: configuration.syncTimeout)
+            return run
         }
-        return await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
     }
 
-    private enum Finish: Sendable {
-        case done(SyncOutcome)
-        case deadline
-    }
-
-    private func runSync(force: Bool, now: Date) async -> SyncOutcome {
-        defer { inFlight = nil }
+    private func runSync(_ run: SyncRun, force: Bool, now: Date) async -> SyncOutcome {
         decided = nil
         observedLastError = nil
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
-        // client past it, however it paces its bytes); the first of the two to finish wins.
-        let deadline = configuration.syncTimeout
-        let first = await withTaskGroup(of: Finish.self) { group in
-            group.addTask { .done(await self.syncAndReport(force: force, now: now)) }
-            group.addTask {
-                try? await Task.sleep(nanoseconds: UInt64(max(0, deadline) * 1e9))
-                return .deadline
-            }
-            let first = await group.next() ?? .deadline
-            group.cancelAll()
-            return first
-        }
+        // client past it, however it paces its bytes): when it passes, the run's timer cancels
+        // this task, which ends the transfer under way. Whichever comes first wins: the sync's
+        // end or the deadline (`finish` tells which, under the run's lock).
+        let done = await syncAndReport(force: force, now: now)
         let outcome: SyncOutcome
-        switch first {
-        case .done(let done): outcome = done
-        case .deadline:
-            if let decided {
-                outcome = decided
-            } else if Task.isCancelled {
-                outcome = .failed(.cancelled)
-            } else {
-                record(failure: .timeout, patch: attempting, now: now)
-                outcome = .failed(.timeout)
-            }
+        if run.finish() {
+            outcome = done
+        } else if let decided {
+            outcome = decided
+        } else {
+            record(failure: .timeout, patch: attempting, now: now)
+            outcome = .failed(.timeout)
         }
         remember(outcome, now: now)
+        running.end(run, outcome)
         return outcome
     }
 
@@ -142,12 +137,6 @@ public actor PatchClient {
         case .failed(.network), .failed(.timeout), .failed(.cancelled): return false
         default: return true
         }
-    }
-
-    /// `sync` for synchronous callers (command-line tools): blocks the calling thread, which
-    /// must not be one of Swift concurrency's own.
-    public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
-        blockingWait { await self.sync(force: force) }
     }
 
     private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
@@ -353,5 +342,91 @@ public actor PatchClient {
         var state = CacheFiles.loadState(paths.stateURL)
         change(&state)
         try CacheFiles.saveState(state, to: paths.stateURL)
+    }
+}
+
+/// The slot for the sync under way (`PatchClient.running`).
+final class RunningSync: @unchecked Sendable {
+    // @unchecked: `run` is only touched under `lock`.
+    private let lock = NSLock()
+    private var run: SyncRun?
+
+    var current: SyncRun? {
+        lock.lock()
+        defer { lock.unlock() }
+        return run
+    }
+
+    /// The run under way, or the one `start` makes (under the lock: one run at a time).
+    func join(_ start: () -> SyncRun) -> SyncRun {
+        lock.lock()
+        defer { lock.unlock() }
+        if let run { return run }
+        let started = start()
+        run = started
+        return started
+    }
+
+    /// The run is over: the next `join` starts a new one, and its waiters get `outcome`.
+    func end(_ ended: SyncRun, _ outcome: SyncOutcome) {
+        lock.lock()
+        if run === ended { run = nil }
+        lock.unlock()
+        ended.deliver(outcome)
+    }
+}
+
+/// One sync: its task, the timer of its deadline, and its outcome for blocking waiters.
+final class SyncRun: @unchecked Sendable {
+    // @unchecked: `task` is set once, before the run is shared (under RunningSync's lock);
+    // the rest is only touched under `condition`.
+    var task: Task<SyncOutcome, Never>!
+    private let condition = NSCondition()
+    private var finished = false
+    private var deadlinePassed = false
+    private var timer: DispatchWorkItem?
+    private var outcome: SyncOutcome?
+
+    /// One timer, not a task: when it fires before `finish`, the sync's task is cancelled.
+    func arm(deadline seconds: TimeInterval) {
+        let item = DispatchWorkItem { [weak self] in self?.expire() }
+        condition.lock()
+        timer = item
+        condition.unlock()
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds), execute: item)
+    }
+
+    private func expire() {
+        condition.lock()
+        let passed = !finished
+        if passed { deadlinePassed = true }
+        condition.unlock()
+        if passed { task.cancel() }
+    }
+
+    /// The sync is done: true when it finished before its deadline (the timer is then
+    /// disarmed), false when the deadline came first.
+    func finish() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        finished = true
+        timer?.cancel()
+        timer = nil
+        return !deadlinePassed
+    }
+
+    func deliver(_ value: SyncOutcome) {
+        condition.lock()
+        outcome = value
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks until the outcome is delivered.
+    func wait() -> SyncOutcome {
+        condition.lock()
+        defer { condition.unlock() }
+        while outcome == nil { condition.wait() }
+        return outcome!
     }
 }

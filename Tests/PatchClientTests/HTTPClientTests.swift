@@ -45,6 +45,26 @@ struct HTTPClientTests {
         #expect(mirror.received.first?.method == "POST")
     }
 
+    @Test("connections outlive their client: a second HTTPClient to the same server reuses the first one's (one accepted TCP connection)")
+    func connectionSharedAcrossClients() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/ping"] = .ok(Array("pong".utf8))
+        let proxy = try CountingProxy(to: mirror.port)
+        let url = proxy.url.appendingPathComponent("ping")
+        do {
+            let first = DownloadBody(limit: 64)
+            _ = try await HTTPClient().send("GET", url, into: first)
+            #expect(first.received == Array("pong".utf8))
+        }
+        // The first client is gone; its connection is not.
+        let second = DownloadBody(limit: 64)
+        let head = try await HTTPClient().send("GET", url, into: second)
+        #expect(head.status == 200 && second.received == Array("pong".utf8))
+        #expect(mirror.received.count == 2)
+        #expect(proxy.acceptedConnections == 1)
+    }
+
     @Test("a body over the cap is cut off: declared (Content-Length) or endless, the answer keeps nothing and the stream is not read on")
     func capped() async throws {
         let mirror = try Mirror()

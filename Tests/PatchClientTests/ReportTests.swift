@@ -150,13 +150,13 @@ struct ReportTests {
 
     @Test("a reports request still unanswered at the sync deadline does not turn an install into .timeout; the events stay queued")
     func slowReportsKeepTheOutcome() async throws {
-        let (_, mirror, client) = try Self.scene { $0.syncTimeout = 2 }
+        let (_, mirror, client) = try Self.scene { $0.syncTimeout = 15 }
         // The answer comes 300 s late (the mirror ends the wait when it stops); a sync bounded
-        // by its 2 s deadline ends long before. Generous: the deadline is a Task.sleep on
-        // Swift concurrency's pool, which the suite's other tests share and block, so on the
-        // PostgreSQL pass it fired up to 12 s late (14.08 s against the old bound of 14 s,
-        // beside a 20 s delay), and 37 s late on a machine running two other suites (39.5 s
-        // against 30 s); 90 s still tells a bounded sync from one waiting the 300 s.
+        // by its 15 s deadline ends long before. The deadline is a dispatch timer, which fires
+        // on time even when the suite's other tests keep Swift concurrency's pool busy, so it
+        // must leave the install itself room on a loaded machine (a debug build beside the
+        // whole suite took over 2 s to install). Generous, not a benchmark: 90 s still tells
+        // a bounded sync from one waiting the 300 s.
         mirror.delay(Self.reportsPath, by: 300)
         let started = Date()
         let outcome = await client.sync(force: true)

@@ -90,6 +90,26 @@ struct SyncTests {
         #expect(PatchClient(configuration: configuration).lastCheck == latest)
     }
 
+    @Test("a new PatchClient reuses the connection an earlier one left: three clients' syncs (a cold one, two no-change) over one accepted TCP connection")
+    func clientsShareOneConnection() async throws {
+        let fixture = try ClientFixture()
+        try fixture.publish(fixture.demo)
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror.serve(try fixture.exported(fixture.demo))
+        // The proxy counts what reaches the server; its port is new, so no connection to it
+        // is cached from another test.
+        let proxy = try CountingProxy(to: mirror.port)
+        let configuration = try fixture.configuration(fixture.demo, server: proxy.url)
+        #expect(await PatchClient(configuration: configuration).sync(force: true).updatedNumber == 1)
+        for _ in 0..<2 {
+            let client = PatchClient(configuration: configuration)
+            #expect(await client.sync(force: true) == .unchanged(client.currentPatch()))
+        }
+        #expect(mirror.requests.count >= 6, "every sync asked the server (\(mirror.requests))")
+        #expect(proxy.acceptedConnections == 1)
+    }
+
     @Test("a second sync within the minimum interval is .throttled and makes no request; force: true does request")
     func localIntervalSkipsTheNetwork() async throws {
         let fixture = try ClientFixture()

@@ -246,6 +246,76 @@ final class EndlessServer: @unchecked Sendable {
     }
 }
 
+/// A loopback TCP forwarder to `port` that counts the connections it accepts: what a client
+/// reuses (one accepted connection for many requests) shows here. Bytes pass through as they
+/// come, both ways, until either side closes.
+final class CountingProxy: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let accepted = Guarded(0)
+
+    init(to target: UInt16) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 16) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = fd
+        let accepted = self.accepted
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                accepted.withLock { $0 += 1 }
+                let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var backend = sockaddr_in()
+                backend.sin_family = sa_family_t(AF_INET)
+                backend.sin_port = target.bigEndian
+                backend.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let connected = withUnsafePointer(to: &backend) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+                guard connected == 0 else { close(server); close(client); continue }
+                // Each direction on its own thread; the one that sees its side close shuts the
+                // other side's writing down, and the second to finish closes both.
+                let done = Guarded(0)
+                for (from, to) in [(client, server), (server, client)] {
+                    Thread.detachNewThread {
+                        CountingProxy.pump(from, to)
+                        if done.withLock({ $0 += 1; return $0 }) == 2 { close(client); close(server) }
+                    }
+                }
+            }
+        }
+    }
+
+    deinit {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    /// TCP connections accepted so far.
+    var acceptedConnections: Int { accepted.withLock { $0 } }
+
+    private static func pump(_ from: Int32, _ to: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = recv(from, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            var offset = 0
+            while offset < n {
+                let sent = buffer.withUnsafeBytes { Glibc.send(to, $0.baseAddress! + offset, n - offset, Int32(MSG_NOSIGNAL)) }
+                if sent <= 0 { shutdown(from, Int32(SHUT_RD)); return }
+                offset += sent
+            }
+        }
+        shutdown(to, Int32(SHUT_WR))
+    }
+}
+
 /// A value behind a lock, for counters the server threads and the test share.
 final class Guarded<Value>: @unchecked Sendable {
     private let lock = NSLock()
