@@ -302,3 +302,40 @@ struct DelegationMetadataTests {
         #expect(!matches(String(repeating: "a", count: 60) + "b", String(repeating: "*a", count: 30) + "c"))
     }
 }
+
+/// `Fixtures/delegation/`: a repository with one delegation, built and signed by python-tuf
+/// (`Tests/interop/gen_vectors.py`, keys from a fixed seed, expiring 2036).
+@Suite("TUF delegations: python-tuf's vectors")
+struct DelegationFixtureTests {
+    static func directory() throws -> URL {
+        try #require(Bundle.module.url(forResource: "delegation", withExtension: nil, subdirectory: "Fixtures"))
+    }
+
+    static func metadata(_ name: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: directory().appendingPathComponent("metadata/\(name)")))
+    }
+
+    @Test("verify finds the delegated role's target and checks it, with the top-level one")
+    func verifies() async throws {
+        let report = try await RepositoryVerifier.verify(fetcher: DirectorySource(directory: Self.directory()),
+                                                         trustedRoot: Self.metadata("1.root.json"), now: TestRepository.now)
+        #expect(report.ok)
+        #expect(report.targets.map { "\($0.role):\($0.path):\($0.ok):\($0.plaintextChecked)" } ==
+                ["app-2.3:2.3/1/main.js:true:true", "targets:2.4/1/main.js:true:true"])
+        #expect(report.delegatedVersions == ["app-2.3": 1])
+    }
+
+    @Test("a byte changed in the delegated role's signed body refuses the repository")
+    func tamperedRoleRefused() async throws {
+        var files: [String: [UInt8]] = [:]
+        for name in ["1.root.json", "timestamp.json", "1.snapshot.json", "1.targets.json", "1.app-2.3.json"] { files[name] = try Self.metadata(name) }
+        let role = try #require(files["1.app-2.3.json"])
+        let text = String(decoding: role, as: UTF8.self)
+        files["1.app-2.3.json"] = text.replacingOccurrences(of: "\"rollout\":100", with: "\"rollout\":99").bytes
+        #expect(files["1.app-2.3.json"] != role)
+        await #expect(throws: VerificationError.rejected(TUFError.unsignedThreshold(role: "app-2.3", valid: 0, threshold: 1).description)) {
+            _ = try await RepositoryVerifier.verify(fetcher: MemoryRepository(metadataFiles: files), trustedRoot: Self.metadata("1.root.json"),
+                                                    now: TestRepository.now)
+        }
+    }
+}
