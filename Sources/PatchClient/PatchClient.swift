@@ -150,13 +150,17 @@ public actor PatchClient {
             return .throttled(until: Date(timeIntervalSince1970: last + configuration.minimumInterval))
         }
         askedServer = true
-        let trusted: TrustedMetadata
         var refresher = updater
         if let announced = pushAnnounced {
             refresher.timestampHeaders["X-Push-Timestamp"] = String(announced)
             pushAnnounced = nil
         }
-        do { trusted = try await refresher.refresh(now: now) } catch {
+        // What the targets search can find: top-level targets and any delegated role.
+        let listing: TargetListing
+        do {
+            var trusted = try await refresher.refresh(now: now)
+            listing = try await refresher.listTargets(in: &trusted)
+        } catch {
             if case .throttled(let header, let deviceScoped) = error {
                 let until = retryAfter(header, now: now)
                 try updateState {
@@ -168,8 +172,7 @@ public actor PatchClient {
             }
             throw Self.clientError(error)
         }
-        guard let targets = trusted.targets?.body else { throw .verification(.missingRole("targets")) }
-        return try await apply(targets, now: now)
+        return try await apply(listing.found, now: now)
     }
 
     /// The updater's errors as this API has always named them (metadata by file name, targets by URL).
@@ -192,14 +195,16 @@ public actor PatchClient {
     /// it to no new device but takes it from none) and even when a lower number would be
     /// picked now (no downgrade); once it is no longer listed (revoked) the signed targets
     /// decide. Patches rolled back on this device are skipped.
-    private func apply(_ targets: TargetsBody, now: Date) async throws(PatchClientError) -> SyncOutcome {
+    /// `targets` are what the targets search finds (top-level targets and delegated roles).
+    private func apply(_ targets: [FoundTarget], now: Date) async throws(PatchClientError) -> SyncOutcome {
         // One read of the state for the decision: the installed patch (reconciled with
         // main.js) and the rolled-back floor under the same lock.
         let (state, installed) = stateAndCurrentPatch()
         observedLastError = .some(state.lastError)
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
-        for (path, file) in targets.targets {
-            guard let info = PatchTargetInfo(path: path, file: file), info.appVersion == configuration.appVersion.rawValue,
+        for target in targets {
+            let file = target.file
+            guard let info = PatchTargetInfo(path: target.path, file: file), info.appVersion == configuration.appVersion.rawValue,
                   info.channel == configuration.channel else { continue }
             listed[info.patch] = (info, file)
         }

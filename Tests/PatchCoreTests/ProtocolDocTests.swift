@@ -170,25 +170,6 @@ private func expectBytes(_ actual: [UInt8], _ expected: [UInt8], _ what: String,
         """, sourceLocation: sourceLocation)
 }
 
-/// The example repository, served from memory as a CDN would serve the exported directory.
-private struct MemoryRepository: RepositoryFetcher {
-    let metadataFiles: [String: [UInt8]]
-    let targetFiles: [String: [UInt8]]
-
-    func location(of file: RepositoryFile) -> String { file.relativePath }
-
-    func fetch(_ file: RepositoryFile, headers: [String: String], into body: DownloadBody) async throws(FetchError) -> FetchHead {
-        let bytes: [UInt8]?
-        switch file {
-        case .metadata(let name): bytes = metadataFiles[name]
-        case .target(let path): bytes = targetFiles[path]
-        }
-        guard let bytes else { return FetchHead(status: 404) }
-        _ = body.append(bytes)
-        return FetchHead(status: 200)
-    }
-}
-
 @Suite("docs/PROTOCOL.md vectors")
 struct ProtocolDocTests {
     @Test("every vector has a known kind, only known keys, and every kind is present")

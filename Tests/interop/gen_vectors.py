@@ -285,6 +285,20 @@ def main():
     write(outdir, "digests.json", digest_vectors())
     write(outdir, "keys.json", key_vectors())
     seam_vectors.write(outdir)
+    delegation_vectors(outdir)
+
+
+def delegation_vectors(outdir):
+    """A repository with one delegation (test_tuf_delegations.build_delegated_repo), keys
+    from a fixed seed, expiring 2036, as directory `delegation/` (DelegationFixtureTests)."""
+    import shutil
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from test_tuf_delegations import build_delegated_repo
+    out = Path(outdir) / "delegation"
+    shutil.rmtree(out, ignore_errors=True)
+    build_delegated_repo(out, expires=datetime(2036, 1, 1, tzinfo=timezone.utc), seed=b"hotpatch delegation vectors")
 
 
 if __name__ == "__main__":

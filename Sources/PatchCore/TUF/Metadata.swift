@@ -297,24 +297,33 @@ public struct TargetFile: Sendable, Equatable {
     }
 }
 
+/// The top-level targets role and every delegated role alike (`_type` is `targets` for both).
 public struct TargetsBody: RoleBody {
     public static let role = Role.targets
     public var common: CommonFields
     public var targets: [String: TargetFile]
+    /// The roles this one delegates to, absent when it delegates nothing.
+    public var delegations: Delegations?
 
-    public init(common: CommonFields, targets: [String: TargetFile]) {
+    public init(common: CommonFields, targets: [String: TargetFile], delegations: Delegations? = nil) {
         self.common = common
         self.targets = targets
+        self.delegations = delegations
     }
 
     public init(signed: JSON) throws(TUFError) {
         guard let object = signed.objectValue else { throw .malformed(role: "targets", reason: "signed is not an object") }
-        common = try CommonFields(json: object, role: .targets, modelled: ["targets"])
+        common = try CommonFields(json: object, role: .targets, modelled: ["targets", "delegations"])
         guard let entries = object["targets"]?.objectValue else { throw .malformed(role: "targets", reason: "targets must be an object") }
         var targets: [String: TargetFile] = [:]
         for (path, entry) in entries { targets[path] = try TargetFile(json: entry, path: path) }
         self.targets = targets
+        delegations = try object["delegations"].map { (json) throws(TUFError) in try Delegations(json: json, role: "targets") }
     }
 
-    public var signedJSON: JSON { common.json(role: .targets, adding: ["targets": .object(targets.mapValues(\.json))]) }
+    public var signedJSON: JSON {
+        var members: [String: JSON] = ["targets": .object(targets.mapValues(\.json))]
+        if let delegations { members["delegations"] = delegations.json }
+        return common.json(role: .targets, adding: members)
+    }
 }

@@ -3,6 +3,8 @@ import Foundation
 /// The outcome for one target.
 public struct TargetCheck: Sendable {
     public let path: String
+    /// The targets role that lists it: `targets`, or a delegated role.
+    public let role: String
     public let patch: Int?
     public let rollout: Int?
     public let length: Int
@@ -19,6 +21,8 @@ public struct VerificationReport: Sendable {
     public let timestampVersion: Int64
     public let snapshotVersion: Int64
     public let targetsVersion: Int64
+    /// The delegated roles the targets search loaded, by name, and their versions.
+    public let delegatedVersions: [String: Int64]
     public let timestampExpires: Date
     public let targets: [TargetCheck]
 
@@ -49,18 +53,27 @@ public enum RepositoryVerifier {
             throw .couldNotRun("the trusted root does not verify: \(error)")
         }
         let updater = Updater(fetcher: fetcher, pinnedRoot: trustedRoot)
-        let trusted: TrustedMetadata
+        var trusted: TrustedMetadata
         do { trusted = try await updater.refresh(now: now) } catch { throw verificationError(error) }
+        let listing: TargetListing
+        do { listing = try await updater.listTargets(in: &trusted) } catch { throw verificationError(error) }
         // refresh() returns only what checkComplete() passed: every role is there.
         guard let timestamp = trusted.timestamp, let snapshot = trusted.snapshot, let targets = trusted.targets else {
             throw .rejected("incomplete metadata")
         }
         var checks: [TargetCheck] = []
-        for (path, file) in targets.body.targets.sorted(by: { $0.key < $1.key }) {
-            checks.append(try await check(path: path, file: file, updater: updater, app: app, contentKey: contentKey))
+        for target in listing.found {
+            checks.append(try await check(target, updater: updater, app: app, contentKey: contentKey))
+        }
+        // A role signing a path it is not trusted for is a repository that does not verify,
+        // though no client would install what it lists.
+        for stray in listing.unreachable {
+            checks.append(TargetCheck(path: stray.path, role: stray.role, patch: nil, rollout: nil, length: stray.file.length, encrypted: false,
+                                      plaintextChecked: false, problem: "listed by delegated role \(stray.role.debugSanitized), which the targets search does not reach for this path (outside its paths, or after a terminating or earlier role)"))
         }
         return VerificationReport(rootVersion: trusted.root.body.version, timestampVersion: timestamp.body.version,
                                   snapshotVersion: snapshot.body.version, targetsVersion: targets.body.version,
+                                  delegatedVersions: trusted.delegatedTargets.mapValues(\.body.version),
                                   timestampExpires: timestamp.body.expires, targets: checks)
     }
 
@@ -76,10 +89,11 @@ public enum RepositoryVerifier {
 
     /// Checks one target under every hash it is served as, then hotpatch's signed `custom`
     /// fields, and, given the content key, the decrypted plaintext.
-    static func check(path: String, file: TargetFile, updater: Updater, app: String?, contentKey: [UInt8]?) async throws(VerificationError) -> TargetCheck {
+    static func check(_ target: FoundTarget, updater: Updater, app: String?, contentKey: [UInt8]?) async throws(VerificationError) -> TargetCheck {
+        let (path, file) = (target.path, target.file)
         let info = PatchTargetInfo(path: path, file: file)
         func result(_ problem: String?, plaintextChecked: Bool = false) -> TargetCheck {
-            TargetCheck(path: path, patch: info?.patch, rollout: info?.rollout, length: file.length,
+            TargetCheck(path: path, role: target.role, patch: info?.patch, rollout: info?.rollout, length: file.length,
                         encrypted: info?.encryption != nil, plaintextChecked: plaintextChecked, problem: problem)
         }
         guard let info else { return result("target entry is not a hotpatch patch (path or custom fields malformed)") }

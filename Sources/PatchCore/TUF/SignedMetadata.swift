@@ -67,8 +67,14 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
     /// Throws unless a threshold of the role's keys in `root` signed this metadata.
     public func verify(role: Role, delegator root: RootBody) throws(TUFError) {
         let (keys, threshold) = try root.verifier(for: role)
+        try verify(role: role.rawValue, keys: keys, threshold: threshold)
+    }
+
+    /// Throws unless `threshold` of `keys` signed this metadata (a delegated role's keys
+    /// come from its delegator's `delegations`).
+    public func verify(role: String, keys: [TUFKey], threshold: Int) throws(TUFError) {
         let valid = validSignatureCount(keys: keys)
-        guard valid >= threshold else { throw .unsignedThreshold(role: role.rawValue, valid: valid, threshold: threshold) }
+        guard valid >= threshold else { throw .unsignedThreshold(role: role, valid: valid, threshold: threshold) }
     }
 }
 

@@ -8,6 +8,9 @@ public struct TrustedMetadata: Sendable {
     public private(set) var timestamp: SignedTimestamp?
     public private(set) var snapshot: SignedSnapshot?
     public private(set) var targets: SignedTargets?
+    /// Delegated targets roles loaded by the targets search (spec 5.6.7), by role name; only
+    /// under the targets trusted now, so emptied whenever `targets` is.
+    public private(set) var delegatedTargets: [String: SignedTargets] = [:]
     /// The snapshot as it was received, for checking it against a later timestamp's pin
     /// (a re-encoding need not hash the same).
     private var snapshotBytes: [UInt8]?
@@ -100,7 +103,7 @@ public struct TrustedMetadata: Sendable {
         timestamp = new
         // A snapshot the new timestamp does not name stays as the rollback floor; the targets
         // it named are no longer current.
-        if !hasFinalSnapshot { targets = nil }
+        if !hasFinalSnapshot { dropTargets() }
         return true
     }
 
@@ -123,7 +126,7 @@ public struct TrustedMetadata: Sendable {
         guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: "snapshot", expires: TUFTime.format(new.body.expires)) }
         snapshot = new
         snapshotBytes = bytes
-        targets = nil
+        dropTargets()
     }
 
     /// Spec 5.5.5 across runs: the cached snapshot is trusted as the rollback floor once its
@@ -138,7 +141,7 @@ public struct TrustedMetadata: Sendable {
         try cached.verify(role: .snapshot, delegator: root.body)
         snapshot = cached
         snapshotBytes = bytes
-        targets = nil
+        dropTargets()
     }
 
     /// Whether the trusted snapshot is the one the timestamp names (version, and length and
@@ -168,6 +171,60 @@ public struct TrustedMetadata: Sendable {
         guard new.body.version == pin.version else { throw .versionMismatch(role: "targets", expected: pin.version, got: new.body.version) }
         guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "targets", expires: TUFTime.format(new.body.expires)) }
         targets = new
+        delegatedTargets = [:]
+    }
+
+    private mutating func dropTargets() {
+        targets = nil
+        delegatedTargets = [:]
+    }
+
+    /// Spec 5.6.7's step for one delegated role, as for targets: pinned by snapshot
+    /// `meta["{role}.json"]` (version, and length and hashes where given), signed by a
+    /// threshold of the keys `delegator` (a targets role already trusted) lists for it, not
+    /// expired. A role reached again from another delegator is checked against that
+    /// delegator's keys too, so each delegator's word holds for its own delegation.
+    @discardableResult
+    public mutating func updateDelegatedTargets(_ bytes: [UInt8], role: String, delegator: String) throws(TUFError) -> SignedTargets {
+        guard let snapshot, hasFinalSnapshot else { throw .missingRole("snapshot") }
+        guard let parent = targetsRole(delegator) else { throw .missingRole(delegator) }
+        guard let (keys, threshold) = parent.body.delegations?.verifier(for: role) else {
+            throw .malformed(role: delegator, reason: "it delegates nothing to \(role.debugSanitized)")
+        }
+        guard let pin = snapshot.body.meta["\(role).json"] else {
+            throw .malformed(role: "snapshot", reason: "no \(role.debugSanitized).json for a delegated role")
+        }
+        try check(bytes, against: pin, what: "\(role) metadata")
+        let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
+        try new.verify(role: role, keys: keys, threshold: threshold)
+        if let old = delegatedTargets[role], new.body.version < old.body.version {
+            throw .rollback(role: role, trusted: old.body.version, offered: new.body.version)
+        }
+        guard new.body.version == pin.version else { throw .versionMismatch(role: role, expected: pin.version, got: new.body.version) }
+        guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: role, expires: TUFTime.format(new.body.expires)) }
+        delegatedTargets[role] = new
+        return new
+    }
+
+    /// The delegated role `role` as loaded earlier, checked against `delegator`'s keys for
+    /// it (the role may have been loaded through another delegator); nil when not loaded.
+    public func loadedDelegatedTargets(_ role: String, delegator: String) throws(TUFError) -> SignedTargets? {
+        guard let loaded = delegatedTargets[role] else { return nil }
+        guard let (keys, threshold) = targetsRole(delegator)?.body.delegations?.verifier(for: role) else {
+            throw .malformed(role: delegator, reason: "it delegates nothing to \(role.debugSanitized)")
+        }
+        try loaded.verify(role: role, keys: keys, threshold: threshold)
+        return loaded
+    }
+
+    /// A targets role trusted now: `targets`, or a delegated role the search loaded.
+    public func targetsRole(_ name: String) -> SignedTargets? {
+        name == Role.targets.rawValue ? targets : delegatedTargets[name]
+    }
+
+    /// The download cap for a delegated role's file, as `targetsLengthLimit` for targets.
+    public func delegatedTargetsLengthLimit(_ role: String) -> Int {
+        Self.limit(snapshot?.body.meta["\(role).json"]?.length, cap: Self.maxTargetsLength)
     }
 
 
@@ -191,6 +248,8 @@ public struct TrustedMetadata: Sendable {
 
     static func limit(_ signed: Int?, cap: Int) -> Int { min(signed ?? cap, cap) }
 
+    /// An entry of top-level targets only; the search through delegated roles is
+    /// `Updater.targetInfo(path:in:)`.
     public func targetFile(_ path: String) throws(TUFError) -> TargetFile {
         guard let targets else { throw .missingRole("targets") }
         guard let file = targets.body.targets[path] else { throw .unknownTarget(path) }

@@ -43,6 +43,9 @@ public struct Updater: Sendable {
         public var targets = TrustedMetadata.maxTargetsLength
         /// How many new root versions one refresh may download (spec 5.3.3's bound).
         public var rootRotations = 32
+        /// How many targets roles one targets search visits, top-level targets included
+        /// (python-tuf's `max_delegations`): a delegation cycle or fan-out ends here.
+        public var delegations = 32
 
         public init() {}
     }
@@ -183,7 +186,7 @@ public struct Updater: Sendable {
         return Download(head: head, body: body.received)
     }
 
-    private func expectOK(_ answer: Download, _ file: RepositoryFile) throws(UpdateError) {
+    func expectOK(_ answer: Download, _ file: RepositoryFile) throws(UpdateError) {
         guard answer.head.status == 200 else { throw .status(answer.head.status, file: file, location: fetcher.location(of: file), body: answer.body) }
     }
 
@@ -192,7 +195,7 @@ public struct Updater: Sendable {
         try cache?.write(name, bytes)
     }
 
-    private func verified<T>(_ body: () throws(TUFError) -> T) throws(UpdateError) -> T {
+    func verified<T>(_ body: () throws(TUFError) -> T) throws(UpdateError) -> T {
         do { return try body() } catch { throw .verification(error) }
     }
 }

@@ -83,6 +83,7 @@ enum VerifyOutput {
                     if let patch = t.patch { entry["patch"] = .int(Int64(patch)) }
                     if let rollout = t.rollout { entry["rollout"] = .int(Int64(rollout)) }
                     if let problem = t.problem { entry["problem"] = .string(problem) }
+                    if t.role != Role.targets.rawValue { entry["role"] = .string(t.role) }
                     return .object(entry)
                 }),
             ])
@@ -91,7 +92,8 @@ enum VerifyOutput {
         Output.line("root v\(report.rootVersion), timestamp v\(report.timestampVersion) (expires \(TUFTime.format(report.timestampExpires))), snapshot v\(report.snapshotVersion), targets v\(report.targetsVersion)")
         for t in report.targets {
             let note = t.encrypted && !t.plaintextChecked ? " (encrypted; plaintext not checked without --key)" : ""
-            Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(note)" : "FAIL  \(t.path): \(t.problem!)")
+            let role = t.role == Role.targets.rawValue ? "" : " (delegated role \(t.role.debugSanitized))"
+            Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(role)\(note)" : "FAIL  \(t.path)\(role): \(t.problem!)")
         }
         Output.line(report.ok ? "verified \(report.targets.count) active patch(es)" : "verification FAILED")
     }

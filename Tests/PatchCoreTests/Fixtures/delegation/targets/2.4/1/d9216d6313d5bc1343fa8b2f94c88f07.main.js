@@ -1,0 +1,1 @@
+console.log('top-level 2.4');
