@@ -38,4 +38,29 @@ struct VerificationMemoTests {
             #expect(key.isValidSignature(try signer.signature(for: message), for: message))
         }
     }
+
+    @Test("parsed metadata is remembered by its exact bytes only: the same bytes give the same value, a byte changed is parsed (and refused) afresh, and a verifier still checks the remembered value")
+    func parsedByExactBytes() throws {
+        let repo = try TestRepository()
+        let bytes = try repo.targets(version: 3)
+        ParsedMetadata.shared.removeAll()
+        let first = try SignedTargets(bytes: bytes)
+        let again = try SignedTargets(bytes: bytes)
+        #expect(first == again && again.body.version == 3)
+        #expect(again.message == again.signedJSON.canonicalBytes)
+        // The same file with one byte of the version changed: another value, and its signature fails.
+        let text = String(decoding: bytes, as: UTF8.self)
+        let changed = Array(text.replacingOccurrences(of: "\"version\":3", with: "\"version\":4").utf8)
+        #expect(changed != bytes)
+        let other = try SignedTargets(bytes: changed)
+        #expect(other.body.version == 4)
+        #expect(other.validSignatureCount(keys: repo.keys(.targets).map { TUFKey($0.publicKey) }) == 0)
+        #expect(again.validSignatureCount(keys: repo.keys(.targets).map { TUFKey($0.publicKey) }) == 1)
+        // Malformed bytes are refused every time, never remembered.
+        let broken = Array(bytes.dropLast())
+        #expect(throws: TUFError.self) { try SignedTargets(bytes: broken) }
+        #expect(throws: TUFError.self) { try SignedTargets(bytes: broken) }
+        // A limit below the file's length still refuses it, remembered or not.
+        #expect(throws: TUFError.self) { try SignedTargets(bytes: bytes, maxLength: bytes.count - 1) }
+    }
 }

@@ -1,9 +1,13 @@
+import Foundation
+
 /// `{"signed": {...}, "signatures": [...]}` for one role. Keeps the exact `signed` JSON it
 /// was parsed from, so verification covers what was received, not a re-encoding of our model.
 public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
     public let body: Body
     public let signedJSON: JSON
     public let signatures: [TUFSignature]
+    /// The canonical JSON of `signed`: what every signature is over, computed once.
+    public let message: [UInt8]
 
     /// Signs `body` with every key given; signatures are ordered by keyid so the same
     /// inputs always give the same file.
@@ -17,9 +21,23 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
         self.body = body
         self.signedJSON = signedJSON
         self.signatures = signatures.sorted { $0.keyID < $1.keyID }
+        self.message = message
     }
 
+    /// Parses `bytes`. The same bytes parse to the same value, so a file parsed before in this
+    /// process (the cached metadata every sync reads again) is answered from `ParsedMetadata`,
+    /// by its exact bytes, without parsing or canonicalising it again; every check of the
+    /// value (signatures, threshold, versions, expiry) is still made by its caller.
     public init(bytes: [UInt8], maxLength: Int = 16 << 20) throws(TUFError) {
+        if bytes.count <= maxLength, let parsed = ParsedMetadata.shared.value(for: bytes, as: Self.self) {
+            self = parsed
+            return
+        }
+        try self.init(parsing: bytes, maxLength: maxLength)
+        ParsedMetadata.shared.insert(self, for: bytes)
+    }
+
+    private init(parsing bytes: [UInt8], maxLength: Int) throws(TUFError) {
         let json: JSON
         do { json = try JSONParser.parse(bytes, maxLength: maxLength) } catch {
             throw .malformed(role: Body.role.rawValue, reason: error.description)
@@ -40,6 +58,7 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
         self.body = try Body(signed: signed)
         self.signedJSON = signed
         self.signatures = signatures
+        self.message = signed.canonicalBytes
     }
 
     /// The file as served: canonical JSON with control characters escaped (`JSON.wireBytes`),
@@ -54,7 +73,6 @@ public struct SignedMetadata<Body: RoleBody>: Sendable, Equatable {
     /// and a root listing one key under two keyids cannot meet a threshold of two with it.
     /// Keys of a type hotpatch cannot verify sign nothing.
     public func validSignatureCount(keys: [TUFKey]) -> Int {
-        let message = signedJSON.canonicalBytes
         var counted = Set<[UInt8]>()
         for key in keys {
             guard let material = key.keyMaterial, !counted.contains(material),
@@ -82,3 +100,47 @@ public typealias SignedRoot = SignedMetadata<RootBody>
 public typealias SignedTimestamp = SignedMetadata<TimestampBody>
 public typealias SignedSnapshot = SignedMetadata<SnapshotBody>
 public typealias SignedTargets = SignedMetadata<TargetsBody>
+
+/// Metadata files parsed in this process, by their exact bytes (a dictionary key compares
+/// every byte), at most `capacity` files of at most `maxBytes` each, so a sync that reads its
+/// cached timestamp, snapshot and targets again pays for neither the JSON parse nor the
+/// canonical encoding of what it parsed before. Only successful parses are kept; a file that
+/// differs in any byte is parsed afresh.
+final class ParsedMetadata: @unchecked Sendable {
+    // @unchecked: `entries` is only touched under `lock`.
+    static let shared = ParsedMetadata()
+    static let capacity = 32
+    static let maxBytes = 64 << 10
+
+    private struct Key: Hashable {
+        let type: ObjectIdentifier
+        let bytes: [UInt8]
+    }
+
+    private let lock = NSLock()
+    private var entries: [Key: any Sendable] = [:]
+
+    func value<Value: Sendable>(for bytes: [UInt8], as type: Value.Type) -> Value? {
+        guard bytes.count <= Self.maxBytes else { return nil }
+        let key = Key(type: ObjectIdentifier(type), bytes: bytes)
+        lock.lock()
+        defer { lock.unlock() }
+        return entries[key] as? Value
+    }
+
+    func insert<Value: Sendable>(_ value: Value, for bytes: [UInt8]) {
+        guard bytes.count <= Self.maxBytes else { return }
+        let key = Key(type: ObjectIdentifier(Value.self), bytes: bytes)
+        lock.lock()
+        defer { lock.unlock() }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries[key] = value
+    }
+
+    /// Forgets every file (tests that count real parses).
+    func removeAll() {
+        lock.lock()
+        defer { lock.unlock() }
+        entries.removeAll()
+    }
+}
