@@ -103,17 +103,17 @@ extension Registry {
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
                   actor: Actor, now: Date) throws -> PatchRecord {
         let name = app.name
-        let plaintext = BundleDigests(of: bundle)
+        let plaintext = PhaseClock.measure("hash (addPatch: plaintext again)") { BundleDigests(of: bundle) }
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
         if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
             throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
         }
         let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
                                       [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
-        let served = try contentKey.map { key in
+        let served = try PhaseClock.measure("encrypt (AES-256-GCM seal)") { () throws in try contentKey.map { key in
             try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
-        } ?? bundle
-        let servedDigests = BundleDigests(of: served)
+        } ?? bundle }
+        let servedDigests = PhaseClock.measure("hash (addPatch: served)") { BundleDigests(of: served) }
         let time = TUFTime.format(now)
         var record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
                                  plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
@@ -146,7 +146,7 @@ extension Registry {
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        try resign(app: name, from: .targets, now: now)
+        try PhaseClock.measure("resign chain (all)") { () throws in try resign(app: name, from: .targets, now: now) }
         CrashPoint.hit("publish.after-metadata")
         var details: [String: JSON] = [
             "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
@@ -158,7 +158,7 @@ extension Registry {
         if let rolledBackTo { details["to"] = rolledBackTo.json }
         if let conditions { details["conditions"] = conditions.json }
         let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
-        try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
+        try PhaseClock.measure("audit append (all)") { () throws in try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now) }
         return record
     }
 

@@ -44,7 +44,7 @@ extension Registry {
     /// `lifetimes` replaces the registry's expiry policy for this signing (a static export's
     /// longer-lived timestamp).
     func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil) throws(RegistryError) {
-        let root = try signingRoot(app: app)
+        let root = try PhaseClock.measure("root read + parse") { () throws(RegistryError) in try signingRoot(app: app) }
         let chain: [Role]
         switch role {
         case .root, .targets: chain = [.targets, .snapshot, .timestamp]
@@ -59,21 +59,22 @@ extension Registry {
             if let pinned { current = pinned } else if role == .targets { current = (0, []) } else {
                 current = try latestMetadata(app: app, role: role == .snapshot ? .targets : .snapshot)
             }
-            let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
+            let signingKeys = try PhaseClock.measure("signing keys (stat + cache)") { () throws(RegistryError) in try keys.signingKeys(app: app, role: role, root: root) }
             let expires = now.addingTimeInterval((lifetimes ?? expiry).lifetime(role))
             let bytes: [UInt8]
             do {
                 switch role {
                 case .targets:
-                    bytes = try SignedTargets(signing: try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets), with: signingKeys).bytes
+                    let tb = try PhaseClock.measure("targets body (patches listing)") { () throws(RegistryError) in try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets) }
+                    bytes = try PhaseClock.measure("sign+serialise targets") { () throws in try SignedTargets(signing: tb, with: signingKeys).bytes }
                 case .snapshot:
                     let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
                                             meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])
-                    bytes = try SignedSnapshot(signing: body, with: signingKeys).bytes
+                    bytes = try PhaseClock.measure("sign+serialise snapshot") { () throws in try SignedSnapshot(signing: body, with: signingKeys).bytes }
                 case .timestamp:
                     let body = TimestampBody(common: CommonFields(version: version, expires: expires),
                                              snapshot: MetaFile(version: current.version, bytes: current.bytes))
-                    bytes = try SignedTimestamp(signing: body, with: signingKeys).bytes
+                    bytes = try PhaseClock.measure("sign+serialise timestamp") { () throws in try SignedTimestamp(signing: body, with: signingKeys).bytes }
                 case .root:
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }

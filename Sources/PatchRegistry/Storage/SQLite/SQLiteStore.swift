@@ -63,7 +63,8 @@ final class SQLiteStore: SQLStore {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 
-    func execute(_ sql: String) throws(StorageError) {
+    func execute(_ sql: String) throws(StorageError) { try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try execute0(sql) } }
+    func execute0(_ sql: String) throws(StorageError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
@@ -82,10 +83,13 @@ final class SQLiteStore: SQLStore {
     }
 
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
-        try statement(sql).run(values)
+        try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try statement(sql).run(values) }
     }
 
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
+        try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try query0(sql, values, row: row) }
+    }
+    func query0<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         let statement = try statement(sql)
         do {
             try statement.bind(values)
@@ -110,6 +114,9 @@ final class SQLiteStore: SQLStore {
 
     /// One stat of the path, compared with the file opened.
     func checkNotReplaced() throws(StorageError) {
+        try PhaseClock.measure("file identity stat") { () throws(StorageError) in try check0() }
+    }
+    func check0() throws(StorageError) {
         guard FileNode(path: path) != opened else { return }
         throw SQLiteStore.replaced(path)
     }
