@@ -68,6 +68,77 @@ public final class PostgresConnection {
     /// binary format as bytea, so NUL bytes and large values need no escaping.
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        let result: PGResultHandle? = try Self.withParameters(parameters, sql: sql) { count, types, values, lengths, formats in
+            PQexecParams(handle, sql, count, types, values, lengths, formats, 0)
+        }
+        return try PostgresResult(consuming: result, of: self, sql: sql)
+    }
+
+    /// Runs several statements with parameters in one round trip (libpq's pipeline mode):
+    /// all are sent, then every result is read. They run in order as if one by one; the first
+    /// that fails throws, and those after it do not run. Inside an open transaction that
+    /// failure leaves it failed (roll it back); outside one, each statement is its own.
+    @discardableResult
+    public func pipeline(_ statements: [(sql: String, parameters: [PostgresValue])]) throws(PostgresError) -> [PostgresResult] {
+        if statements.count == 1 { return [try query(statements[0].sql, statements[0].parameters)] }
+        guard !statements.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(kind: isBroken ? .connection : .client, message: "cannot enter pipeline mode: \(lastMessage)")
+        }
+        var failure: PostgresError?
+        var sent = 0
+        for statement in statements {
+            let ok = try Self.withParameters(statement.parameters, sql: statement.sql) { count, types, values, lengths, formats in
+                PQsendQueryParams(handle, statement.sql, count, types, values, lengths, formats, 0)
+            }
+            guard ok == 1 else {
+                failure = PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: statement.sql)
+                break
+            }
+            sent += 1
+        }
+        var results: [PostgresResult] = []
+        if sent > 0 || failure == nil {
+            if PQpipelineSync(handle) != 1, failure == nil {
+                failure = PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: statements[0].sql)
+            }
+            // Each statement's results end with a NULL; the sync point ends the pipeline.
+            for statement in statements.prefix(sent) {
+                guard let result = PQgetResult(handle) else {
+                    failure = failure ?? PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: statement.sql)
+                    break
+                }
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                } else {
+                    do { results.append(try PostgresResult(consuming: result, of: self, sql: statement.sql)) } catch {
+                        failure = failure ?? error
+                    }
+                }
+                while let extra = PQgetResult(handle) { PQclear(extra) }
+            }
+            // Up to the sync point (also after a broken connection, where libpq returns NULL).
+            while let result = PQgetResult(handle) {
+                let status = PQresultStatus(result)
+                PQclear(result)
+                if status == PGRES_PIPELINE_SYNC { break }
+            }
+        }
+        if PQexitPipelineMode(handle) != 1, failure == nil {
+            failure = PostgresError(kind: isBroken ? .connection : .client, message: "cannot leave pipeline mode: \(lastMessage)")
+        }
+        if let failure { throw failure }
+        return results
+    }
+
+    /// The parameters of one statement as libpq takes them, for the duration of `body`.
+    /// The values travel apart from the SQL, so nothing in them is ever parsed as SQL. Text and
+    /// integers go in text format with their type left to the server (it infers it from where
+    /// `$n` stands, so `$1` fits an int4, an int8 or a text column alike; write `$1::int8` where
+    /// nothing says); bytes go in binary format as bytea, so NUL bytes and large values need no
+    /// escaping.
+    private static func withParameters<R>(_ parameters: [PostgresValue], sql: String,
+                                          _ body: (Int32, [Oid], [UnsafePointer<CChar>?], [Int32], [Int32]) -> R) throws(PostgresError) -> R {
         // One leading byte, so that even an empty bytea has a real address: libpq reads a
         // nil value pointer as NULL.
         var storage: [UInt8] = [0]
@@ -87,7 +158,7 @@ public final class PostgresConnection {
                     throw PostgresError(kind: .client, message: "a text parameter contains a NUL character", sql: sql)
                 }
                 encoded = (Array(s.utf8) + [0], 0, 0)
-            case .bytes(let b): encoded = (b, 1, Self.byteaOID)
+            case .bytes(let b): encoded = (b, 1, byteaOID)
             }
             guard let encoded else {
                 offsets.append(nil); lengths.append(0); formats.append(0); types.append(0)
@@ -102,14 +173,13 @@ public final class PostgresConnection {
             types.append(encoded.type)
             storage += encoded.bytes
         }
-        let result: PGResultHandle? = storage.withUnsafeBufferPointer { buffer in
+        return storage.withUnsafeBufferPointer { buffer in
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in
                 guard let offset, let base = buffer.baseAddress else { return nil }
                 return UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
             }
-            return PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+            return body(Int32(parameters.count), types, values, lengths, formats)
         }
-        return try PostgresResult(consuming: result, of: self, sql: sql)
     }
 
     /// Runs `body` inside BEGIN … COMMIT (READ COMMITTED, PostgreSQL's default). Any error rolls

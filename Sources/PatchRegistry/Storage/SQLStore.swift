@@ -17,6 +17,11 @@ protocol SQLStore: AnyObject {
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError)
     /// All rows of one statement, each mapped by `row`.
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T]
+    /// One write inside a transaction whose result and error nothing waits on: SQLite runs it
+    /// now; PostgreSQL sends it with the transaction's next statement (or its COMMIT), in
+    /// that statement's round trip, and its failure is what that statement throws (the
+    /// transaction then rolls back as for any error). Not counted by `changes`.
+    func runInTransaction(_ sql: String, _ values: [SQLValue]) throws(StorageError)
     /// A statement run many times with different values (a batch of reports).
     func prepare(_ sql: String) throws(StorageError) -> any SQLStatement
     /// Rows changed by the last `run`.
@@ -45,6 +50,8 @@ protocol SQLStore: AnyObject {
 extension SQLStore {
     /// A database server has no path to lose.
     func checkNotReplaced() throws(StorageError) {}
+
+    func runInTransaction(_ sql: String, _ values: [SQLValue]) throws(StorageError) { try run(sql, values) }
 
     func run(_ sql: String) throws(StorageError) { try run(sql, []) }
     func query<T>(_ sql: String, row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
