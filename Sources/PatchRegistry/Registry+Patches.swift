@@ -166,15 +166,29 @@ extension Registry {
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             // Only unconditional patches count as "the same release": a script sent to test
             // phones first and then to everyone is the same bytes on purpose.
-            if !allowSame, conditions == nil, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
-                .last(where: { $0.plaintext.sha256 == plaintext.sha256 && $0.conditions == nil }) {
-                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
+            if !allowSame, conditions == nil, let same = try sameRelease(app: name, appVersion: appVersion, channel: channel, sha256: plaintext.sha256) {
+                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
             let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
                                          promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return published
         } }
+    }
+
+    /// The newest active unconditional patch of the version and channel with these plaintext
+    /// bytes: one row looked up, not every patch of the version read.
+    private func sameRelease(app: AppName, appVersion: AppVersion, channel: ChannelName, sha256: String) throws(RegistryError) -> Int? {
+        try read { () throws(StorageError) in
+            try db.query("""
+                SELECT p.number FROM patches p
+                LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+                WHERE p.app = ? AND p.app_version = ? AND p.state = 'active' AND p.sha256 = ?
+                    AND COALESCE(r.channel, 'production') = ?
+                    AND NOT EXISTS (SELECT 1 FROM patch_conditions c WHERE c.app = p.app AND c.app_version = p.app_version AND c.number = p.number)
+                ORDER BY p.number DESC LIMIT 1
+                """, [.text(app.rawValue), .text(appVersion.rawValue), .text(sha256), .text(channel.rawValue)]) { Int($0.int(0)) }.first
+        }
     }
 
     /// Revokes one patch, or with `number == nil` every active patch of the app version

@@ -26,6 +26,10 @@ protocol SQLStore: AnyObject {
     func prepare(_ sql: String) throws(StorageError) -> any SQLStatement
     /// Rows changed by the last `run`.
     var changes: Int { get }
+    /// Calls made to the database so far: statements on SQLite (each `execute`, `run` and
+    /// `query`), round trips to the server on PostgreSQL (a pipeline of several statements is
+    /// one). What a publish costs is counted in tests with this, never timed.
+    var calls: Int { get }
 
     /// Runs `body` as the only writer: SQLite's BEGIN IMMEDIATE; on PostgreSQL a transaction
     /// holding the registry's advisory lock, so every read in `body` (the next patch number,

@@ -77,8 +77,13 @@ final class PostgresStore: SQLStore {
         return Int32(bitPattern: hash)
     }
 
-    /// Runs `body` on the connection, replacing a lost one first when no transaction is open.
+    /// Round trips made (`use`: one each).
+    private(set) var calls = 0
+
+    /// Runs `body` (one round trip) on the connection, replacing a lost one first when no
+    /// transaction is open.
     private func use<T>(_ sql: String?, _ body: (PostgresConnection) throws(PostgresError) -> T) throws(StorageError) -> T {
+        calls += 1
         if !connection.isConnected, !inTransactionFlag {
             connection = try Self.connect(conninfo)
         }

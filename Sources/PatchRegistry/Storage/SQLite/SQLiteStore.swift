@@ -71,7 +71,9 @@ final class SQLiteStore: SQLStore {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 
-    func execute(_ sql: String) throws(StorageError) { try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try execute0(sql) } }
+    private(set) var calls = 0
+
+    func execute(_ sql: String) throws(StorageError) { calls += 1; try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try execute0(sql) } }
     func execute0(_ sql: String) throws(StorageError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
@@ -107,6 +109,7 @@ final class SQLiteStore: SQLStore {
     }
 
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        calls += 1
         try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in
             let statement = try cached(sql)
             defer { statement.finish() }
@@ -115,7 +118,8 @@ final class SQLiteStore: SQLStore {
     }
 
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
-        try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try query0(sql, values, row: row) }
+        calls += 1
+        return try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try query0(sql, values, row: row) }
     }
     func query0<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         let statement = try cached(sql)
