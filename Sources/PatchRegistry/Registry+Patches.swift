@@ -68,7 +68,7 @@ extension Registry {
                 WHERE q.app = ? AND q.state = 'active'
                 GROUP BY q.app_version, COALESCE((SELECT qr.channel FROM patch_releases qr
                                                   WHERE qr.app = q.app AND qr.app_version = q.app_version AND qr.number = q.number), 'production')),
-            version_floor AS (SELECT app_version, MIN(number) AS number FROM newest_full GROUP BY app_version)
+            version_floor AS MATERIALIZED (SELECT app_version, MIN(number) AS number FROM newest_full GROUP BY app_version)
 
             """
         return try patches(with: floors, from: "version_floor f JOIN patches p ON p.app = ? AND p.app_version = f.app_version AND p.number >= f.number",
