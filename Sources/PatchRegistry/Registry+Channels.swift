@@ -102,18 +102,18 @@ extension Registry {
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
                   digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
         let name = app.name
-        let plaintext = digests ?? PhaseClock.measure("hash (addPatch: plaintext)") { BundleDigests(of: bundle) }
+        let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
         if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
             throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
         }
         let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
                                       [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
-        let served = try PhaseClock.measure("encrypt (AES-256-GCM seal)") { () throws in try contentKey.map { key in
+        let served = try contentKey.map { key in
             try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
-        } ?? bundle }
+        } ?? bundle
         // A plain app serves the plaintext itself: its digests are the served ones.
-        let servedDigests = contentKey == nil ? plaintext : PhaseClock.measure("hash (addPatch: served)") { BundleDigests(of: served) }
+        let servedDigests = contentKey == nil ? plaintext : BundleDigests(of: served)
         let time = TUFTime.format(now)
         var record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
                                  plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
@@ -148,7 +148,7 @@ extension Registry {
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        let signed = try PhaseClock.measure("resign chain (all)") { () throws in try resign(app: name, from: .targets, now: now) }
+        let signed = try resign(app: name, from: .targets, now: now)
         CrashPoint.hit("publish.after-metadata")
         var details: [String: JSON] = [
             "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
@@ -160,7 +160,7 @@ extension Registry {
         if let rolledBackTo { details["to"] = rolledBackTo.json }
         if let conditions { details["conditions"] = conditions.json }
         let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
-        _ = try PhaseClock.measure("audit append (all)") { () throws in try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now) }
+        _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
         guard let targetsVersion = signed[.targets] else { throw RegistryError.internalError("publishing signed no targets") }
         return PublishedPatch(patch: record, targetsVersion: targetsVersion)
     }

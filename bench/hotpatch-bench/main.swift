@@ -101,7 +101,6 @@ case "publish":
     let count = options.int("--count", 200)
     let size = options.int("--size", 100 * 1024)
     var times: [Double] = []
-    PhaseClock.reset()
     for i in 0..<count {
         let payload = bundle(size: size, seed: i)
         let started = now()
@@ -109,7 +108,6 @@ case "publish":
         _ = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: payload, allowSame: true, actor: Actor("bench"))
         times.append(now() - started)
     }
-    PhaseClock.dump(per: count)
     emit(["count": .int(Int64(count)), "size": .int(Int64(size)), "encrypted": .bool(encrypted),
           "median_us": micros(median(times)), "p90_us": micros(percentile(times, 0.9)), "p95_us": micros(percentile(times, 0.95)),
           // Every time, so a caller alternating short runs can take one median over all of them.

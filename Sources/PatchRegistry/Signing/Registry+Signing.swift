@@ -55,7 +55,7 @@ extension Registry {
         case .snapshot: chain = [.snapshot, .timestamp]
         case .timestamp: chain = [.timestamp]
         }
-        let stored = try PhaseClock.measure("root read + parse") { () throws(RegistryError) in try signingState(app: app) }
+        let stored = try signingState(app: app)
         let root = stored.root
         var pinned: (version: Int64, bytes: [UInt8])?
         var signed: [(role: Role, version: Int64, bytes: [UInt8], expires: Date)] = []
@@ -66,22 +66,22 @@ extension Registry {
             if let pinned { current = pinned } else if role == .targets { current = (0, []) } else {
                 current = try latestMetadata(app: app, role: role == .snapshot ? .targets : .snapshot)
             }
-            let signingKeys = try PhaseClock.measure("signing keys (stat + cache)") { () throws(RegistryError) in try keys.signingKeys(app: app, role: role, root: root) }
+            let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
             let expires = now.addingTimeInterval((lifetimes ?? expiry).lifetime(role))
             let bytes: [UInt8]
             do {
                 switch role {
                 case .targets:
-                    let tb = try PhaseClock.measure("targets body (patches listing)") { () throws(RegistryError) in try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets) }
-                    bytes = try PhaseClock.measure("sign+serialise targets") { () throws in try SignedTargets(signing: tb, with: signingKeys).bytes }
+                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets)
+                    bytes = try SignedTargets(signing: tb, with: signingKeys).bytes
                 case .snapshot:
                     let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
                                             meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])
-                    bytes = try PhaseClock.measure("sign+serialise snapshot") { () throws in try SignedSnapshot(signing: body, with: signingKeys).bytes }
+                    bytes = try SignedSnapshot(signing: body, with: signingKeys).bytes
                 case .timestamp:
                     let body = TimestampBody(common: CommonFields(version: version, expires: expires),
                                              snapshot: MetaFile(version: current.version, bytes: current.bytes))
-                    bytes = try PhaseClock.measure("sign+serialise timestamp") { () throws in try SignedTimestamp(signing: body, with: signingKeys).bytes }
+                    bytes = try SignedTimestamp(signing: body, with: signingKeys).bytes
                 case .root:
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }

@@ -88,7 +88,7 @@ final class PostgresStore: SQLStore {
             connection = try Self.connect(conninfo)
         }
         let connection = self.connection
-        return try PhaseClock.measure(PhaseClock.sqlLabel(sql ?? "?")) { () throws(StorageError) in try Self.mapped(sql) { () throws(PostgresError) in try body(connection) } }
+        return try Self.mapped(sql) { () throws(PostgresError) in try body(connection) }
     }
 
     private static func mapped<T>(_ sql: String?, _ body: () throws(PostgresError) -> T) throws(StorageError) -> T {

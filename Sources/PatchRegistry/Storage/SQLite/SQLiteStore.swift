@@ -73,8 +73,8 @@ final class SQLiteStore: SQLStore {
 
     private(set) var calls = 0
 
-    func execute(_ sql: String) throws(StorageError) { calls += 1; try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try execute0(sql) } }
-    func execute0(_ sql: String) throws(StorageError) {
+    func execute(_ sql: String) throws(StorageError) {
+        calls += 1
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
@@ -110,18 +110,13 @@ final class SQLiteStore: SQLStore {
 
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
         calls += 1
-        try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in
-            let statement = try cached(sql)
-            defer { statement.finish() }
-            try statement.run(values)
-        }
+        let statement = try cached(sql)
+        defer { statement.finish() }
+        try statement.run(values)
     }
 
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         calls += 1
-        return try PhaseClock.measure(PhaseClock.sqlLabel(sql)) { () throws(StorageError) in try query0(sql, values, row: row) }
-    }
-    func query0<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         let statement = try cached(sql)
         defer { statement.finish() }
         do {
@@ -147,9 +142,6 @@ final class SQLiteStore: SQLStore {
 
     /// One stat of the path, compared with the file opened.
     func checkNotReplaced() throws(StorageError) {
-        try PhaseClock.measure("file identity stat") { () throws(StorageError) in try check0() }
-    }
-    func check0() throws(StorageError) {
         guard FileNode(path: path) != opened else { return }
         throw SQLiteStore.replaced(path)
     }
