@@ -55,9 +55,8 @@ extension Registry {
             let plaintext = try self.plaintext(of: source)
             let origin = PatchTargetInfo.Origin(channel: from, patch: source.number, sha256: source.plaintext.sha256)
             // The release notes QA read go with the patch, unless the promotion gives its own.
-            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message ?? source.message,
-                                      promotedFrom: origin, actor: actor, now: now)
-            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+            return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message ?? source.message,
+                                promotedFrom: origin, actor: actor, now: now)
         }
     }
 
@@ -89,22 +88,22 @@ extension Registry {
             }
             let plaintext = try self.plaintext(of: source)
             let origin = PatchTargetInfo.Origin(channel: channel, patch: number, sha256: source.plaintext.sha256)
-            let record = try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: channel, rollout: rollout,
-                                      message: message ?? source.message, promotedFrom: nil, rolledBackTo: origin,
-                                      conditions: source.conditions, actor: actor, now: now)
-            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+            return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: channel, rollout: rollout,
+                                message: message ?? source.message, promotedFrom: nil, rolledBackTo: origin,
+                                conditions: source.conditions, actor: actor, now: now)
         }
     }
 
     /// The next patch of an app version, inside the caller's write transaction: sealed under
     /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`,
     /// `patch.promote` (with `from`) when it is a promotion, or `patch.rollback` (with `to`)
-    /// when it republishes an earlier patch of its channel.
+    /// when it republishes an earlier patch of its channel. `digests` are the bundle's when the
+    /// caller has computed them already (publish checks them against live patches first).
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
-                  actor: Actor, now: Date) throws -> PatchRecord {
+                  digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
         let name = app.name
-        let plaintext = BundleDigests(of: bundle)
+        let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
         if let contentKey, BundleCipher.keyID(contentKey) != app.contentKeyID {
             throw RegistryError.keys("\(keys.contentKeyURL(app: name).path) is not the content key this app was created with")
@@ -114,7 +113,8 @@ extension Registry {
         let served = try contentKey.map { key in
             try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
         } ?? bundle
-        let servedDigests = BundleDigests(of: served)
+        // A plain app serves the plaintext itself: its digests are the served ones.
+        let servedDigests = contentKey == nil ? plaintext : BundleDigests(of: served)
         let time = TUFTime.format(now)
         var record = PatchRecord(app: name, appVersion: appVersion, number: number, channel: channel, rollout: rollout, state: .active,
                                  plaintext: plaintext, served: servedDigests, contentKeyID: app.contentKeyID,
@@ -122,9 +122,11 @@ extension Registry {
                                  promotedFrom: promotedFrom)
         record.conditions = conditions
         record.rolledBackTo = rolledBackTo
-        try db.run("INSERT INTO blobs(sha256, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(servedDigests.sha256), .blob(served)])
+        // The rows go with the transaction's next statement on PostgreSQL (`runInTransaction`):
+        // the read of the signing root below, which is after them in the transaction either way.
+        try db.runInTransaction("INSERT INTO blobs(sha256, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(servedDigests.sha256), .blob(served)])
         CrashPoint.hit("publish.after-blob")
-        try db.run("""
+        try db.runInTransaction("""
             INSERT INTO patches(app, app_version, number, rollout, state, length, sha256, md5, served_length, served_sha256,
                                 served_md5, content_key_id, published_at, published_by)
             VALUES (?,?,?,?,'active',?,?,?,?,?,?,?,?,?)
@@ -132,22 +134,22 @@ extension Registry {
                   .int(Int64(plaintext.length)), .text(plaintext.sha256), .text(plaintext.md5),
                   .int(Int64(servedDigests.length)), .text(servedDigests.sha256), .text(servedDigests.md5),
                   app.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
-        try db.run("""
+        try db.runInTransaction("""
             INSERT INTO patch_releases(app, app_version, number, channel, message, promoted_channel, promoted_patch, promoted_sha256)
             VALUES (?,?,?,?,?,?,?,?)
             """, [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(channel.rawValue),
                   message.map { .text($0) } ?? .null, promotedFrom.map { .text($0.channel.rawValue) } ?? .null,
                   promotedFrom.map { .int(Int64($0.patch)) } ?? .null, promotedFrom.map { .text($0.sha256) } ?? .null])
         if let conditions {
-            try db.run("INSERT INTO patch_conditions(app, app_version, number, conditions) VALUES (?,?,?,?)",
+            try db.runInTransaction("INSERT INTO patch_conditions(app, app_version, number, conditions) VALUES (?,?,?,?)",
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .text(String(decoding: conditions.json.canonicalBytes, as: UTF8.self))])
         }
         if let rolledBackTo {
-            try db.run("INSERT INTO patch_rollbacks(app, app_version, number, to_patch, to_sha256) VALUES (?,?,?,?,?)",
+            try db.runInTransaction("INSERT INTO patch_rollbacks(app, app_version, number, to_patch, to_sha256) VALUES (?,?,?,?,?)",
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        try resign(app: name, from: .targets, now: now)
+        let signed = try resign(app: name, from: .targets, now: now)
         CrashPoint.hit("publish.after-metadata")
         var details: [String: JSON] = [
             "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
@@ -159,8 +161,9 @@ extension Registry {
         if let rolledBackTo { details["to"] = rolledBackTo.json }
         if let conditions { details["conditions"] = conditions.json }
         let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
-        try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
-        return record
+        _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
+        guard let targetsVersion = signed[.targets] else { throw RegistryError.internalError("publishing signed no targets") }
+        return PublishedPatch(patch: record, targetsVersion: targetsVersion)
     }
 
     /// Release notes as they are stored and signed: at most 500 characters (Unicode

@@ -44,12 +44,44 @@ extension Registry {
         if let appVersion { conditions.append("p.app_version = ?"); values.append(.text(appVersion.rawValue)) }
         if let channel { conditions.append("COALESCE(r.channel, 'production') = ?"); values.append(.text(channel.rawValue)) }
         if activeOnly { conditions.append("p.state = 'active'") }
-        let sql = """
+        return try patches(with: "", where: conditions, values)
+    }
+
+    /// The active patches of an app that targets metadata can list (`listedPatches`): per
+    /// app version and channel, those numbered from the newest unconditional patch at 100 %
+    /// up. Chosen in the database, so signing a publish reads the few rows it lists rather
+    /// than every patch the app ever published (each row read, joined and parsed cost more
+    /// than the rest of the signing once an app had a few hundred). `listedPatches` still
+    /// decides; this only leaves out rows it would drop.
+    func listablePatches(app: AppName) throws(RegistryError) -> [PatchRecord] {
+        // Per app version and channel with an active patch, its newest unconditional patch at
+        // 100 % (0 where it has none); per app version, the lowest of its channels' figures.
+        // Rows below that are never listed: the patches of each version are read from there up
+        // (an index range), so the rest are never joined or parsed.
+        let floors = """
+            WITH newest_full AS (
+                SELECT q.app_version AS app_version,
+                       COALESCE(MAX(CASE WHEN q.rollout >= 100 AND NOT EXISTS (SELECT 1 FROM patch_conditions qc
+                                WHERE qc.app = q.app AND qc.app_version = q.app_version AND qc.number = q.number)
+                            THEN q.number END), 0) AS number
+                FROM patches q
+                WHERE q.app = ? AND q.state = 'active'
+                GROUP BY q.app_version, COALESCE((SELECT qr.channel FROM patch_releases qr
+                                                  WHERE qr.app = q.app AND qr.app_version = q.app_version AND qr.number = q.number), 'production')),
+            version_floor AS MATERIALIZED (SELECT app_version, MIN(number) AS number FROM newest_full GROUP BY app_version)
+
+            """
+        return try patches(with: floors, from: "version_floor f JOIN patches p ON p.app = ? AND p.app_version = f.app_version AND p.number >= f.number",
+                           where: ["p.state = 'active'"], [.text(app.rawValue), .text(app.rawValue)])
+    }
+
+    private func patches(with prefix: String, from: String = "patches p", where conditions: [String], _ values: [SQLValue]) throws(RegistryError) -> [PatchRecord] {
+        let sql = prefix + """
             SELECT p.app, p.app_version, p.number, p.rollout, p.state, p.length, p.sha256, p.md5, p.served_length, p.served_sha256,
                    p.served_md5, p.content_key_id, p.published_at, p.published_by, p.revoked_at, p.revoked_by,
                    COALESCE(r.channel, 'production'), r.message, r.promoted_channel, r.promoted_patch, r.promoted_sha256, v.message,
                    c.conditions, b.to_patch, b.to_sha256
-            FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+            FROM \(from) LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
             LEFT JOIN patch_revocations v ON v.app = p.app AND v.app_version = p.app_version AND v.number = p.number
             LEFT JOIN patch_conditions c ON c.app = p.app AND c.app_version = p.app_version AND c.number = p.number
             LEFT JOIN patch_rollbacks b ON b.app = p.app AND b.app_version = p.app_version AND b.number = p.number
@@ -134,14 +166,28 @@ extension Registry {
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             // Only unconditional patches count as "the same release": a script sent to test
             // phones first and then to everyone is the same bytes on purpose.
-            if !allowSame, conditions == nil, let same = try patches(app: name, appVersion: appVersion, channel: channel, activeOnly: true)
-                .last(where: { $0.plaintext.sha256 == plaintext.sha256 && $0.conditions == nil }) {
-                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same.number), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
+            if !allowSame, conditions == nil, let same = try sameRelease(app: name, appVersion: appVersion, channel: channel, sha256: plaintext.sha256) {
+                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
-            let record = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                      promotedFrom: nil, conditions: conditions, actor: actor, now: now)
+            let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                         promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
-            return PublishedPatch(patch: record, targetsVersion: try latestMetadata(app: name, role: .targets).version)
+            return published
+        }
+    }
+
+    /// The newest active unconditional patch of the version and channel with these plaintext
+    /// bytes: one row looked up, not every patch of the version read.
+    private func sameRelease(app: AppName, appVersion: AppVersion, channel: ChannelName, sha256: String) throws(RegistryError) -> Int? {
+        try read { () throws(StorageError) in
+            try db.query("""
+                SELECT p.number FROM patches p
+                LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
+                WHERE p.app = ? AND p.app_version = ? AND p.state = 'active' AND p.sha256 = ?
+                    AND COALESCE(r.channel, 'production') = ?
+                    AND NOT EXISTS (SELECT 1 FROM patch_conditions c WHERE c.app = p.app AND c.app_version = p.app_version AND c.number = p.number)
+                ORDER BY p.number DESC LIMIT 1
+                """, [.text(app.rawValue), .text(appVersion.rawValue), .text(sha256), .text(channel.rawValue)]) { Int($0.int(0)) }.first
         }
     }
 

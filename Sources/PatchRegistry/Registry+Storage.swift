@@ -55,9 +55,38 @@ extension Registry {
     /// this change sign with the key it replaced, and every client would refuse the repository.
     func signingRoot(app: AppName) throws(RegistryError) -> RootBody {
         guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
-        let root = try currentRoot(app: app).body
+        let root = try parsedRoot(app: app, bytes: try latestMetadata(app: app, role: .root).bytes)
         CrashPoint.hit("signing-root.read")
         return root
+    }
+
+    /// `bytes` (an app's stored root) parsed, or the body parsed from the same bytes before.
+    func parsedRoot(app: AppName, bytes: [UInt8]) throws(RegistryError) -> RootBody {
+        if let root = parsedRoots.root(app: app, bytes: bytes) { return root }
+        let root: RootBody
+        do { root = try SignedRoot(bytes: bytes).body } catch { throw .internalError("stored root of \(app) does not parse: \(error)") }
+        parsedRoots.store(root, app: app, bytes: bytes)
+        return root
+    }
+}
+
+/// The last root parsed per app, with the bytes it was parsed from: a root is read inside
+/// every write transaction that signs, and is the same bytes from one rotation to the next.
+final class ParsedRoots: @unchecked Sendable {
+    private let lock = NSLock()
+    private var roots: [AppName: (bytes: [UInt8], body: RootBody)] = [:]
+
+    func root(app: AppName, bytes: [UInt8]) -> RootBody? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let entry = roots[app], entry.bytes == bytes else { return nil }
+        return entry.body
+    }
+
+    func store(_ body: RootBody, app: AppName, bytes: [UInt8]) {
+        lock.lock()
+        roots[app] = (bytes, body)
+        lock.unlock()
     }
 }
 

@@ -16,6 +16,8 @@ public final class Registry {
     let registryID: String
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
+    /// Roots parsed for signing (`parsedRoot`).
+    let parsedRoots = ParsedRoots()
 
     /// How hard each commit is pushed to disk.
     public enum Durability: Sendable {

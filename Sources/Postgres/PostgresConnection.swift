@@ -68,6 +68,127 @@ public final class PostgresConnection {
     /// binary format as bytea, so NUL bytes and large values need no escaping.
     @discardableResult
     public func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        if let name = prepared[Self.key(sql, parameters)] {
+            let result: PGResultHandle? = try Self.withParameters(parameters, sql: sql) { count, _, values, lengths, formats in
+                PQexecPrepared(handle, name, count, values, lengths, formats, 0)
+            }
+            return try checked(PostgresResult(consuming: result, of: self, sql: sql), sql, parameters)
+        }
+        return try pipeline([(sql, parameters)])[0]
+    }
+
+    /// Statements this connection has prepared on the server, by SQL and parameter types, and
+    /// their names: a statement run again is neither parsed nor planned again (the registry's
+    /// few statements run thousands of times; planning the listing of a publish cost more
+    /// than running it). Bounded; beyond it statements run unnamed.
+    private var prepared: [String: String] = [:]
+    private static let preparedLimit = 256
+    /// The next name to prepare under: never one used before on this connection (a name whose
+    /// Prepare failed, or was dropped after 0A000, may still exist on the server).
+    private var nextName = 0
+
+    private static func key(_ sql: String, _ parameters: [PostgresValue]) -> String {
+        // The types a statement was prepared with are its own: bytes are bytea, the rest inferred.
+        sql + "\u{0}" + String(parameters.map { if case .bytes = $0 { "b" } else { "-" } })
+    }
+
+    /// A prepared statement whose plan no longer fits the tables (0A000: "cached plan must not
+    /// change result type", after a column was added) is prepared anew on its next use.
+    private func checked<T>(_ body: @autoclosure () throws(PostgresError) -> T, _ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) -> T {
+        do { return try body() } catch {
+            if error.sqlState == "0A000" { prepared[Self.key(sql, parameters)] = nil }
+            throw error
+        }
+    }
+
+    /// Runs several statements with parameters in one round trip (libpq's pipeline mode):
+    /// all are sent, then every result is read. They run in order as if one by one; the first
+    /// that fails throws, and those after it do not run. Inside an open transaction that
+    /// failure leaves it failed (roll it back); outside one, each statement is its own.
+    /// A statement not prepared yet is prepared in the same round trip.
+    @discardableResult
+    public func pipeline(_ statements: [(sql: String, parameters: [PostgresValue])]) throws(PostgresError) -> [PostgresResult] {
+        guard !statements.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(kind: isBroken ? .connection : .client, message: "cannot enter pipeline mode: \(lastMessage)")
+        }
+        var failure: PostgresError?
+        // Per statement sent: the name it is being prepared under in this pipeline, if any.
+        var preparing: [(key: String, name: String)?] = []
+        for statement in statements {
+            let key = Self.key(statement.sql, statement.parameters)
+            var name = prepared[key]
+            var newName: String?
+            if name == nil, prepared.count < Self.preparedLimit, !preparing.contains(where: { $0?.key == key }) {
+                newName = "hp_\(nextName)"
+                nextName += 1
+                name = newName
+            }
+            let ok = try Self.withParameters(statement.parameters, sql: statement.sql) { count, types, values, lengths, formats -> Bool in
+                if let newName, PQsendPrepare(handle, newName, statement.sql, count, types) != 1 { return false }
+                if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0) == 1 }
+                return PQsendQueryParams(handle, statement.sql, count, types, values, lengths, formats, 0) == 1
+            }
+            guard ok else {
+                failure = PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: statement.sql)
+                break
+            }
+            preparing.append(newName.map { (key, $0) })
+        }
+        var results: [PostgresResult] = []
+        if !preparing.isEmpty {
+            if PQpipelineSync(handle) != 1, failure == nil {
+                failure = PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: statements[0].sql)
+            }
+            /// One command's result (its results end with a NULL); nil when it did not run.
+            func next(_ sql: String) -> PostgresResult? {
+                guard let result = PQgetResult(handle) else {
+                    failure = failure ?? PostgresError(kind: isBroken ? .connection : .client, message: lastMessage, sql: sql)
+                    return nil
+                }
+                defer { while let extra = PQgetResult(handle) { PQclear(extra) } }
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                    return nil
+                }
+                do { return try PostgresResult(consuming: result, of: self, sql: sql) } catch {
+                    failure = failure ?? error
+                    return nil
+                }
+            }
+            for (statement, naming) in zip(statements, preparing) {
+                if let naming, next(statement.sql) != nil { prepared[naming.key] = naming.name }
+                if let result = next(statement.sql) { results.append(result) }
+                if failure?.sqlState == "0A000" { prepared[Self.key(statement.sql, statement.parameters)] = nil }
+            }
+            // Up to the sync point (also after a broken connection, where libpq returns NULL).
+            while let result = PQgetResult(handle) {
+                let status = PQresultStatus(result)
+                PQclear(result)
+                if status == PGRES_PIPELINE_SYNC { break }
+            }
+        }
+        if PQexitPipelineMode(handle) != 1, failure == nil {
+            failure = PostgresError(kind: isBroken ? .connection : .client, message: "cannot leave pipeline mode: \(lastMessage)")
+        }
+        if let failure {
+            // A result read before libpq saw the connection close (a backend terminated
+            // mid-statement sends its error first) is still a lost connection, as it is for
+            // a statement run alone.
+            guard isBroken, failure.kind != .connection else { throw failure }
+            throw PostgresError(kind: .connection, sqlState: failure.sqlState, message: failure.message, detail: failure.detail, sql: failure.sql)
+        }
+        return results
+    }
+
+    /// The parameters of one statement as libpq takes them, for the duration of `body`.
+    /// The values travel apart from the SQL, so nothing in them is ever parsed as SQL. Text and
+    /// integers go in text format with their type left to the server (it infers it from where
+    /// `$n` stands, so `$1` fits an int4, an int8 or a text column alike; write `$1::int8` where
+    /// nothing says); bytes go in binary format as bytea, so NUL bytes and large values need no
+    /// escaping.
+    private static func withParameters<R>(_ parameters: [PostgresValue], sql: String,
+                                          _ body: (Int32, [Oid], [UnsafePointer<CChar>?], [Int32], [Int32]) -> R) throws(PostgresError) -> R {
         // One leading byte, so that even an empty bytea has a real address: libpq reads a
         // nil value pointer as NULL.
         var storage: [UInt8] = [0]
@@ -87,7 +208,7 @@ public final class PostgresConnection {
                     throw PostgresError(kind: .client, message: "a text parameter contains a NUL character", sql: sql)
                 }
                 encoded = (Array(s.utf8) + [0], 0, 0)
-            case .bytes(let b): encoded = (b, 1, Self.byteaOID)
+            case .bytes(let b): encoded = (b, 1, byteaOID)
             }
             guard let encoded else {
                 offsets.append(nil); lengths.append(0); formats.append(0); types.append(0)
@@ -102,14 +223,13 @@ public final class PostgresConnection {
             types.append(encoded.type)
             storage += encoded.bytes
         }
-        let result: PGResultHandle? = storage.withUnsafeBufferPointer { buffer in
+        return storage.withUnsafeBufferPointer { buffer in
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in
                 guard let offset, let base = buffer.baseAddress else { return nil }
                 return UnsafeRawPointer(base + offset).assumingMemoryBound(to: CChar.self)
             }
-            return PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 0)
+            return body(Int32(parameters.count), types, values, lengths, formats)
         }
-        return try PostgresResult(consuming: result, of: self, sql: sql)
     }
 
     /// Runs `body` inside BEGIN … COMMIT (READ COMMITTED, PostgreSQL's default). Any error rolls

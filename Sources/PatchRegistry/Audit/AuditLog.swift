@@ -59,7 +59,8 @@ enum AuditLog {
         let time = TUFTime.format(at)
         let input = AuditEvent.chainInput(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev)
         let hash = Digest.sha256Hex(input)
-        try db.run("INSERT INTO audit(seq, at, app, actor, action, details, prev, hash) VALUES (?,?,?,?,?,?,?,?)", [
+        // Sent with the COMMIT on PostgreSQL (`runInTransaction`); a failure rolls back the change.
+        try db.runInTransaction("INSERT INTO audit(seq, at, app, actor, action, details, prev, hash) VALUES (?,?,?,?,?,?,?,?)", [
             .int(seq), .text(time), .text(app), .text(actor.name), .text(action), .text(details.canonicalString), .text(prev), .text(hash),
         ])
         return AuditEvent(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev, hash: hash)

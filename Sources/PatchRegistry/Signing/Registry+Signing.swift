@@ -29,7 +29,7 @@ extension Registry {
     }
 
     func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
-        let grouped = Dictionary(grouping: try patches(app: app, appVersion: nil, activeOnly: true)) { "\($0.channel)/\($0.appVersion)" }
+        let grouped = Dictionary(grouping: try listablePatches(app: app)) { "\($0.channel)/\($0.appVersion)" }
         var targets: [String: TargetFile] = [:]
         for (_, patches) in grouped {
             for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
@@ -42,18 +42,25 @@ extension Registry {
     /// keys the newest root names (read here, inside the caller's write transaction, never
     /// passed in from before it). The keys must be in the key store.
     /// `lifetimes` replaces the registry's expiry policy for this signing (a static export's
-    /// longer-lived timestamp).
-    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil) throws(RegistryError) {
-        let root = try signingRoot(app: app)
+    /// longer-lived timestamp). Returns the version signed for each role of the chain.
+    ///
+    /// Two statements however long the chain: one read of the newest root and the newest
+    /// version of each role, and one INSERT of every file signed (on PostgreSQL each
+    /// statement is a round trip).
+    @discardableResult
+    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil) throws(RegistryError) -> [Role: Int64] {
         let chain: [Role]
         switch role {
         case .root, .targets: chain = [.targets, .snapshot, .timestamp]
         case .snapshot: chain = [.snapshot, .timestamp]
         case .timestamp: chain = [.timestamp]
         }
+        let stored = try signingState(app: app)
+        let root = stored.root
         var pinned: (version: Int64, bytes: [UInt8])?
+        var signed: [(role: Role, version: Int64, bytes: [UInt8], expires: Date)] = []
         for role in chain {
-            let version = ((try? latestMetadata(app: app, role: role))?.version ?? 0) + 1
+            let version = (stored.versions[role] ?? 0) + 1
             // Snapshot pins the targets file just signed (or the stored one); timestamp pins snapshot.
             let current: (version: Int64, bytes: [UInt8])
             if let pinned { current = pinned } else if role == .targets { current = (0, []) } else {
@@ -65,7 +72,8 @@ extension Registry {
             do {
                 switch role {
                 case .targets:
-                    bytes = try SignedTargets(signing: try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets), with: signingKeys).bytes
+                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets)
+                    bytes = try SignedTargets(signing: tb, with: signingKeys).bytes
                 case .snapshot:
                     let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
                                             meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])
@@ -78,8 +86,36 @@ extension Registry {
                     throw RegistryError.internalError("root is not re-signed in the chain")
                 }
             } catch { throw .wrapping(error) }
-            try read { () throws(StorageError) in try storeMetadata(app: app, role: role, version: version, bytes: bytes, expires: expires) }
+            signed.append((role, version, bytes, expires))
             pinned = (version, bytes)
         }
+        try read { () throws(StorageError) in
+            try db.runInTransaction("INSERT INTO metadata(app, role, version, bytes, expires) VALUES " + signed.map { _ in "(?,?,?,?,?)" }.joined(separator: ","),
+                       signed.flatMap { file -> [SQLValue] in
+                           [.text(app.rawValue), .text(file.role.rawValue), .int(file.version), .blob(file.bytes), .text(TUFTime.format(file.expires))]
+                       })
+        }
+        return Dictionary(uniqueKeysWithValues: signed.map { ($0.role, $0.version) })
+    }
+
+    /// The root that signs (`signingRoot`) and the newest stored version of each role but
+    /// root, in one statement. The root's bytes are read every time; they are parsed again
+    /// only when they differ from the ones parsed last (parsing builds an OpenSSL key per
+    /// listed key, which cost more than the rest of a publish's signing).
+    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64]) {
+        guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
+        let name = SQLValue.text(app.rawValue)
+        let row = try read { () throws(StorageError) in
+            try db.query("""
+                SELECT (SELECT bytes FROM metadata WHERE app = ? AND role = 'root' ORDER BY version DESC LIMIT 1),
+                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'targets'),
+                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'snapshot'),
+                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp')
+                """, [name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3)) }.first
+        }
+        guard let row, let bytes = row.0 else { throw .notFound("app \"\(app)\" has no root metadata") }
+        let root = try parsedRoot(app: app, bytes: bytes)
+        CrashPoint.hit("signing-root.read")
+        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3])
     }
 }

@@ -17,10 +17,19 @@ protocol SQLStore: AnyObject {
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError)
     /// All rows of one statement, each mapped by `row`.
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T]
+    /// One write inside a transaction whose result and error nothing waits on: SQLite runs it
+    /// now; PostgreSQL sends it with the transaction's next statement (or its COMMIT), in
+    /// that statement's round trip, and its failure is what that statement throws (the
+    /// transaction then rolls back as for any error). Not counted by `changes`.
+    func runInTransaction(_ sql: String, _ values: [SQLValue]) throws(StorageError)
     /// A statement run many times with different values (a batch of reports).
     func prepare(_ sql: String) throws(StorageError) -> any SQLStatement
     /// Rows changed by the last `run`.
     var changes: Int { get }
+    /// Calls made to the database so far: statements on SQLite (each `execute`, `run` and
+    /// `query`), round trips to the server on PostgreSQL (a pipeline of several statements is
+    /// one). What a publish costs is counted in tests with this, never timed.
+    var calls: Int { get }
 
     /// Runs `body` as the only writer: SQLite's BEGIN IMMEDIATE; on PostgreSQL a transaction
     /// holding the registry's advisory lock, so every read in `body` (the next patch number,
@@ -45,6 +54,8 @@ protocol SQLStore: AnyObject {
 extension SQLStore {
     /// A database server has no path to lose.
     func checkNotReplaced() throws(StorageError) {}
+
+    func runInTransaction(_ sql: String, _ values: [SQLValue]) throws(StorageError) { try run(sql, values) }
 
     func run(_ sql: String) throws(StorageError) { try run(sql, []) }
     func query<T>(_ sql: String, row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {

@@ -77,8 +77,13 @@ final class PostgresStore: SQLStore {
         return Int32(bitPattern: hash)
     }
 
-    /// Runs `body` on the connection, replacing a lost one first when no transaction is open.
+    /// Round trips made (`use`: one each).
+    private(set) var calls = 0
+
+    /// Runs `body` (one round trip) on the connection, replacing a lost one first when no
+    /// transaction is open.
     private func use<T>(_ sql: String?, _ body: (PostgresConnection) throws(PostgresError) -> T) throws(StorageError) -> T {
+        calls += 1
         if !connection.isConnected, !inTransactionFlag {
             connection = try Self.connect(conninfo)
         }
@@ -90,19 +95,44 @@ final class PostgresStore: SQLStore {
         do { return try body() } catch { throw error.storageError }
     }
 
+    /// Writes of the open transaction not sent yet (`runInTransaction`): they go ahead of the
+    /// next statement, in one pipeline with it.
+    private var pending: [(sql: String, parameters: [PostgresValue])] = []
+
+    /// `sql` with `values`, after whatever is pending, in one round trip; its result.
+    private func send(_ text: String, _ values: [PostgresValue]) throws(StorageError) -> PostgresResult {
+        guard !pending.isEmpty else { return try use(text) { c throws(PostgresError) in try c.query(text, values) } }
+        let batch = pending + [(text, values)]
+        pending = []
+        return try use(text) { c throws(PostgresError) in try c.pipeline(batch) }.last!
+    }
+
     func execute(_ sql: String) throws(StorageError) {
+        try flush()
         try use(sql) { c throws(PostgresError) in _ = try c.execute(sql) }
+    }
+
+    private func flush() throws(StorageError) {
+        guard !pending.isEmpty else { return }
+        let batch = pending
+        pending = []
+        try use(batch[0].sql) { c throws(PostgresError) in _ = try c.pipeline(batch) }
     }
 
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
         let text = Self.postgresSQL(sql)
-        let result = try use(text) { c throws(PostgresError) in try c.query(text, values.map(\.postgres)) }
+        let result = try send(text, values.map(\.postgres))
         changes = result.affectedRows
+    }
+
+    func runInTransaction(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        guard inTransactionFlag else { return try run(sql, values) }
+        pending.append((Self.postgresSQL(sql), values.map(\.postgres)))
     }
 
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
         let text = Self.postgresSQL(sql)
-        let result = try use(text) { c throws(PostgresError) in try c.query(text, values.map(\.postgres)) }
+        let result = try send(text, values.map(\.postgres))
         var out: [T] = []
         out.reserveCapacity(result.rows.count)
         for values in result.rows { out.append(try row(SQLRow(values: values.map(SQLValue.init)))) }
@@ -133,34 +163,50 @@ final class PostgresStore: SQLStore {
         guard !inTransactionFlag else {
             throw StorageError(kind: .other, code: "PostgreSQL", message: "a transaction is already open", sql: nil)
         }
-        try execute(write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        // A writer's BEGIN and its lock in one round trip (both are constants of this store).
+        do {
+            try execute(write ? "BEGIN; SELECT pg_advisory_xact_lock(\(Self.writerLockClass)::int4, \(lockKey)::int4)"
+                              : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        } catch {
+            // BEGIN ran and the lock timed out: the transaction it opened is failed.
+            if connection.isConnected, connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
         inTransactionFlag = true
-        defer { inTransactionFlag = false }
+        defer {
+            inTransactionFlag = false
+            pending = []
+        }
         let result: T
         do {
-            if write { try run("SELECT pg_advisory_xact_lock(?::int4, ?::int4)", [.int(Int64(Self.writerLockClass)), .int(Int64(lockKey))]) }
             result = try body()
-            if announce {
-                let version = try query("UPDATE registry_changes SET version = version + 1 RETURNING version") { $0.int(0) }.first ?? 0
-                try run("SELECT pg_notify(?, ?)", [.text(channel), .text(String(version))])
-            }
-            let commit = try self.commit()
+            let commit = try self.commit(announce: announce)
             guard commit.command == "COMMIT" else {
                 throw StorageError(kind: .other, code: "PostgreSQL", message: "COMMIT rolled back: a statement in the transaction failed", sql: "COMMIT")
             }
         } catch {
+            pending = []
             if connection.isConnected { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
         return result
     }
 
-    /// COMMIT, and the one ambiguous failure: the server may have committed before the
-    /// connection went. That is never reported as "unreachable, nothing was changed" (which a
-    /// client would retry); the registry's listing and audit log say what happened.
-    private func commit() throws(StorageError) -> PostgresResult {
+    /// COMMIT, after the writes still pending and (`announce`) the bump of `registry_changes`
+    /// with its NOTIFY, all in one round trip; and the one ambiguous failure: the server may
+    /// have committed before the connection went. That is never reported as "unreachable,
+    /// nothing was changed" (which a client would retry); the registry's listing and audit log
+    /// say what happened.
+    private func commit(announce: Bool) throws(StorageError) -> PostgresResult {
+        var batch = pending
+        pending = []
+        if announce {
+            batch.append(("WITH bumped AS (UPDATE registry_changes SET version = version + 1 RETURNING version) SELECT pg_notify($1, version::text) FROM bumped",
+                          [.text(channel)]))
+        }
+        batch.append(("COMMIT", []))
         do {
-            return try use("COMMIT") { c throws(PostgresError) in try c.execute("COMMIT") }
+            return try use("COMMIT") { c throws(PostgresError) in try c.pipeline(batch) }.last!
         } catch {
             guard error.kind == .unavailable else { throw error }
             throw StorageError(kind: .other, code: error.code,

@@ -48,7 +48,15 @@ final class SQLiteStore: SQLStore {
         try execute("PRAGMA foreign_keys=ON")
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    /// Statements prepared once and run again (`cached`): a publish runs a dozen statements,
+    /// and preparing each afresh cost more than running it. Bounded; emptied when full.
+    private var statements: [String: SQLiteStatement] = [:]
+    private static let cachedStatements = 64
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
 
     /// SQLite creates a new database file 0644 (less the umask), and gives the -wal and -shm
     /// files it makes later the main file's mode. Creating the empty main file 0600 first
@@ -63,7 +71,10 @@ final class SQLiteStore: SQLStore {
         SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }
 
+    private(set) var calls = 0
+
     func execute(_ sql: String) throws(StorageError) {
+        calls += 1
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
@@ -81,12 +92,33 @@ final class SQLiteStore: SQLStore {
         do { return try SQLiteStatement(database: self, handle: handle, sql: sql) } catch { throw error.storageError }
     }
 
+    /// The prepared statement for `sql`, ready to bind: the cached one unless it is in use
+    /// (a statement run from inside another's rows), else a new one, cached when there is none.
+    private func cached(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        if let statement = statements[sql], !statement.inUse {
+            statement.inUse = true
+            return statement
+        }
+        let statement = try self.statement(sql)
+        if statements[sql] == nil {
+            if statements.count >= Self.cachedStatements { statements.removeAll() }
+            statements[sql] = statement
+        }
+        statement.inUse = true
+        return statement
+    }
+
     func run(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
-        try statement(sql).run(values)
+        calls += 1
+        let statement = try cached(sql)
+        defer { statement.finish() }
+        try statement.run(values)
     }
 
     func query<T>(_ sql: String, _ values: [SQLValue], row: (SQLRow) throws(StorageError) -> T) throws(StorageError) -> [T] {
-        let statement = try statement(sql)
+        calls += 1
+        let statement = try cached(sql)
+        defer { statement.finish() }
         do {
             try statement.bind(values)
             var out: [T] = []
@@ -161,7 +193,18 @@ final class SQLiteStatement: SQLStatement {
         self.sql = sql
     }
 
+    /// Taken by a run or query of the store's cache (`SQLiteStore.cached`).
+    fileprivate var inUse = false
+
     deinit { sqlite3_finalize(handle) }
+
+    /// After a run or query: reset (which ends the statement's read of the database, so it
+    /// holds no snapshot open between calls) and its values released (a bundle's bytes).
+    fileprivate func finish() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        inUse = false
+    }
 
     fileprivate func bind(_ values: [SQLValue]) throws(SQLiteError) {
         for (offset, value) in values.enumerated() {
