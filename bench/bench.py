@@ -1010,7 +1010,9 @@ def client_row(field):
              f"{c['disk']['nochange_median_us'] / 1000:.2f} ms no-change (median of 20)."]
     if c["fetch_ms"] is not None:
         notes.append(f"`patchctl fetch` as a process (cold cache, process start included; hyperfine, median of 10): {c['fetch_ms']:.1f} ms.")
-    return {"us": best(min, field, c["hp"])}, {"us": best(min, field, c["py"])}, {"python_tuf": c["tuf"]}, notes if field.startswith("cold") else []
+    cpu = field.replace("_median_us", "_cpu_us")
+    figures = {"us": best(min, field, c["hp"]), "cpu_us": best(min, cpu, c["hp"]) if all(cpu in r for r in c["hp"]) else None}
+    return figures, {"us": best(min, field, c["py"])}, {"python_tuf": c["tuf"]}, notes if field.startswith("cold") else []
 
 
 def r7a(): return client_row("cold_median_us")
@@ -1202,7 +1204,8 @@ SPECS = {
           "goals": [("bundle download ≥ 0.8× nginx — {x.main:x} (row 4).", lambda h, r, c, x: x.main >= 0.8)]},
     "5a": {"fn": r5a, "what": "5a. Publish 100 KB, plain: median of 200 (hash, sign, SQLite commit; lower is better)",
            "hotpatch": "{h.median_us:ms} ms (p90 {h.p90_us:ms} ms)", "reference": "20 ms (goal)", "ratios": {"main": ("h.median_us", "r.goal_us")},
-           "ratio": "{x.main:x}", "goals": [LIMIT_GOAL("publish of 100 KB ≤ 20 ms median, plain — {h.median_us:ms} ms, {x.main:x} of the limit (row 5a).")]},
+           "ratio": "{x.main:x}", "goals": [LIMIT_GOAL("publish of 100 KB ≤ 20 ms median, plain — {h.median_us:ms} ms, {x.main:x} of the limit (row 5a)."),
+                     ("publish of 100 KB ≤ 3 ms median on SQLite (issue 23) — {h.median_us:ms} ms (row 5a).", lambda h, r, c, x: h.median_us <= 3000)]},
     "5b": {"fn": r5b, "what": "5b. Publish 100 KB, encrypted (AES-256-GCM): median of 200 (lower is better)",
            "hotpatch": "{h.median_us:ms} ms (p90 {h.p90_us:ms} ms)", "reference": "20 ms (goal)", "ratios": {"main": ("h.median_us", "r.goal_us")},
            "ratio": "{x.main:x}", "goals": [LIMIT_GOAL("publish of 100 KB ≤ 20 ms median, encrypted — {h.median_us:ms} ms, {x.main:x} of the limit (row 5b).")]},
@@ -1210,12 +1213,12 @@ SPECS = {
     "6b": {**crypto_spec("6b. MD5 throughput", "MD5"), "fn": r6b},
     "6c": {**crypto_spec("6c. AES-256-GCM encryption throughput", "AES-256-GCM"), "fn": r6c},
     "7a": {"fn": r7a, "what": "7a. Client full sync, cold cache (on tmpfs): median of 20, the better of 2 alternating rounds (lower is better)",
-           "hotpatch": "PatchClient: {h.us:ms} ms", "reference": "python-tuf Updater: {r.us:ms} ms", "ratios": {"main": ("h.us", "r.us")}, "ratio": "{x.main:x}",
-           "goals": [("the client faster than python-tuf, full sync from a cold cache — {x.main:x} of python-tuf's time (row 7a).", lambda h, r, c, x: x.main <= 1.0)],
+           "hotpatch": "PatchClient: {h.us:ms} ms (CPU {h.cpu_us:ms} ms)", "reference": "python-tuf Updater: {r.us:ms} ms", "ratios": {"main": ("h.us", "r.us")}, "ratio": "{x.main:x}",
+           "goals": [("the client ≤ 0.25× python-tuf's time, full sync from a cold cache — {x.main:x} (row 7a; issue 23).", lambda h, r, c, x: x.main <= 0.25)],
            "phase": "main"},
     "7b": {"fn": r7b, "what": "7b. Client no-change sync, warm cache (on tmpfs): median of 20, the better of 2 alternating rounds (lower is better)",
-           "hotpatch": "PatchClient: {h.us:ms} ms", "reference": "python-tuf Updater: {r.us:ms} ms", "ratios": {"main": ("h.us", "r.us")}, "ratio": "{x.main:x}",
-           "goals": [("the client faster than python-tuf, no-change sync — {x.main:x} of python-tuf's time (row 7b).", lambda h, r, c, x: x.main <= 1.0)],
+           "hotpatch": "PatchClient: {h.us:ms} ms (CPU {h.cpu_us:ms} ms)", "reference": "python-tuf Updater: {r.us:ms} ms", "ratios": {"main": ("h.us", "r.us")}, "ratio": "{x.main:x}",
+           "goals": [("the client ≤ 0.25× python-tuf's time, no-change sync — {x.main:x} (row 7b; issue 23).", lambda h, r, c, x: x.main <= 0.25)],
            "phase": "main"},
     "8a": {"fn": r8a, "what": "8a. patchd RSS, idle (just started, registry of 3 apps)", "hotpatch": "{h.mb} MB", "reference": "200 MB (goal for 1M devices)",
            "ratios": {"main": ("h.mb", "r.mb")}, "ratio": "{x.main:x}", "needs": ["wrk"]},
@@ -1275,7 +1278,8 @@ SPECS = {
            "ratios": {"main": ("h.median", "r.median"), "p95": ("h.p95", "r.p95"), "goal_pg": ("h.median", "c.goal_us"), "goal_sq": ("r.median", "c.goal_us")},
            "ratio": "{x.main:x} (p95 {x.p95:x}); goal 20 ms: {x.goal_pg:x} / {x.goal_sq:x}", "needs": ["postgres"], "phase": "pg",
            "goals": [("publish of 100 KB ≤ 20 ms median on PostgreSQL — {h.median:ms} ms (p95 {h.p95:ms} ms), {x.goal_pg:x} of the limit (row 14).", lambda h, r, c, x: x.goal_pg <= 1.0),
-                     ("publish of 100 KB ≤ 20 ms median on SQLite, measured beside it — {r.median:ms} ms (p95 {r.p95:ms} ms), {x.goal_sq:x} of the limit (row 14).", lambda h, r, c, x: x.goal_sq <= 1.0)]},
+                     ("publish of 100 KB ≤ 20 ms median on SQLite, measured beside it — {r.median:ms} ms (p95 {r.p95:ms} ms), {x.goal_sq:x} of the limit (row 14).", lambda h, r, c, x: x.goal_sq <= 1.0),
+                     ("publish of 100 KB ≤ 20 ms p95 on PostgreSQL (issue 23) — {h.p95:ms} ms (row 14).", lambda h, r, c, x: h.p95 <= c.goal_us)]},
     "15a": {**CMP, "fn": r15a, "what": "15a. Check path on PostgreSQL vs SQLite: `timestamp.json` ({c.pg_bytes} B vs {c.sq_bytes} B), row 1's load, median of 5 alternating rounds",
             "hotpatch": "PostgreSQL: " + CMP_CELL.replace("s.", "h."), "reference": "SQLite: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk", "postgres"], "phase": "pg",
             "goals": [("the check path on PostgreSQL within 5 % of SQLite (≥ 0.95× its requests/s), `timestamp.json` — {x.main:x} (row 15a).", lambda h, r, c, x: x.main >= 0.95)]},
