@@ -218,15 +218,13 @@ private let readHeader: hp_curl_data_callback = { data, size, count, context in
     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
     let length = size * count
     guard let data else { return length }
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    if line.hasPrefix("HTTP/") {
+    let bytes = UnsafeRawBufferPointer(start: data, count: length)
+    if bytes.starts(with: "HTTP/".utf8) {
         transfer.headers = [:]
-    } else if let colon = line.firstIndex(of: ":") {
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        transfer.headers[name] = value
+    } else if let header = HeaderLine(bytes) {
+        transfer.headers[header.name] = header.value
         // A declared length over the cap ends the transfer before any body byte is read.
-        if name == "content-length", let declared = Int64(value), !transfer.body.announce(length: declared) { return 0 }
+        if header.name == "content-length", let declared = Int64(header.value), !transfer.body.announce(length: declared) { return 0 }
     }
     return length
 }

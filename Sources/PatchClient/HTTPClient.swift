@@ -52,3 +52,29 @@ extension HTTPClient {
         body ?? (["POST", "PUT", "PATCH"].contains(method) ? [] : nil)
     }
 }
+
+/// One response header line as libcurl hands it over (`Name: value\r\n`): the name
+/// lower-cased, the value without the whitespace around it. Byte by byte, because this runs
+/// for every header of every request of a sync (Foundation's `trimmingCharacters(in:)` cost a
+/// tenth of a cold sync's instructions).
+struct HeaderLine: Equatable {
+    let name: String
+    let value: String
+
+    init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    init?(_ line: UnsafeRawBufferPointer) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return nil }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = colon + 1, end = line.count
+        while start < end, isSpace(line[start]) { start += 1 }
+        while end > start, isSpace(line[end - 1]) { end -= 1 }
+        // Header names are ASCII tokens; lower-casing A–Z is all `lowercased()` did to them.
+        name = String(decoding: line[..<colon].map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        value = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+    }
+}
+

@@ -135,4 +135,18 @@ private final class SelfSigned {
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
+
+    @Test("a response header line: the name lower-cased, the value without surrounding whitespace; no colon or no name is no header")
+    func headerLines() {
+        func parse(_ text: String) -> HeaderLine? { Array(text.utf8).withUnsafeBytes { HeaderLine($0) } }
+        #expect(parse("Content-Length:  42 \r\n") == HeaderLine(name: "content-length", value: "42"))
+        #expect(parse("Retry-After:\t120\r\n") == HeaderLine(name: "retry-after", value: "120"))
+        #expect(parse("X-Empty:\r\n") == HeaderLine(name: "x-empty", value: ""))
+        #expect(parse("X-Time: Wed, 02 Dec 2026 13:00:00 GMT\r\n") == HeaderLine(name: "x-time", value: "Wed, 02 Dec 2026 13:00:00 GMT"))
+        #expect(parse("X-Ünïcode: välue\r\n")?.value == "välue")
+        #expect(parse("\r\n") == nil)
+        #expect(parse(": no name\r\n") == nil)
+        #expect(parse("no colon here\r\n") == nil)
+    }
 }
+
