@@ -33,9 +33,13 @@ public struct AppCatalog: Sendable {
     public let timestampVersion: Int64
 
     static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
-    /// How many older snapshot/targets versions stay servable, so a client that read the
-    /// timestamp just before a publish can still fetch what it names.
-    static let keptVersions: Int64 = 3
+    /// How many snapshot/targets versions (the newest included) stay servable, with the
+    /// bundles they list while the patch is active, so a client that read the timestamp or
+    /// targets before a run of publishes can still fetch what it names. Eight: a sync that
+    /// took 1.3 s on a loaded machine while one publish landed every 0.25 s (the haproxy
+    /// kill test) spanned five versions and got a 404 with three. A count, not a time: what a
+    /// catalog holds stays bounded however fast publishes come (one token may make 30 a minute).
+    static let keptVersions: Int64 = 8
 
     public static func build(_ registry: Registry, app: AppName) throws(RegistryError) -> AppCatalog {
         let rules = try registry.throttleRules(app: app)
