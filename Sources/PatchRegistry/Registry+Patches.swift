@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// What `setRollout` reports: the patch as it is now, and whether anything changed.
 public struct RolloutChange: Sendable {
@@ -149,7 +150,7 @@ extension Registry {
     /// everything and commits nothing.
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, expectLive: Int? = nil,
-                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        dryRun: Bool = false, delegatedKeys: [SigningKey] = [], actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -170,7 +171,7 @@ extension Registry {
                 throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
             let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                         promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
+                                         promotedFrom: nil, conditions: conditions, digests: plaintext, delegatedKeys: delegatedKeys, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return published
         }
