@@ -75,7 +75,7 @@ extension Registry {
         case .timestamp: chain = [.timestamp]
         }
         let stored = try signingState(app: app)
-        let delegations = try self.delegations(app: app)
+        let delegations = stored.delegated ? try self.delegations(app: app) : []
         if chain.first == .targets, let channel, let record = delegations.first(where: { $0.channel == channel }) {
             try signDelegated(app: app, record, given: delegatedKeys, now: now, lifetime: lifetimes?.targets)
             chain.removeFirst()
@@ -128,7 +128,9 @@ extension Registry {
     /// root, in one statement. The root's bytes are read every time; they are parsed again
     /// only when they differ from the ones parsed last (parsing builds an OpenSSL key per
     /// listed key, which cost more than the rest of a publish's signing).
-    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64]) {
+    /// `delegated`: whether the app has delegated roles (read in the same statement, so an
+    /// app without them pays nothing for the feature).
+    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64], delegated: Bool) {
         guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
         let name = SQLValue.text(app.rawValue)
         let row = try read { () throws(StorageError) in
@@ -136,12 +138,13 @@ extension Registry {
                 SELECT (SELECT bytes FROM metadata WHERE app = ? AND role = 'root' ORDER BY version DESC LIMIT 1),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'targets'),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'snapshot'),
-                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp')
-                """, [name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3)) }.first
+                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp'),
+                       (SELECT COUNT(*) FROM delegations WHERE app = ?)
+                """, [name, name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4)) }.first
         }
         guard let row, let bytes = row.0 else { throw .notFound("app \"\(app)\" has no root metadata") }
         let root = try parsedRoot(app: app, bytes: bytes)
         CrashPoint.hit("signing-root.read")
-        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3])
+        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3], row.4 > 0)
     }
 }

@@ -7,7 +7,7 @@ import HotpatchTestSupport
 
 /// `keys delegate`: a channel's targets signed by a role of their own (issue 24).
 @Suite("Delegated channel keys")
-struct DelegationTests {
+struct DelegatedChannelTests {
     let v23 = try! AppVersion("2.3")
     let staging = try! ChannelName("staging")
 
