@@ -232,7 +232,8 @@ extension Registry {
                                [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number)), .text(message)])
                 }
             }
-            try resign(app: name, from: .targets, now: now)
+            // A delegated channel's revoke is signed by its role (with the key the registry holds).
+            try resign(app: name, from: .targets, now: now, channel: targets[0].channel)
             var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "channel": .string(targets[0].channel.rawValue),
                                            "patches": .array(targets.map { .int(Int64($0.number)) })]
             if let message { details["message"] = .string(message) }
@@ -273,7 +274,7 @@ extension Registry {
             }
             try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
                        [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
-            try resign(app: name, from: .targets, now: now)
+            try resign(app: name, from: .targets, now: now, channel: patch.channel)
             try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
                 "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
                 "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),

@@ -72,6 +72,12 @@ struct DelegatedChannelTests {
         try removeTargetsKey(t)
         try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, actor: t.actor)
         #expect(try await t.verify(app).targets.contains { $0.path == "staging/2.3/2/main.js" && $0.role == "qa" })
+        // Revoke and rollout in the channel are signed by the role too: qa.json drops the patch.
+        try t.registry.setRollout(app: app, appVersion: v23, number: 2, percent: 40, actor: t.actor)
+        #expect(try await t.verify(app).targets.first { $0.path == "staging/2.3/2/main.js" }?.rollout == 40)
+        try t.registry.revoke(app: app, appVersion: v23, channel: staging, number: 2, actor: t.actor)
+        let report = try await t.verify(app)
+        #expect(report.ok && report.targets.map(\.path) == ["2.3/1/main.js"] && report.delegatedVersions == ["qa": 4])
     }
 
     @Test("attack: a production target signed by the staging role is refused by the device and by verify")
