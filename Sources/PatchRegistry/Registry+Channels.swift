@@ -101,7 +101,7 @@ extension Registry {
     /// caller has computed them already (publish checks them against live patches first).
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
-                  digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
+                  digests: BundleDigests? = nil, delegatedKeys: [SigningKey] = [], actor: Actor, now: Date) throws -> PublishedPatch {
         let name = app.name
         let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -149,7 +149,7 @@ extension Registry {
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        let signed = try resign(app: name, from: .targets, now: now)
+        let signed = try resign(app: name, from: .targets, now: now, channel: channel, delegatedKeys: delegatedKeys)
         CrashPoint.hit("publish.after-metadata")
         var details: [String: JSON] = [
             "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
@@ -162,7 +162,8 @@ extension Registry {
         if let conditions { details["conditions"] = conditions.json }
         let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
         _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
-        guard let targetsVersion = signed[.targets] else { throw RegistryError.internalError("publishing signed no targets") }
+        // A delegated channel's publish leaves top-level targets as they were.
+        let targetsVersion = try signed[.targets] ?? latestMetadata(app: name, role: .targets).version
         return PublishedPatch(patch: record, targetsVersion: targetsVersion)
     }
 

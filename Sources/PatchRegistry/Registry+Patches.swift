@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 /// What `setRollout` reports: the patch as it is now, and whether anything changed.
 public struct RolloutChange: Sendable {
@@ -149,7 +150,7 @@ extension Registry {
     /// everything and commits nothing.
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, expectLive: Int? = nil,
-                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        dryRun: Bool = false, delegatedKeys: [SigningKey] = [], actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -170,7 +171,7 @@ extension Registry {
                 throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
             let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                         promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
+                                         promotedFrom: nil, conditions: conditions, digests: plaintext, delegatedKeys: delegatedKeys, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return published
         }
@@ -231,7 +232,8 @@ extension Registry {
                                [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number)), .text(message)])
                 }
             }
-            try resign(app: name, from: .targets, now: now)
+            // A delegated channel's revoke is signed by its role (with the key the registry holds).
+            try resign(app: name, from: .targets, now: now, channel: targets[0].channel)
             var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "channel": .string(targets[0].channel.rawValue),
                                            "patches": .array(targets.map { .int(Int64($0.number)) })]
             if let message { details["message"] = .string(message) }
@@ -272,7 +274,7 @@ extension Registry {
             }
             try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
                        [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
-            try resign(app: name, from: .targets, now: now)
+            try resign(app: name, from: .targets, now: now, channel: patch.channel)
             try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
                 "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
                 "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),

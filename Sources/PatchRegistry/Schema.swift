@@ -338,6 +338,30 @@ enum Schema {
         set_at TEXT NOT NULL,
         set_by TEXT NOT NULL
     );
+    -- Delegated targets roles (`patchctl keys delegate`, issue 24); additive. A role signs one
+    -- channel's targets with its own keys (`keys_json`: canonical JSON {keyid: TUF key});
+    -- top-level targets lists it under `delegations`, snapshot lists NAME.json.
+    CREATE TABLE IF NOT EXISTS delegations(
+        app TEXT NOT NULL REFERENCES apps(name),
+        name TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        keys_json TEXT NOT NULL,
+        threshold INTEGER NOT NULL CHECK(threshold >= 1),
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        PRIMARY KEY(app, name),
+        UNIQUE(app, channel)
+    );
+    -- Each signed version of a delegated role's metadata, served as {version}.{role}.json.
+    CREATE TABLE IF NOT EXISTS delegated_metadata(
+        app TEXT NOT NULL,
+        role TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        bytes BLOB NOT NULL,
+        expires TEXT NOT NULL,
+        PRIMARY KEY(app, role, version),
+        FOREIGN KEY(app, role) REFERENCES delegations(app, name)
+    );
 
     """
 

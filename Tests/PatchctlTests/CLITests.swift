@@ -4,7 +4,7 @@ import PatchCore
 
 @Suite("patchctl command line")
 struct CLITests {
-    static let commands = ["apps create", "apps root", "publish", "revoke", "rollout", "list", "audit", "keys rotate", "export", "verify", "init", "diff", "promote"]
+    static let commands = ["apps create", "apps root", "publish", "revoke", "rollout", "list", "audit", "keys rotate", "keys delegate", "export", "verify", "init", "diff", "promote"]
 
     @Test("every command has --help", arguments: commands)
     func help(command: String) throws {

@@ -235,3 +235,22 @@ def test_python_tuf_fetches_every_channels_patches_from_an_export_and_from_patch
             assert downloaded == body and info.custom["patch"] == patch and info.custom["rollout"] == rollout
             assert info.custom["plaintext"] == digests(body)
         assert updater.get_targetinfo("2.3/2/main.js") is None, "a staging patch is never listed under a production path"
+
+
+def test_python_tuf_follows_a_delegated_staging_role_published_without_the_targets_key(workspace, http_server, start, tmp_path):
+    ws = workspace
+    ws.create_app("demo")
+    _, prod = ws.publish("demo", "2.3", "production();\n")
+    ws.ok("keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa")
+    for key in (ws.keys / "demo").glob("targets.*.pem"):
+        key.unlink()  # the top-level targets key goes offline; the registry keeps qa's key
+    _, stage = ws.publish("demo", "2.3", "staging();\n", channel="staging")
+    server = start(ws)
+    for base in (http_server(ws.export("demo")), f"{server.url}/v1/apps/demo"):
+        updater = repo_updater(base, tmp_path / hashlib.sha256(base.encode()).hexdigest()[:8] / "metadata", ws.root_json("demo"))
+        updater.refresh()
+        for path, body in [("2.3/1/main.js", prod), ("staging/2.3/2/main.js", stage)]:
+            info, downloaded = fetch(updater, path)
+            assert info is not None, f"{base}: {path} not listed"
+            assert downloaded == body
+        assert "qa" in updater._trusted_set, "the staging target came through the delegated role"

@@ -69,7 +69,14 @@ extension Registry {
             let timestamp = try latestMetadata(app: name, role: .timestamp)
             let body: TargetsBody
             do { body = try SignedTargets(bytes: targets.bytes).body } catch { throw RegistryError.internalError("stored targets do not parse: \(error)") }
-            for (path, file) in body.targets {
+            var listed = body.targets
+            for (role, latest) in try latestDelegatedMetadata(app: name) {
+                do { listed.merge(try SignedTargets(bytes: latest.bytes).body.targets) { first, _ in first } } catch {
+                    throw RegistryError.internalError("stored \(role) metadata does not parse: \(error)")
+                }
+                files[.metadata("\(latest.version).\(role).json")] = latest.bytes
+            }
+            for (path, file) in listed {
                 guard let sha256 = file.hashes["sha256"] else { continue }
                 let bytes = try servedBytes(sha256: sha256)
                 // Consistent snapshots: `{dir}/{hash}.{name}` for every hash of the target.
@@ -137,6 +144,7 @@ public enum ExportWriter {
             case .target: return 1
             case .metadata(let name) where name.hasSuffix(".targets.json"): return 2
             case .metadata(let name) where name.hasSuffix(".snapshot.json"): return 3
+            case .metadata(let name) where name != "timestamp.json": return 2  // a delegated role's {V}.{role}.json
             case .metadata: return 4
             }
         }

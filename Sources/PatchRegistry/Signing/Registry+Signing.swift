@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchSigning
 
 extension Registry {
     /// Which patches targets metadata lists for one app version and channel: the newest patch
@@ -28,13 +29,26 @@ extension Registry {
         return TargetFile(length: patch.served.length, hashes: ["sha256": patch.served.sha256, "md5": patch.served.md5], custom: info.custom)
     }
 
-    func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
-        let grouped = Dictionary(grouping: try listablePatches(app: app)) { "\($0.channel)/\($0.appVersion)" }
+    /// The target entries for the listable patches `include` admits.
+    func listedTargets(app: AppName, _ include: (PatchRecord) -> Bool) throws(RegistryError) -> [String: TargetFile] {
+        let grouped = Dictionary(grouping: try listablePatches(app: app).filter(include)) { "\($0.channel)/\($0.appVersion)" }
         var targets: [String: TargetFile] = [:]
         for (_, patches) in grouped {
             for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
         }
-        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)), targets: targets)
+        return targets
+    }
+
+    /// Top-level targets: every channel's targets but the delegated ones, which the
+    /// delegated roles list, and the delegations.
+    func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil,
+                     delegations: [DelegationRecord] = []) throws(RegistryError) -> TargetsBody {
+        let delegated = Set(delegations.map(\.channel))
+        let targets = try listedTargets(app: app) { !delegated.contains($0.channel) }
+        let listed = delegations.isEmpty ? nil : Delegations(
+            keys: delegations.reduce(into: [:]) { $0.merge($1.keys) { first, _ in first } }, roles: delegations.map(\.delegatedRole))
+        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
+                           targets: targets, delegations: listed)
     }
 
     /// Signs new metadata for `from` and every role below it in the chain
@@ -44,18 +58,29 @@ extension Registry {
     /// `lifetimes` replaces the registry's expiry policy for this signing (a static export's
     /// longer-lived timestamp). Returns the version signed for each role of the chain.
     ///
+    /// A change to a delegated `channel` signs that role's metadata (with `delegatedKeys` or
+    /// the keys the store holds for it) instead of top-level targets, whose key is then not
+    /// needed; snapshot lists every delegated role's newest version.
+    ///
     /// Two statements however long the chain: one read of the newest root and the newest
     /// version of each role, and one INSERT of every file signed (on PostgreSQL each
     /// statement is a round trip).
     @discardableResult
-    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil) throws(RegistryError) -> [Role: Int64] {
-        let chain: [Role]
+    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil, channel: ChannelName? = nil,
+                delegatedKeys: [SigningKey] = []) throws(RegistryError) -> [Role: Int64] {
+        var chain: [Role]
         switch role {
         case .root, .targets: chain = [.targets, .snapshot, .timestamp]
         case .snapshot: chain = [.snapshot, .timestamp]
         case .timestamp: chain = [.timestamp]
         }
         let stored = try signingState(app: app)
+        let delegations = stored.delegated ? try self.delegations(app: app) : []
+        if chain.first == .targets, let channel, let record = delegations.first(where: { $0.channel == channel }) {
+            try signDelegated(app: app, record, given: delegatedKeys, now: now, lifetime: lifetimes?.targets)
+            chain.removeFirst()
+        }
+        let delegatedMeta = delegations.isEmpty ? [:] : try latestDelegatedMetadata(app: app)
         let root = stored.root
         var pinned: (version: Int64, bytes: [UInt8])?
         var signed: [(role: Role, version: Int64, bytes: [UInt8], expires: Date)] = []
@@ -72,11 +97,12 @@ extension Registry {
             do {
                 switch role {
                 case .targets:
-                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets)
+                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations)
                     bytes = try SignedTargets(signing: tb, with: signingKeys).bytes
                 case .snapshot:
-                    let body = SnapshotBody(common: CommonFields(version: version, expires: expires),
-                                            meta: ["targets.json": MetaFile(version: current.version, bytes: current.bytes)])
+                    var meta = ["targets.json": MetaFile(version: current.version, bytes: current.bytes)]
+                    for (name, file) in delegatedMeta { meta["\(name).json"] = MetaFile(version: file.version, bytes: file.bytes) }
+                    let body = SnapshotBody(common: CommonFields(version: version, expires: expires), meta: meta)
                     bytes = try SignedSnapshot(signing: body, with: signingKeys).bytes
                 case .timestamp:
                     let body = TimestampBody(common: CommonFields(version: version, expires: expires),
@@ -102,7 +128,9 @@ extension Registry {
     /// root, in one statement. The root's bytes are read every time; they are parsed again
     /// only when they differ from the ones parsed last (parsing builds an OpenSSL key per
     /// listed key, which cost more than the rest of a publish's signing).
-    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64]) {
+    /// `delegated`: whether the app has delegated roles (read in the same statement, so an
+    /// app without them pays nothing for the feature).
+    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64], delegated: Bool) {
         guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
         let name = SQLValue.text(app.rawValue)
         let row = try read { () throws(StorageError) in
@@ -110,12 +138,13 @@ extension Registry {
                 SELECT (SELECT bytes FROM metadata WHERE app = ? AND role = 'root' ORDER BY version DESC LIMIT 1),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'targets'),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'snapshot'),
-                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp')
-                """, [name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3)) }.first
+                       (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp'),
+                       (SELECT COUNT(*) FROM delegations WHERE app = ?)
+                """, [name, name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4)) }.first
         }
         guard let row, let bytes = row.0 else { throw .notFound("app \"\(app)\" has no root metadata") }
         let root = try parsedRoot(app: app, bytes: bytes)
         CrashPoint.hit("signing-root.read")
-        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3])
+        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3], row.4 > 0)
     }
 }

@@ -64,6 +64,20 @@ public struct AppCatalog: Sendable {
         let targetsBytes = try registry.latestMetadata(app: app, role: .targets).bytes
         let body: TargetsBody
         do { body = try SignedTargets(bytes: targetsBytes).body } catch { throw .internalError("stored targets of \(app) do not parse: \(error)") }
+        // Delegated roles (`keys delegate`): `{V}.{role}.json`, the kept versions of each, and
+        // the targets the newest lists served like top-level ones.
+        var listed = body.targets
+        for (role, latest) in try registry.latestDelegatedMetadata(app: app) {
+            for version in max(1, latest.version - keptVersions + 1)...latest.version {
+                if let bytes = try registry.delegatedMetadata(app: app, role: role, version: version) {
+                    metadata["\(version).\(role).json"] = metadataResponse(bytes, immutable: true)
+                }
+            }
+            guard let delegated = try? SignedTargets(bytes: latest.bytes).body else {
+                throw .internalError("stored \(role) metadata of \(app) does not parse")
+            }
+            listed.merge(delegated.targets) { first, _ in first }
+        }
         var targets: [String: ServedTarget] = [:]
         var versions: [String: [CheckEntry]] = [:]
         /// The bundle of one target under each of its hashes; nil for an entry that is not a patch.
@@ -78,7 +92,7 @@ public struct AppCatalog: Sendable {
             for hash in file.hashes.values { targets[info.servedPath(hash: hash)] = served }
             return (info, sha256, bytes)
         }
-        for (path, file) in body.targets {
+        for (path, file) in listed {
             guard let (info, sha256, bytes) = try serve(path, file) else { continue }
             let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
             let etag = "\"\(sha256)\""
@@ -109,7 +123,7 @@ public struct AppCatalog: Sendable {
         for version in max(1, current - keptVersions + 1)..<current {
             guard let bytes = try registry.metadata(app: app, role: .targets, version: version),
                   let older = try? SignedTargets(bytes: bytes).body else { continue }
-            for (path, file) in older.targets where !body.targets.keys.contains(path) {
+            for (path, file) in older.targets where !listed.keys.contains(path) {
                 guard let info = PatchTargetInfo(path: path, file: file), let version = try? AppVersion(info.appVersion),
                       active.contains(PatchKey(appVersion: version, channel: info.channel, patch: info.patch)) else { continue }
                 _ = try serve(path, file)

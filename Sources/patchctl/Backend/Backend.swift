@@ -1,6 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCore
+import PatchSigning
 import PatchRegistry
 
 /// What patchctl's commands act on: the operations of the API table (PatchCore/API), each
@@ -91,6 +92,8 @@ struct PublishRequest {
     var allowSame: Bool
     var expect: Int?
     var dryRun: Bool
+    /// `--key-file`: a delegated channel's role key; local publishes only.
+    var delegatedKeys: [SigningKey] = []
 }
 
 enum Backends {

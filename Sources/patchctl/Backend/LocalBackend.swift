@@ -70,7 +70,8 @@ struct LocalBackend: Backend {
     func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
         try run { () throws(RegistryError) in
             try local.publish(app: r.app, appVersion: r.version, bundle: r.bundle, channel: r.channel, rollout: r.rollout, message: r.message,
-                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun, actor: who)
+                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun,
+                              delegatedKeys: r.delegatedKeys, actor: who)
                 .json.markedDryRun(r.dryRun)
         }
     }

@@ -114,6 +114,7 @@ struct RemoteBackend: Backend {
     }
 
     func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
+        guard r.delegatedKeys.isEmpty else { throw .usage("--key-file signs on this machine: it goes with a local registry, not --server") }
         var query = ["appVersion": r.version.rawValue, "rollout": String(r.rollout), "channel": r.channel.rawValue]
         if r.allowSame { query["allowSame"] = "true" }
         if r.dryRun { query["dryRun"] = "true" }

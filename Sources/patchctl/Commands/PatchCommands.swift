@@ -17,7 +17,7 @@ struct PublishCommand: Command {
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, DelegatedKeyArgument.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -29,13 +29,15 @@ struct PublishCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
         let conditions = try DeliveryOptions.conditions(arguments)
+        let delegatedKeys = try DelegatedKeyArgument.keys(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         var patch = try backend.publish(PublishRequest(app: name, version: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun))
+                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun,
+                                                       delegatedKeys: delegatedKeys))
         var schedule: JSON?
         if let staged, dryRun {
             // What would be scheduled, checked by the registry's own rules; nothing is stored.
