@@ -27,7 +27,8 @@ public struct TrustedMetadata: Sendable {
     /// Starts from a root the caller trusts (pinned in the app, or passed to `verify`).
     /// It must be signed by its own root keys; expiry is checked after the root walk.
     public init(trustedRoot bytes: [UInt8], referenceTime: Date = Date()) throws(TUFError) {
-        let root = try PinnedRoots.shared.parse(bytes)
+        // Parsed once per process for the same bytes (ParsedMetadata), as every file is.
+        let root = try SignedRoot(bytes: bytes, maxLength: Self.maxRootLength)
         try root.verify(role: .root, delegator: root.body)
         try Self.checkHasSuccessor(root)
         self.root = root
@@ -259,33 +260,5 @@ public struct TrustedMetadata: Sendable {
     private func check(_ bytes: [UInt8], against pin: MetaFile, what: String) throws(TUFError) {
         if let length = pin.length, bytes.count != length { throw .lengthMismatch(what: what, expected: length, got: bytes.count) }
         if let hashes = pin.hashes { try Hashes.verify(bytes, against: hashes, what: what) }
-    }
-}
-
-/// The pinned root as parsed, by its exact bytes: every refresh starts from the same root
-/// bytes (the app's), and parsing them (JSON, key objects, keyids) was a fifth of a
-/// no-change sync (issue 23). Parsing is a pure function of the bytes, so reusing the value
-/// changes nothing; what the root is trusted for is still checked on every refresh
-/// (`TrustedMetadata.init` verifies its signatures, expiry is checked after the walk).
-/// Refused bytes are not remembered. A few entries: one per app whose client runs here.
-final class PinnedRoots: @unchecked Sendable {
-    // @unchecked: `entries` is only touched under `lock`.
-    static let shared = PinnedRoots()
-    static let capacity = 8
-
-    private let lock = NSLock()
-    private var entries: [(bytes: [UInt8], root: SignedRoot)] = []
-
-    func parse(_ bytes: [UInt8]) throws(TUFError) -> SignedRoot {
-        lock.lock()
-        let known = entries.first { $0.bytes == bytes }?.root
-        lock.unlock()
-        if let known { return known }
-        let root = try SignedRoot(bytes: bytes, maxLength: TrustedMetadata.maxRootLength)
-        lock.lock()
-        defer { lock.unlock() }
-        if entries.count >= Self.capacity { entries.removeFirst() }
-        entries.append((bytes, root))
-        return root
     }
 }

@@ -111,7 +111,7 @@ extension Backend {
     /// (the registry's, or the only one the server's token may read).
     func app(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
         if let given = try AppDefault.given(arguments, option: option) { return given }
-        let names = try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
+        let names = try appNames()
         switch names.count {
         case 1: return names[0]
         case 0: throw .usage("\(option) is required: \(place) has no apps \(registry == nil ? "this token may read" : "yet (create one with `patchctl apps create NAME`)")")
@@ -125,7 +125,12 @@ extension Backend {
     func apps(_ named: AppName?) throws(CLIError) -> [AppName] {
         if let named { try requireApp(named); return [named] }
         if registry == nil, let project = try ProjectFile.current.get() { return [project.app] }
-        return try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
+        return try appNames()
+    }
+
+    /// The names of `apps()`.
+    private func appNames() throws(CLIError) -> [AppName] {
+        try apps().compactMap { $0["app"]?.stringValue }.compactMap { try? AppName($0) }
     }
 
     /// The patches of one app version as the rollout split needs them.

@@ -7,15 +7,15 @@ import PatchRegistry
 /// The operations on the registry in this process: the same Registry calls and the same
 /// JSON (`.json` of the registry's models) as patchd's routes make and answer.
 struct LocalBackend: Backend {
-    let registry: Registry?
-    let actor: Actor?
+    private let local: Registry
+    private let who: Actor
     let place: String
-    private var local: Registry { registry! }
-    private var who: Actor { actor! }
+    var registry: Registry? { local }
+    var actor: Actor? { who }
 
     init(registry: Registry, actor: Actor, place: String) {
-        self.registry = registry
-        self.actor = actor
+        local = registry
+        who = actor
         self.place = place
     }
 
