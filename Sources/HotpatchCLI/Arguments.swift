@@ -88,6 +88,9 @@ public struct CommandSpec: Sendable {
 public struct Arguments: Sendable {
     public let spec: CommandSpec
     public private(set) var values: [String: String] = [:]
+    /// Every value an option was given, in order (`values` keeps the last): for options a
+    /// command reads with `all`, such as one `--key-file` per key.
+    public private(set) var repeated: [String: [String]] = [:]
     public private(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
 
@@ -128,6 +131,7 @@ public struct Arguments: Sendable {
                     values[name] = words[index]
                     index += 1
                 }
+                repeated[name, default: []].append(values[name] ?? "")
             } else {
                 guard inlineValue == nil else { throw .usage("\(given) takes no value") }
                 flags.insert(name)
@@ -148,6 +152,8 @@ public struct Arguments: Sendable {
     public func flag(_ name: String) -> Bool { flags.contains(name) }
     public func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
     public func value(_ name: String) -> String? { values[name] }
+    /// Every value given for `name` on the command line, in order.
+    public func all(_ name: String) -> [String] { repeated[name] ?? [] }
 
     public func required(_ name: String) throws(CLIError) -> String {
         guard let value = values[name], !value.isEmpty else { throw .usage("\(name) is required") }
@@ -189,10 +195,14 @@ public enum CLIError: Error, Sendable {
     case verificationFailed(String)
     /// Refused or could not run: exit 2.
     case failed(String)
+    /// Accepted but not made yet: the change waits for more signatures (the two-person
+    /// rule), exit 3, so `publish && …` does not go on as if it had shipped. `json` is the
+    /// pending change as `--json` prints it.
+    case pending(String, json: JSON)
 
     public var message: String {
         switch self {
-        case .usage(let m), .verificationFailed(let m), .failed(let m): return m
+        case .usage(let m), .verificationFailed(let m), .failed(let m), .pending(let m, _): return m
         }
     }
 
@@ -201,6 +211,7 @@ public enum CLIError: Error, Sendable {
         case .usage: return 64
         case .verificationFailed: return 1
         case .failed: return 2
+        case .pending: return 3
         }
     }
 }

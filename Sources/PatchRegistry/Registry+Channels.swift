@@ -25,7 +25,8 @@ extension Registry {
         guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
+        let change = ReleaseChange.promote(appVersion: appVersion, from: from, to: to, number: number, rollout: rollout, message: message)
+        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: to)
             let source: PatchRecord
@@ -57,7 +58,7 @@ extension Registry {
             // The release notes QA read go with the patch, unless the promotion gives its own.
             return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message ?? source.message,
                                 promotedFrom: origin, actor: actor, now: now)
-        }
+        } }
     }
 
     /// `rollback --to N`: patch N's exact plaintext (live, superseded or revoked, of `channel`)
@@ -71,7 +72,8 @@ extension Registry {
                          message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
+        let change = ReleaseChange.rollBack(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message)
+        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
@@ -91,7 +93,7 @@ extension Registry {
             return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: channel, rollout: rollout,
                                 message: message ?? source.message, promotedFrom: nil, rolledBackTo: origin,
                                 conditions: source.conditions, actor: actor, now: now)
-        }
+        } }
     }
 
     /// The next patch of an app version, inside the caller's write transaction: sealed under
@@ -101,7 +103,7 @@ extension Registry {
     /// caller has computed them already (publish checks them against live patches first).
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
-                  digests: BundleDigests? = nil, delegatedKeys: [SigningKey] = [], actor: Actor, now: Date) throws -> PublishedPatch {
+                  digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
         let name = app.name
         let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -110,9 +112,14 @@ extension Registry {
         }
         let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
                                       [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
+        // A pending change applied later serves the ciphertext its signers signed the hashes
+        // of (a new seal would draw a new nonce); a change being proposed keeps what it sealed.
+        let context = SigningContext.current
         let served = try contentKey.map { key in
-            try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
+            if let sealed = context?.approval?.sealed { return sealed }
+            return try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
         } ?? bundle
+        if contentKey != nil { context?.sealed = served }
         // A plain app serves the plaintext itself: its digests are the served ones.
         let servedDigests = contentKey == nil ? plaintext : BundleDigests(of: served)
         let time = TUFTime.format(now)
@@ -149,7 +156,7 @@ extension Registry {
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        let signed = try resign(app: name, from: .targets, now: now, channel: channel, delegatedKeys: delegatedKeys)
+        let signed = try resign(app: name, from: .targets, now: now, channel: channel)
         CrashPoint.hit("publish.after-metadata")
         var details: [String: JSON] = [
             "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),

@@ -150,7 +150,7 @@ extension Registry {
     /// everything and commits nothing.
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, expectLive: Int? = nil,
-                        dryRun: Bool = false, delegatedKeys: [SigningKey] = [], actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -162,7 +162,9 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let plaintext = BundleDigests(of: bundle)
 
-        return try write(dryRun: dryRun) { () throws -> PublishedPatch in
+        let change = ReleaseChange.publish(appVersion: appVersion, channel: channel, rollout: rollout, message: message, conditions: conditions,
+                                           allowSame: allowSame, bundle: bundle)
+        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             // Only unconditional patches count as "the same release": a script sent to test
@@ -171,10 +173,10 @@ extension Registry {
                 throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
             }
             let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                         promotedFrom: nil, conditions: conditions, digests: plaintext, delegatedKeys: delegatedKeys, actor: actor, now: now)
+                                         promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
             CrashPoint.hit("publish.before-commit")
             return published
-        }
+        } }
     }
 
     /// The newest active unconditional patch of the version and channel with these plaintext
@@ -205,7 +207,8 @@ extension Registry {
                        expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
         let time = TUFTime.format(now)
         let message = try Registry.releaseNotes(message)
-        return try write(dryRun: dryRun) { () throws -> [PatchRecord] in
+        let change = ReleaseChange.revoke(appVersion: appVersion, channel: channel, number: number, message: message)
+        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> [PatchRecord] in
             _ = try app(name)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
             let targets: [PatchRecord]
@@ -239,7 +242,7 @@ extension Registry {
             if let message { details["message"] = .string(message) }
             try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: .object(details), at: now)
             return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
-        }
+        } }
     }
 
     /// Changes the rollout percentage of an active patch and re-signs targets. Setting the
@@ -249,7 +252,8 @@ extension Registry {
     public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, expectLive: Int? = nil, dryRun: Bool = false,
                            actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
         guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
-        return try write(dryRun: dryRun) { () throws -> RolloutChange in
+        let change = ReleaseChange.rollout(appVersion: appVersion, number: number, percent: percent)
+        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> RolloutChange in
             _ = try app(name)
             guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
                 throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
@@ -283,7 +287,7 @@ extension Registry {
                 throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
             }
             return RolloutChange(patch: updated, changed: true, from: patch.rollout, stoppedSchedule: stopped)
-        }
+        } }
     }
 
     // MARK: Audit

@@ -11,6 +11,12 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     case crypto(CryptoError)
     case io(String)
     case internalError(String)
+    /// The change needs signatures of keys that are not here (raised inside its transaction,
+    /// which rolls back; `Registry.proposing` stores it as a pending change).
+    case signaturesNeeded(SignatureRequest)
+    /// Nothing was changed yet: the change is stored as `PendingChange`, waiting for
+    /// `patchctl approve` by holders of the keys it still needs. Not a failure of the request.
+    case pending(PendingChange)
 
     public var description: String {
         switch self {
@@ -25,13 +31,16 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
             return "registry storage error: \(e)"
         case .crypto(let e): return e.description
         case .internalError(let m): return "internal error: \(m)"
+        case .signaturesNeeded(let request): return "\(request.description); nothing was changed"
+        case .pending(let change):
+            return "pending: change \(change.id) of \(change.app) (\(change.change.summary)) needs \(change.missing) more signature\(change.missing == 1 ? "" : "s") of the \(change.request.role) keys; nothing is served until `patchctl approve --app \(change.app) \(change.id)` by a holder of one"
         }
     }
 
     /// True when the request itself was wrong (a 4xx over HTTP, a usage-like exit in the CLI).
     public var isCallerError: Bool {
         switch self {
-        case .invalidInput, .notFound, .conflict: return true
+        case .invalidInput, .notFound, .conflict, .pending, .signaturesNeeded: return true
         default: return false
         }
     }

@@ -362,6 +362,26 @@ enum Schema {
         PRIMARY KEY(app, role, version),
         FOREIGN KEY(app, role) REFERENCES delegations(app, name)
     );
+    -- Release changes waiting for signatures (the two-person rule, issue 24); additive. `change`
+    -- is the operation's arguments (canonical JSON; a publish's bundle in `bundle`), `signed`
+    -- the canonical JSON of the role's next metadata that every signature is over,
+    -- `signatures` [{keyid, sig}] gathered so far. Nothing here is served.
+    CREATE TABLE IF NOT EXISTS pending_changes(
+        app TEXT NOT NULL REFERENCES apps(name),
+        id INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        change TEXT NOT NULL,
+        bundle BLOB,
+        sealed BLOB,
+        signed BLOB NOT NULL,
+        keyids TEXT NOT NULL,
+        threshold INTEGER NOT NULL,
+        signatures TEXT NOT NULL,
+        proposed_at TEXT NOT NULL,
+        proposed_by TEXT NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY(app, id)
+    );
 
     """
 

@@ -21,17 +21,17 @@ extension APIOperation {
 
     // MARK: Release operations (publisher tokens)
     public static let publishPatch = APIOperation("publishPatch", "POST", "/v1/apps/{app}/patches", scope: .publisher,
-                                               audits: ["patch.publish", "rollout.schedule"], dryRun: true, commands: ["publish"])
+                                               audits: ["patch.publish", "rollout.schedule", "change.propose"], dryRun: true, commands: ["publish"])
     public static let promotePatch = APIOperation("promotePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/promote", scope: .publisher,
-                                               audits: ["patch.promote", "rollout.schedule"], dryRun: true, commands: ["promote"])
+                                               audits: ["patch.promote", "rollout.schedule", "change.propose"], dryRun: true, commands: ["promote"])
     public static let rollBackTo = APIOperation("rollBackTo", "POST", "/v1/apps/{app}/versions/{appVersion}/rollback", scope: .publisher,
-                                             audits: ["patch.rollback"], dryRun: true, commands: ["rollback"])
+                                             audits: ["patch.rollback", "change.propose"], dryRun: true, commands: ["rollback"])
     public static let revokeVersion = APIOperation("revokeVersion", "POST", "/v1/apps/{app}/versions/{appVersion}/revoke", scope: .publisher,
-                                                audits: ["patch.revoke"], dryRun: true, commands: ["revoke"])
+                                                audits: ["patch.revoke", "change.propose"], dryRun: true, commands: ["revoke"])
     public static let revokePatch = APIOperation("revokePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke",
-                                              scope: .publisher, audits: ["patch.revoke"], dryRun: true, commands: ["revoke", "rollback"])
+                                              scope: .publisher, audits: ["patch.revoke", "change.propose"], dryRun: true, commands: ["revoke", "rollback"])
     public static let setRollout = APIOperation("setRollout", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout",
-                                             scope: .publisher, audits: ["patch.rollout", "rollout.schedule.stop"], dryRun: true, commands: ["rollout"])
+                                             scope: .publisher, audits: ["patch.rollout", "rollout.schedule.stop", "change.propose"], dryRun: true, commands: ["rollout"])
     public static let setSchedule = APIOperation("setSchedule", "PUT", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule",
                                               scope: .publisher, audits: ["rollout.schedule"], commands: ["rollout"])
     public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.set"],
@@ -49,6 +49,14 @@ extension APIOperation {
     public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
                                               commands: ["tokens revoke"])
 
+    /// The two-person rule: a change the server cannot sign alone is answered 202 with the
+    /// stored pending change; key holders sign its metadata on their machines and send the
+    /// signatures here (`patchctl approve`).
+    public static let approvePending = APIOperation("approvePending", "POST", "/v1/apps/{app}/pending/{id}/approve", scope: .publisher,
+                                                 audits: ["change.approve", "change.supersede"], commands: ["approve", "publish", "promote", "rollback", "revoke", "rollout"])
+    public static let rejectPending = APIOperation("rejectPending", "POST", "/v1/apps/{app}/pending/{id}/reject", scope: .publisher,
+                                                audits: ["change.reject"], commands: ["reject"])
+
     // MARK: Reading (auditor tokens)
     public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
     public static let appStatus = APIOperation("appStatus", "GET", "/v1/apps/{app}/status", scope: .auditor, commands: ["status"])
@@ -56,6 +64,8 @@ extension APIOperation {
     public static let getThrottle = APIOperation("getThrottle", "GET", "/v1/apps/{app}/throttle", scope: .auditor, commands: ["apps throttle"])
     public static let patchScript = APIOperation("patchScript", "GET", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/script",
                                               scope: .auditor, commands: ["diff"])
+    public static let listPending = APIOperation("listPending", "GET", "/v1/apps/{app}/pending", scope: .auditor, commands: ["pending"])
+    public static let getPending = APIOperation("getPending", "GET", "/v1/apps/{app}/pending/{id}", scope: .auditor, commands: ["approve"])
     public static let getAudit = APIOperation("getAudit", "GET", "/v1/audit", scope: .token, commands: ["audit"])
     public static let listApps = APIOperation("listApps", "GET", "/v1/apps", scope: .token, commands: ["apps list"])
     public static let listTokens = APIOperation("listTokens", "GET", "/v1/tokens", scope: .token, commands: ["tokens list"])
@@ -80,7 +90,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
-        listTokens, createToken, revokeToken, whoami,
+        listTokens, createToken, revokeToken, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

@@ -97,3 +97,66 @@ extension Registry {
         return result
     }
 }
+
+/// What `setTargetsKeys` did.
+public struct TargetsKeys: Sendable {
+    public let keyIDs: [String]
+    public let threshold: Int
+    public let rootVersion: Int64
+    public let oldKeyIDs: [String]
+
+    public var json: JSON {
+        ["keyids": .array(keyIDs.map { .string($0) }), "threshold": .int(Int64(threshold)), "rootVersion": .int(rootVersion),
+         "oldKeyids": .array(oldKeyIDs.map { .string($0) })]
+    }
+}
+
+extension Registry {
+    /// `patchctl keys set --role targets`: top-level targets is signed from now on by
+    /// `threshold` of `keys` (release engineers' public keys; the registry need hold none of
+    /// their private keys). A new root lists them, signed by the root keys here, and targets
+    /// is signed again under it, by the new keys: so the change is pending until a threshold
+    /// of them has approved it (a root naming keys whose targets nobody signed yet would make
+    /// every device refuse the repository). The replaced targets key files are removed once
+    /// it lands.
+    @discardableResult
+    public func setTargetsKeys(app name: AppName, keys newKeys: [TUFKey], threshold: Int, dryRun: Bool = false,
+                               actor: Actor, now: Date = Date()) throws(RegistryError) -> TargetsKeys {
+        let byID = Dictionary(newKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
+        guard !byID.isEmpty, (1...byID.count).contains(threshold) else {
+            throw .invalidInput("the threshold must be from 1 to the number of distinct keys (\(byID.count)), got \(threshold)")
+        }
+        guard Set(byID.values.compactMap(\.keyMaterial)).count == byID.count else {
+            throw .invalidInput("two of the keys given are the same key: a threshold counts distinct keys")
+        }
+        let change = ReleaseChange.targetsKeys(keys: byID.keys.sorted().map { byID[$0]! }, threshold: threshold)
+        let result = try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in
+            try write(dryRun: dryRun) { () throws -> TargetsKeys in
+                let current = try signingRoot(app: name)
+                let oldKeyIDs = current.roles[.targets]?.keyIDs ?? []
+                if Set(oldKeyIDs) == Set(byID.keys), current.roles[.targets]?.threshold == threshold {
+                    throw RegistryError.conflict("targets of \(name) is already signed by \(threshold) of these \(byID.count) keys")
+                }
+                var root = current
+                root.version = current.version + 1
+                root.expires = now.addingTimeInterval(expiry.root)
+                root.roles[.targets] = RoleKeys(keyIDs: byID.keys.sorted(), threshold: threshold)
+                root.keys.merge(byID) { _, new in new }
+                let stillUsed = Set(root.roles.values.flatMap(\.keyIDs))
+                root.keys = root.keys.filter { stillUsed.contains($0.key) }
+                let signedRoot = try SignedRoot(signing: root, with: try keys.signingKeys(app: name, role: .root, root: current))
+                try storeMetadata(app: name, role: .root, version: root.version, bytes: signedRoot.bytes, expires: root.expires)
+                try resign(app: name, from: .targets, now: now)
+                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "key.targets", details: [
+                    "oldKeyIDs": .array(oldKeyIDs.map { .string($0) }), "keyIDs": .array(byID.keys.sorted().map { .string($0) }),
+                    "threshold": .int(Int64(threshold)), "rootVersion": .int(root.version),
+                ], at: now)
+                return TargetsKeys(keyIDs: byID.keys.sorted(), threshold: threshold, rootVersion: root.version, oldKeyIDs: oldKeyIDs)
+            }
+        }
+        if !dryRun {
+            keys.discard(result.oldKeyIDs.filter { byID[$0] == nil }.map { keys.signingKeyURL(app: name, role: .targets, keyID: $0) })
+        }
+        return result
+    }
+}

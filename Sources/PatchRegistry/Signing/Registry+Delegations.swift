@@ -102,7 +102,9 @@ extension Registry {
             try db.run("INSERT INTO delegations(app, name, channel, keys_json, threshold, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
                        [.text(name.rawValue), .text(role), .text(channel.rawValue), .text(keysJSON), .int(Int64(threshold)),
                         .text(TUFTime.format(now)), .text(actor.name)])
-            try signDelegated(app: name, record, given: signingKeys, now: now)
+            try Registry.signing(with: signingKeys) { () throws(RegistryError) in
+                try signDelegated(app: name, record, now: now)
+            }
             try resign(app: name, from: .targets, now: now)
             _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: "keys.delegate", details: record.json, at: now)
             return record
@@ -110,17 +112,20 @@ extension Registry {
     }
 
     /// Signs the next version of a delegated role's metadata: the channel's listed targets,
-    /// signed by a threshold of its keys, taken from `given` or else the key store. Inside
-    /// the caller's write transaction.
+    /// signed by a threshold of its keys (`roleSigners`: given for the change, the key
+    /// store's, or a pending change's approvals). Inside the caller's write transaction.
     @discardableResult
-    func signDelegated(app: AppName, _ record: DelegationRecord, given: [SigningKey], now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> Int64 {
-        let signers = try keys.delegatedSigningKeys(app: app, record, given: given)
+    func signDelegated(app: AppName, _ record: DelegationRecord, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> Int64 {
         let version = (try read { () throws(StorageError) in
             try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(record.name)]) { $0.int(0) }.first
         } ?? 0) + 1
         let expires = now.addingTimeInterval(lifetime ?? expiry.targets)
         let body = TargetsBody(common: CommonFields(version: version, expires: expires),
                                targets: try listedTargets(app: app) { $0.channel == record.channel })
+        let signers = try roleSigners(role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
+                                      keys: record.keys) { keyID throws(RegistryError) in
+            try keys.storedDelegatedKey(app: app, record, keyID: keyID)
+        }
         let bytes: [UInt8]
         do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
         try read { () throws(StorageError) in
@@ -148,24 +153,11 @@ extension KeyStore {
         return url
     }
 
-    /// A threshold of the role's keys: each from `given` when it is there, else from the key
-    /// store. A given key the role does not list is refused (it would sign nothing the
-    /// device accepts).
-    func delegatedSigningKeys(app: AppName, _ record: DelegationRecord, given: [SigningKey]) throws(RegistryError) -> [SigningKey] {
-        for key in given where record.keys[key.tufKey.keyID] == nil {
-            throw .keys("keyid \(key.tufKey.keyID.prefix(12))… is not a key of the delegated role \(record.name) (it signs \(record.channel))")
-        }
-        var signers: [SigningKey] = []
-        for keyID in record.keys.keys.sorted() where signers.count < record.threshold {
-            if let key = given.first(where: { $0.tufKey.keyID == keyID }) { signers.append(key); continue }
-            let url = delegatedKeyURL(app: app, role: record.name, keyID: keyID)
-            guard FileManager.default.fileExists(atPath: url.path) else { continue }
-            let pem = try SecretFile.read(url, what: "the \(record.name) key of \(app)")
-            do { signers.append(try SigningKey(pem: pem)) } catch { throw .keys("\(url.path): \(error)") }
-        }
-        guard signers.count >= record.threshold else {
-            throw .keys("the delegated role \(record.name) (channel \(record.channel)) needs \(record.threshold) of its keys and \(signers.count) are here: give --key-file, or keep the key in the key store as delegated.\(record.name).KEYID.pem")
-        }
-        return signers
+    /// One of the role's keys from the key store; nil when it does not hold it.
+    func storedDelegatedKey(app: AppName, _ record: DelegationRecord, keyID: String) throws(RegistryError) -> SigningKey? {
+        let url = delegatedKeyURL(app: app, role: record.name, keyID: keyID)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        let pem = try SecretFile.read(url, what: "the \(record.name) key of \(app)")
+        do { return try SigningKey(pem: pem) } catch { throw .keys("\(url.path): \(error)") }
     }
 }

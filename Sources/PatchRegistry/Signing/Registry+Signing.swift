@@ -58,16 +58,17 @@ extension Registry {
     /// `lifetimes` replaces the registry's expiry policy for this signing (a static export's
     /// longer-lived timestamp). Returns the version signed for each role of the chain.
     ///
-    /// A change to a delegated `channel` signs that role's metadata (with `delegatedKeys` or
-    /// the keys the store holds for it) instead of top-level targets, whose key is then not
-    /// needed; snapshot lists every delegated role's newest version.
+    /// A change to a delegated `channel` signs that role's metadata instead of top-level
+    /// targets, whose key is then not needed; snapshot lists every delegated role's newest
+    /// version. Targets and delegated roles are signed by `roleSigners` (keys given for the
+    /// change, the key store's, a pending change's approvals); snapshot and timestamp by the
+    /// online keys the store must hold.
     ///
     /// Two statements however long the chain: one read of the newest root and the newest
     /// version of each role, and one INSERT of every file signed (on PostgreSQL each
     /// statement is a round trip).
     @discardableResult
-    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil, channel: ChannelName? = nil,
-                delegatedKeys: [SigningKey] = []) throws(RegistryError) -> [Role: Int64] {
+    func resign(app: AppName, from role: Role, now: Date, lifetimes: ExpiryPolicy? = nil, channel: ChannelName? = nil) throws(RegistryError) -> [Role: Int64] {
         var chain: [Role]
         switch role {
         case .root, .targets: chain = [.targets, .snapshot, .timestamp]
@@ -76,9 +77,13 @@ extension Registry {
         }
         let stored = try signingState(app: app)
         let delegations = stored.delegated ? try self.delegations(app: app) : []
+        var superseding: [String] = []
         if chain.first == .targets, let channel, let record = delegations.first(where: { $0.channel == channel }) {
-            try signDelegated(app: app, record, given: delegatedKeys, now: now, lifetime: lifetimes?.targets)
+            try signDelegated(app: app, record, now: now, lifetime: lifetimes?.targets)
             chain.removeFirst()
+            superseding.append(record.name)
+        } else if chain.first == .targets {
+            superseding.append(Role.targets.rawValue)
         }
         let delegatedMeta = delegations.isEmpty ? [:] : try latestDelegatedMetadata(app: app)
         let root = stored.root
@@ -91,20 +96,30 @@ extension Registry {
             if let pinned { current = pinned } else if role == .targets { current = (0, []) } else {
                 current = try latestMetadata(app: app, role: role == .snapshot ? .targets : .snapshot)
             }
-            let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
-            let expires = now.addingTimeInterval((lifetimes ?? expiry).lifetime(role))
+            // A change applied after it was proposed keeps its targets (what was signed) and
+            // signs the roles below at the time it lands, so they do not start out stale.
+            let signedAt = role == .targets ? now : (SigningContext.current?.commitTime ?? now)
+            let expires = signedAt.addingTimeInterval((lifetimes ?? expiry).lifetime(role))
             let bytes: [UInt8]
             do {
                 switch role {
                 case .targets:
                     let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations)
-                    bytes = try SignedTargets(signing: tb, with: signingKeys).bytes
+                    guard let entry = root.roles[.targets] else { throw RegistryError.internalError("root lists no targets role") }
+                    let signers = try roleSigners(role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs, threshold: entry.threshold,
+                                                  keys: root.keys) { keyID throws(RegistryError) in
+                        guard FileManager.default.fileExists(atPath: keys.signingKeyURL(app: app, role: .targets, keyID: keyID).path) else { return nil }
+                        return try keys.signingKey(app: app, role: .targets, keyID: keyID)
+                    }
+                    bytes = try SignedTargets(signing: tb, with: signers).bytes
                 case .snapshot:
+                    let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
                     var meta = ["targets.json": MetaFile(version: current.version, bytes: current.bytes)]
                     for (name, file) in delegatedMeta { meta["\(name).json"] = MetaFile(version: file.version, bytes: file.bytes) }
                     let body = SnapshotBody(common: CommonFields(version: version, expires: expires), meta: meta)
                     bytes = try SignedSnapshot(signing: body, with: signingKeys).bytes
                 case .timestamp:
+                    let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
                     let body = TimestampBody(common: CommonFields(version: version, expires: expires),
                                              snapshot: MetaFile(version: current.version, bytes: current.bytes))
                     bytes = try SignedTimestamp(signing: body, with: signingKeys).bytes
@@ -121,7 +136,49 @@ extension Registry {
                            [.text(app.rawValue), .text(file.role.rawValue), .int(file.version), .blob(file.bytes), .text(TUFTime.format(file.expires))]
                        })
         }
+        if stored.pending, !superseding.isEmpty { try supersedePending(app: app, roles: superseding) }
         return Dictionary(uniqueKeysWithValues: signed.map { ($0.role, $0.version) })
+    }
+
+    /// Who signs a role's next metadata (`signed`), which `threshold` of `keyIDs` must sign:
+    /// the keys given for this change (`SigningContext`), the key store's (`stored`, nil when
+    /// this machine does not hold that key), and, when a pending change is being applied, the
+    /// signatures its key holders gave, which are over exactly the metadata the change made
+    /// when it was proposed. Fewer than `threshold`: `signaturesNeeded`, with the signatures
+    /// the keys here made, so the change can wait for the rest (`Registry.proposing`).
+    func roleSigners(role: String, signed: JSON, keyIDs: [String], threshold: Int, keys: [String: TUFKey],
+                     stored: (String) throws(RegistryError) -> SigningKey?) throws(RegistryError) -> [any TUFSigner] {
+        let context = SigningContext.current
+        let listed = Set(keyIDs)
+        for key in context?.keys ?? [] where !listed.contains(key.tufKey.keyID) {
+            throw .keys("keyid \(key.tufKey.keyID.prefix(12))… is not a key of the \(role) role, which this change signs (its keys: \(keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
+        }
+        let message = signed.canonicalBytes
+        var signers: [String: any TUFSigner] = [:]
+        if let approval = context?.approval, approval.request.role == role {
+            guard approval.request.message == message else {
+                throw .conflict("the \(role) metadata changed since change \(approval.id) was proposed (another change landed first): nothing was changed; propose it again")
+            }
+            for signature in approval.signatures where listed.contains(signature.keyID) {
+                guard let key = keys[signature.keyID] else { continue }
+                signers[signature.keyID] = Presigned(tufKey: key, message: message, value: signature.signature)
+            }
+        }
+        for key in context?.keys ?? [] where signers[key.tufKey.keyID] == nil { signers[key.tufKey.keyID] = key }
+        for keyID in keyIDs.sorted() where signers[keyID] == nil {
+            if let key = try stored(keyID) { signers[keyID] = key }
+        }
+        guard signers.count >= threshold else {
+            var made: [TUFSignature] = []
+            do {
+                for (keyID, signer) in signers.sorted(by: { $0.key < $1.key }) {
+                    made.append(TUFSignature(keyID: keyID, signature: try signer.signature(for: message)))
+                }
+            } catch { throw .crypto(error) }
+            throw .signaturesNeeded(SignatureRequest(role: role, signed: signed, message: message, keys: keys.filter { listed.contains($0.key) },
+                                                      threshold: threshold, signatures: made))
+        }
+        return signers.keys.sorted().map { signers[$0]! }
     }
 
     /// The root that signs (`signingRoot`) and the newest stored version of each role but
@@ -130,7 +187,8 @@ extension Registry {
     /// listed key, which cost more than the rest of a publish's signing).
     /// `delegated`: whether the app has delegated roles (read in the same statement, so an
     /// app without them pays nothing for the feature).
-    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64], delegated: Bool) {
+    /// `pending`: whether changes wait for signatures (whose metadata what is signed now supersedes).
+    func signingState(app: AppName) throws(RegistryError) -> (root: RootBody, versions: [Role: Int64], delegated: Bool, pending: Bool) {
         guard db.inTransaction else { throw .internalError("the signing root of \(app) was read outside a write transaction") }
         let name = SQLValue.text(app.rawValue)
         let row = try read { () throws(StorageError) in
@@ -139,12 +197,15 @@ extension Registry {
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'targets'),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'snapshot'),
                        (SELECT MAX(version) FROM metadata WHERE app = ? AND role = 'timestamp'),
-                       (SELECT COUNT(*) FROM delegations WHERE app = ?)
-                """, [name, name, name, name, name]) { ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4)) }.first
+                       (SELECT COUNT(*) FROM delegations WHERE app = ?),
+                       (SELECT COUNT(*) FROM pending_changes WHERE app = ? AND state = 'pending')
+                """, [name, name, name, name, name, name]) {
+                    ($0.values[0] == .null ? nil : $0.blob(0), $0.int(1), $0.int(2), $0.int(3), $0.int(4), $0.int(5))
+                }.first
         }
         guard let row, let bytes = row.0 else { throw .notFound("app \"\(app)\" has no root metadata") }
         let root = try parsedRoot(app: app, bytes: bytes)
         CrashPoint.hit("signing-root.read")
-        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3], row.4 > 0)
+        return (root, [.targets: row.1, .snapshot: row.2, .timestamp: row.3], row.4 > 0, row.5 > 0)
     }
 }

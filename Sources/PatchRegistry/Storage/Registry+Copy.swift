@@ -25,7 +25,7 @@ extension Registry {
         ("report_senders", "app, device"), ("report_budget", "app, kind, scope, hour"),
         ("report_blocks", "app, app_version, channel, patch, event, block"), ("registry_secrets", "name"),
         ("push_device_owners", "app, token"), ("push_device_counts", "app"), ("patch_rollbacks", "app, app_version, number"),
-        ("delegations", "app, name"), ("delegated_metadata", "app, role, version"),
+        ("delegations", "app, name"), ("delegated_metadata", "app, role, version"), ("pending_changes", "app, id"),
     ]
 
     public struct CopyReport: Sendable {

@@ -8,6 +8,9 @@ public struct HTTPError: Error, Equatable {
     public let code: String
     public let message: String
     public var headers: [(String, String)] = []
+    /// The whole body instead of the error object: a change stored as pending is answered
+    /// 202 with it (`{"pending": …}`), through the same path as a refusal, since nothing changed.
+    public var body: JSON?
 
     public init(_ status: Int, _ code: String, _ message: String, headers: [(String, String)] = []) {
         self.status = status
@@ -22,7 +25,7 @@ public struct HTTPError: Error, Equatable {
 
     /// Errors are never cached: a CDN holding a 404 for `N+1.root.json` would hide a key rotation.
     public var response: HTTPResponse {
-        .json(["error": ["code": .string(code), "message": .string(message)]], status: status,
+        .json(body ?? ["error": ["code": .string(code), "message": .string(message)]], status: status,
               headers: [("Cache-Control", "no-store")] + headers)
     }
 
@@ -64,6 +67,11 @@ extension RegistryError {
         case .invalidInput(let m): return .badRequest(m)
         case .notFound(let m): return .notFound(m)
         case .conflict(let m): return HTTPError(409, "conflict", m)
+        case .pending(let change):
+            var answer = HTTPError(202, "pending", description)
+            answer.body = ["pending": change.json, "message": .string(description)]
+            return answer
+        case .signaturesNeeded: return HTTPError(409, "signatures_needed", description)
         case .storage(let e) where e.isBusy: return HTTPError(503, "busy", "the registry is busy; retry", headers: [("Retry-After", "1")])
         case .storage(let e) where e.kind == .unavailable:
             return HTTPError(503, "unavailable", "the registry's database is unreachable; nothing was changed, retry", headers: [("Retry-After", "1")])

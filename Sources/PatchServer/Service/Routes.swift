@@ -35,6 +35,11 @@ extension PatchService {
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
         r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
         r.add(.revokeToken, metric: .tokens) { s, q, p throws(HTTPError) in try s.revokeToken(q, p) }
+        // The two-person rule (PatchService+Pending.swift).
+        r.add(.listPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingList(q, p) }
+        r.add(.getPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingOne(q, p) }
+        r.add(.approvePending, metric: .publish, body: PatchService.approvalBodyLimit) { s, q, p throws(HTTPError) in try s.approvePending(q, p) }
+        r.add(.rejectPending, metric: .publish) { s, q, p throws(HTTPError) in try s.rejectPending(q, p) }
         r.add(.setSchedule, metric: .rollout,
               body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }

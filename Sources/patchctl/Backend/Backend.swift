@@ -78,6 +78,17 @@ protocol Backend {
     func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON
     /// `revokeToken`: the token and every token issued from it; `TokenRecord.revokedJSON`.
     func revokeToken(id: String) throws(CLIError) -> JSON
+
+    // The two-person rule. A change above that needs signatures this side cannot make throws
+    // `CLIError.pending`, after signing with the command's `--key-file` keys (over a server:
+    // here, sending only the signatures).
+    /// `listPending`: `PendingChange.json` of the app's changes waiting for signatures.
+    func pending(app: AppName, all: Bool) throws(CLIError) -> [JSON]
+    /// `approvePending` with signatures by the command's `--key-file` keys: the change, and
+    /// `"result"` (what its operation answers) when this approval made it land.
+    func approve(app: AppName, id: Int64) throws(CLIError) -> JSON
+    /// `rejectPending`.
+    func reject(app: AppName, id: Int64, reason: String?) throws(CLIError) -> JSON
 }
 
 /// `publishPatch`'s parameters.
@@ -92,17 +103,16 @@ struct PublishRequest {
     var allowSame: Bool
     var expect: Int?
     var dryRun: Bool
-    /// `--key-file`: a delegated channel's role key; local publishes only.
-    var delegatedKeys: [SigningKey] = []
 }
 
 enum Backends {
     /// The backend a command acts on: a server when `--server`, `$HOTPATCH_SERVER` or
     /// hotpatch.json's `server` names one (`Remote.from`), else the local registry.
     static func open(_ arguments: Arguments) throws(CLIError) -> any Backend {
-        if let remote = try Remote.from(arguments) { return RemoteBackend(remote: remote) }
+        let keys = try SigningKeys.read(arguments)
+        if let remote = try Remote.from(arguments) { return RemoteBackend(remote: remote, keys: keys) }
         let context = try Context(arguments: arguments)
-        return LocalBackend(registry: try context.openRegistry(), actor: context.actor, place: context.place)
+        return LocalBackend(registry: try context.openRegistry(), actor: context.actor, place: context.place, keys: keys)
     }
 }
 

@@ -3,25 +3,29 @@ import HotpatchCLI
 import PatchCore
 import PatchPush
 import PatchRegistry
+import PatchSigning
 
 /// The operations on the registry in this process: the same Registry calls and the same
 /// JSON (`.json` of the registry's models) as patchd's routes make and answer.
 struct LocalBackend: Backend {
     private let local: Registry
     private let who: Actor
+    /// `--key-file`: keys every change of this command may sign with, as well as the key store's.
+    private let keys: [SigningKey]
     let place: String
     var registry: Registry? { local }
     var actor: Actor? { who }
 
-    init(registry: Registry, actor: Actor, place: String) {
+    init(registry: Registry, actor: Actor, place: String, keys: [SigningKey] = []) {
         local = registry
         who = actor
         self.place = place
+        self.keys = keys
     }
 
-    /// Runs one registry call, its error as the command's.
+    /// Runs one registry call, its error as the command's; the command's keys sign what it changes.
     private func run<T>(_ body: () throws(RegistryError) -> T) throws(CLIError) -> T {
-        do { return try body() } catch { throw error.cliError }
+        do { return try Registry.signing(with: keys, body) } catch { throw error.cliError }
     }
 
     func requireApp(_ app: AppName) throws(CLIError) { _ = try run { () throws(RegistryError) in try local.app(app) } }
@@ -70,8 +74,7 @@ struct LocalBackend: Backend {
     func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
         try run { () throws(RegistryError) in
             try local.publish(app: r.app, appVersion: r.version, bundle: r.bundle, channel: r.channel, rollout: r.rollout, message: r.message,
-                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun,
-                              delegatedKeys: r.delegatedKeys, actor: who)
+                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun, actor: who)
                 .json.markedDryRun(r.dryRun)
         }
     }
@@ -157,5 +160,20 @@ struct LocalBackend: Backend {
 
     func revokeToken(id: String) throws(CLIError) -> JSON {
         try run { () throws(RegistryError) in try local.revokeToken(id: id, actor: who).revokedJSON }
+    }
+
+    func pending(app: AppName, all: Bool) throws(CLIError) -> [JSON] {
+        try run { () throws(RegistryError) in
+            try local.pendingChanges(app: app, states: all ? [.pending, .approved, .rejected, .superseded] : [.pending]).map(\.json)
+        }
+    }
+
+    func approve(app: AppName, id: Int64) throws(CLIError) -> JSON {
+        guard !keys.isEmpty else { throw .usage("approving needs --key-file with one of the keys the change waits for") }
+        return try run { () throws(RegistryError) in try local.approve(app: app, id: id, keys: keys, actor: who).json }
+    }
+
+    func reject(app: AppName, id: Int64, reason: String?) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in try local.reject(app: app, id: id, reason: reason, actor: who).json }
     }
 }

@@ -3,11 +3,15 @@ import HotpatchCLI
 import PatchClient
 import PatchCore
 import PatchRegistry
+import PatchSigning
 
 /// The operations over a patchd's HTTP API: each method one operation of the table, its
 /// parameters as the route takes them; the answers are already the JSON the commands print.
 struct RemoteBackend: Backend {
     let remote: Remote
+    /// `--key-file`: keys that sign, here, a change the server stores as pending (only the
+    /// signatures are sent).
+    var keys: [SigningKey] = []
     var actor: Actor? { nil }
     var registry: Registry? { nil }
     var place: String { remote.base.absoluteString }
@@ -114,13 +118,12 @@ struct RemoteBackend: Backend {
     }
 
     func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
-        guard r.delegatedKeys.isEmpty else { throw .usage("--key-file signs on this machine: it goes with a local registry, not --server") }
         var query = ["appVersion": r.version.rawValue, "rollout": String(r.rollout), "channel": r.channel.rawValue]
         if r.allowSame { query["allowSame"] = "true" }
         if r.dryRun { query["dryRun"] = "true" }
         if let message = r.message { query["message"] = message }
         let headers = r.conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
-        return try remote.json(.publishPatch, ["app": r.app.rawValue], query: ExpectPatch.query(query, r.expect), headers: headers, body: r.bundle)
+        return try change(.publishPatch, ["app": r.app.rawValue], query: ExpectPatch.query(query, r.expect), headers: headers, body: r.bundle)
     }
 
     func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
@@ -130,11 +133,11 @@ struct RemoteBackend: Backend {
         var query = message.map { ["message": $0] } ?? [:]
         if dryRun { query["dryRun"] = "true" }
         if let channel { query["channel"] = channel.rawValue }
-        return try array(remote.json(patch == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expect)), "revoke answer")
+        return try array(change(patch == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expect)), "revoke answer")
     }
 
     func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
-        try remote.json(.setRollout, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)],
+        try change(.setRollout, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)],
                         query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expect),
                         body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
     }
@@ -144,7 +147,7 @@ struct RemoteBackend: Backend {
         var query = ["to": String(to), "channel": channel.rawValue]
         if let message { query["message"] = message }
         if dryRun { query["dryRun"] = "true" }
-        return try remote.json(.rollBackTo, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
+        return try change(.rollBackTo, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
     }
 
     func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
@@ -153,7 +156,7 @@ struct RemoteBackend: Backend {
         if dryRun { query["dryRun"] = "true" }
         if let patch { query["patch"] = String(patch) }
         if let message { query["message"] = message }
-        return try remote.json(.promotePatch, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
+        return try change(.promotePatch, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
     }
 
     func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
@@ -205,6 +208,57 @@ struct RemoteBackend: Backend {
     }
 
     func revokeToken(id: String) throws(CLIError) -> JSON { try remote.json(.revokeToken, ["id": id]) }
+
+    func pending(app: AppName, all: Bool) throws(CLIError) -> [JSON] {
+        try array(remote.json(.listPending, ["app": app.rawValue], query: all ? ["all": "true"] : [:]), "pending listing")
+    }
+
+    func approve(app: AppName, id: Int64) throws(CLIError) -> JSON {
+        guard !keys.isEmpty else { throw .usage("approving needs --key-file with one of the keys the change waits for") }
+        let pending = try remote.json(.getPending, ["app": app.rawValue, "id": String(id)])
+        return try sign(pending, required: true)
+    }
+
+    func reject(app: AppName, id: Int64, reason: String?) throws(CLIError) -> JSON {
+        try remote.json(.rejectPending, ["app": app.rawValue, "id": String(id)], query: reason.map { ["reason": $0] } ?? [:])
+    }
+
+    /// One change: its answer, or for a 202 (stored as pending: the server lacks keys it
+    /// needs) the pending change signed here with `keys` and approved.
+    private func change(_ operation: APIOperation, _ values: [String: String], query: [String: String] = [:], headers: [String: String] = [:],
+                        body: [UInt8]? = nil) throws(CLIError) -> JSON {
+        let response = try remote.send(operation, values, query: query, headers: headers, body: body)
+        let bytes = try remote.answer(response)
+        guard let parsed = try? JSONParser.parse(bytes) else { throw .failed("server sent a body that is not JSON") }
+        guard response.status == 202, let pending = parsed["pending"] else { return parsed }
+        let approval = try sign(pending, required: false)
+        if let result = approval["result"] { return result }
+        throw .pending(PendingText.line(approval), json: approval)
+    }
+
+    /// Signs a pending change's metadata (its `signed`, as canonical JSON: what a device
+    /// verifies) with those of `keys` the change waits for, and sends the signatures: the
+    /// server's answer (the change, and its operation's `result` when it landed). With no
+    /// usable key, `CLIError.pending`; `required` (an explicit approve): an error instead.
+    private func sign(_ pending: JSON, required: Bool) throws(CLIError) -> JSON {
+        guard let app = pending["app"]?.stringValue, let id = pending["id"]?.intValue, let signed = pending["signed"],
+              let listed = pending["keyids"]?.arrayValue?.compactMap(\.stringValue) else {
+            throw .failed("the server's pending change is not the shape patchctl signs")
+        }
+        guard signed["_type"]?.stringValue == "targets" else { throw .failed("the server asked to sign \(signed["_type"]?.stringValue ?? "something") metadata, not targets: refused") }
+        let done = Set(pending["signedBy"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        let usable = keys.filter { listed.contains($0.tufKey.keyID) && !done.contains($0.tufKey.keyID) }
+        guard !usable.isEmpty else {
+            if required { throw .failed("none of the --key-file keys is a key change \(id) still needs (keyids \(listed.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))") }
+            throw .pending(PendingText.line(pending), json: pending)
+        }
+        let message = signed.canonicalBytes
+        var signatures: [JSON] = []
+        do {
+            for key in usable { signatures.append(TUFSignature(keyID: key.tufKey.keyID, signature: try key.signature(for: message)).json) }
+        } catch { throw .failed("cannot sign change \(id): \(error)") }
+        return try remote.json(.approvePending, ["app": app, "id": String(id)], body: JSON.object(["signatures": .array(signatures)]).canonicalBytes)
+    }
 
     private func array(_ json: JSON, _ what: String) throws(CLIError) -> [JSON] {
         guard let array = json.arrayValue else { throw .failed("the server's \(what) is not a JSON array") }

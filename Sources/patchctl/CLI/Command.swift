@@ -15,6 +15,7 @@ enum PatchCtl {
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, KeysDelegateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
         PromoteCommand.self, DbCopyCommand.self, AppsAPNsCommand.self, NotifyCommand.self,
+        PendingCommand.self, ApproveCommand.self, RejectCommand.self, KeysGenerateCommand.self, KeysSetCommand.self,
     ]
 
     static var overview: String {
@@ -26,7 +27,7 @@ enum PatchCtl {
         text += "\nRun `patchctl COMMAND --help` or `patchctl help COMMAND` for a command's options; `patchctl --version` for the release.\n"
         text += "With --json, stdout is one JSON value: an object, or an array for listings (apps list, tokens list, list, revoke);\n"
         text += "a command that fails before it has a result prints {\"error\":{\"code\":…,\"message\":…,\"exit\":N}} instead.\n"
-        text += "Exit codes: 0 ok, 1 verification failed, 2 refused or could not run, 64 usage error.\n"
+        text += "Exit codes: 0 ok, 1 verification failed, 2 refused or could not run, 3 pending (waits for another key holder's `patchctl approve`), 64 usage error.\n"
         return text
     }
 
@@ -59,6 +60,11 @@ enum PatchCtl {
             try command.run(arguments)
             return 0
         } catch {
+            // Not a failure: what was stored and who must act, on stdout.
+            if case .pending(let message, let pending) = error {
+                if json, !Output.printedJSON.get() { Output.json(["pending": pending]) } else if !json { Output.line(message) }
+                return error.exitCode
+            }
             // One line: the reason, and for usage errors where to read more.
             if case .usage = error {
                 Output.error("\(error.message) (see `patchctl \(command.spec.name) --help`)")
@@ -109,6 +115,7 @@ extension CLIError {
         case .usage: code = "usage"
         case .verificationFailed: code = "verification_failed"
         case .failed: code = "failed"
+        case .pending: code = "pending"
         }
         return ["error": ["code": .string(code), "message": .string(message), "exit": .int(Int64(exitCode))]]
     }

@@ -111,7 +111,10 @@ enum ChannelDefault {
 }
 
 extension RegistryError {
-    var cliError: CLIError { .failed(description) }
+    var cliError: CLIError {
+        if case .pending(let change) = self { return .pending(PendingText.line(change.json), json: change.json) }
+        return .failed(description)
+    }
 }
 
 /// Output helpers: one place decides how text and JSON are written.

@@ -112,7 +112,11 @@ struct Remote {
     /// answer becomes the server's own error message.
     func bytes(_ operation: APIOperation, _ values: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:],
                body: [UInt8]? = nil) throws(CLIError) -> [UInt8] {
-        let response = try send(operation, values, query: query, headers: headers, body: body)
+        try answer(try send(operation, values, query: query, headers: headers, body: body))
+    }
+
+    /// The body of a 2xx answer; any other answer becomes the server's own error message.
+    func answer(_ response: Response) throws(CLIError) -> [UInt8] {
         guard (200..<300).contains(response.status) else {
             let message = (try? JSONParser.parse(response.body))?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
             throw .failed("server refused (\(response.status)): \(message)")

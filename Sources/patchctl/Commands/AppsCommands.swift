@@ -11,9 +11,16 @@ struct AppsCreateCommand: Command {
                                             .flag("--jspatch-rsa", "also serve JSPatch Loader packages: keeps an RSA key in KEYS/NAME/jspatch-rsa.pem (not with --encrypt)"),
                                             JSPatchKeyArgument.importOption,
                                             RootKeyArgument.option,
+                                            .value("--targets-key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each: production then needs --targets-threshold of them (`keys set`)"),
+                                            .value("--targets-threshold", "N", "with --targets-key: how many of those keys must sign each production change (default 2 with two or more keys)"),
+                                            SigningKeys.option,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
+        let releaseKeys = try KeysSetCommand.publicKeys(arguments.all("--targets-key"))
+        if releaseKeys.isEmpty, arguments.value("--targets-threshold") != nil { throw .usage("--targets-threshold needs --targets-key (one per release engineer)") }
+        let threshold = try arguments.int("--targets-threshold", in: 1...64) ?? min(2, releaseKeys.count)
+        let signingKeys = try SigningKeys.read(arguments)
         let name: AppName
         do { name = try AppName(arguments.positionals[0]) } catch { throw .usage(error.message) }
         let encrypted = arguments.flag("--encrypt")
@@ -29,6 +36,21 @@ struct AppsCreateCommand: Command {
         }
         let registry = try context.openRegistry(create: true)
         do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }
+        // The release keys replace the targets key just made once a threshold of their holders
+        // has signed (pending until then; with enough --key-file keys, at once).
+        var releaseRule: CLIError?
+        if !releaseKeys.isEmpty {
+            do {
+                try Registry.signing(with: signingKeys) { () throws(RegistryError) in
+                    _ = try registry.setTargetsKeys(app: name, keys: releaseKeys, threshold: threshold, actor: context.actor)
+                }
+            } catch { releaseRule = error.cliError }
+        }
+        var pendingRule: (line: String, json: JSON)?
+        if let releaseRule {
+            guard case .pending(let line, let json) = releaseRule else { throw releaseRule }
+            pendingRule = (line, json)
+        }
         let rootPath = context.keysDirectory.appendingPathComponent(name.rawValue).path
         var jspatchInfo: JSPatchKeyInfo?
         if jspatch { do { jspatchInfo = try registry.jspatchKey(app: name) } catch { throw error.cliError } }
@@ -36,6 +58,7 @@ struct AppsCreateCommand: Command {
             var out: [String: JSON] = ["app": .string(name.rawValue), "encrypted": .bool(encrypted), "keys": .string(rootPath)]
             if let jspatchInfo { out["jspatchRSA"] = ["bits": .int(Int64(jspatchInfo.bits)), "publicKeySha256": .string(jspatchInfo.publicKeySHA256)] }
             if let rootKey { out["rootKey"] = ["keyid": .string(rootKey.tufKey.keyID), "scheme": .string(rootKey.tufKey.scheme)] }
+            if let pendingRule { out["pending"] = pendingRule.json }
             Output.json(.object(out))
             return
         }
@@ -45,6 +68,9 @@ struct AppsCreateCommand: Command {
         if encrypted { Output.line("content key:  \(registry.keys.contentKeyURL(app: name).path) (ship it inside the app)") }
         Output.line("trusted root: patchctl apps root \(name) > \(name).root.json  (embed in the app)")
         if let jspatchInfo { JSPatchKeyArgument.report(jspatchInfo, keyFile: registry.keys.jspatchKeyURL(app: name), json: false) }
+        if let pendingRule { Output.line(pendingRule.line) } else if !releaseKeys.isEmpty {
+            Output.line("production needs \(threshold) of \(releaseKeys.count) release keys (the targets key made here was removed)")
+        }
     }
 }
 

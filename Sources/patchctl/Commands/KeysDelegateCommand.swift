@@ -11,14 +11,14 @@ struct KeysDelegateCommand: Command {
                                             .value("--name", "ROLE", "the role's name, 1-32 characters of a-z, 0-9 and - (e.g. qa)").required,
                                             .value("--key", "FILE", "the role's public key, a TUF key object {\"keytype\",\"scheme\",\"keyval\"} (default: a new Ed25519 key the registry keeps in KEYS/APP/delegated.ROLE.KEYID.pem)"),
                                             .value("--threshold", "N", "how many of the role's keys must sign (default 1)"),
-                                            DelegatedKeyArgument.option,
+                                            SigningKeys.option,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         guard let channel = try arguments.channel("--channel") else { throw .usage("--channel is required") }
         let role = try arguments.required("--name")
         let threshold = try arguments.int("--threshold", in: 1...1_000) ?? 1
-        var given = try DelegatedKeyArgument.keys(arguments)
+        var given = try SigningKeys.read(arguments)
         let context = try Context(arguments: arguments)
         let registry = try context.openRegistry()
         let name = try LocalBackend(registry: registry, actor: context.actor, place: context.place).app(arguments)
@@ -53,17 +53,5 @@ struct KeysDelegateCommand: Command {
         Output.line("keyids: \(record.keys.keys.sorted().joined(separator: ", "))")
         if let generated { Output.line("the role's key: \(generated.path) (private, mode 0600)") }
         Output.line("a publish to \(channel) is signed with the role's key (--key-file, or the registry's copy); the top-level targets key is not needed for it")
-    }
-}
-
-/// `--key-file PEM`: a delegated role's private key, given for one command instead of kept
-/// in the key store.
-enum DelegatedKeyArgument {
-    static let option = Option.value("--key-file", "PEM", "sign a delegated channel's targets with this Ed25519 or ECDSA P-256 private key (PKCS#8 PEM) instead of the copy the registry keeps")
-
-    static func keys(_ arguments: Arguments) throws(CLIError) -> [SigningKey] {
-        guard let path = arguments.value("--key-file") else { return [] }
-        let pem = try Output.readFile(path, what: "the role's private key", limit: 64 << 10)
-        do { return [try SigningKey(pem: pem)] } catch { throw .failed("\(path.pathSanitized): \(error)") }
     }
 }

@@ -17,7 +17,7 @@ struct PublishCommand: Command {
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, DelegatedKeyArgument.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -29,15 +29,13 @@ struct PublishCommand: Command {
         let dryRun = arguments.flag("--dry-run")
         let expected = try ExpectPatch.value(arguments)
         let conditions = try DeliveryOptions.conditions(arguments)
-        let delegatedKeys = try DelegatedKeyArgument.keys(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         var patch = try backend.publish(PublishRequest(app: name, version: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun,
-                                                       delegatedKeys: delegatedKeys))
+                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun))
         var schedule: JSON?
         if let staged, dryRun {
             // What would be scheduled, checked by the registry's own rules; nothing is stored.
@@ -86,7 +84,7 @@ struct RevokeCommand: Command {
                                             .value("--channel", "NAME", "the channel whose patches are revoked (default: hotpatch.json's, else production); with --patch, checked against the patch's"),
                                             .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
                                             .flag("--dry-run", "say what would be revoked and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -130,7 +128,7 @@ struct RolloutCommand: Command {
                                             // --rollout, as publish names it; --percent is the older spelling.
                                             .value("--rollout", "PCT", "new rollout percentage, 0-100 (25 or 25%)").required.alias("--percent"),
                                             .flag("--dry-run", "say what would change and change nothing"),
-                                            .flag("--json", "print JSON"), ExpectPatch.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()

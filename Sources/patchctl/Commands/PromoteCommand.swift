@@ -15,7 +15,7 @@ struct PromoteCommand: Command {
                                             .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
                                             .flag("--dry-run", "say what would be promoted and change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()

@@ -16,7 +16,7 @@ struct RollbackCommand: Command {
                                             .value("--to", "N", "publish patch N's bytes again as the channel's next patch (signed rolledBackTo; N may be revoked) instead of revoking"),
                                             .value("--message", "TEXT", "with --to: release notes of the new patch (default: patch N's)"),
                                             .flag("--dry-run", "say what would be revoked and what devices would get then; change nothing"),
-                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option] + Context.globalOptions + Remote.options)
+                                            .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
