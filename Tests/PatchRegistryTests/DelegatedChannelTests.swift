@@ -49,8 +49,9 @@ struct DelegatedChannelTests {
         let (t, app, qa) = try delegated()
         try removeTargetsKey(t)
         let targetsBefore = try t.registry.latestMetadata(app: app, role: .targets).version
-        let published = try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging,
-                                               delegatedKeys: [qa], actor: t.actor)
+        let published = try Registry.signing(with: [qa]) { () throws(RegistryError) in
+            try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, actor: t.actor)
+        }
         #expect(published.targetsVersion == targetsBefore, "top-level targets is not re-signed")
         let report = try await t.verify(app)
         #expect(report.ok)
@@ -83,7 +84,9 @@ struct DelegatedChannelTests {
     @Test("attack: a production target signed by the staging role is refused by the device and by verify")
     func stagingKeyCannotSignProduction() async throws {
         let (t, app, qa) = try delegated()
-        try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, delegatedKeys: [qa], actor: t.actor)
+        try Registry.signing(with: [qa]) { () throws(RegistryError) in
+            _ = try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, actor: t.actor)
+        }
         // The attacker holds the staging key (and the online snapshot/timestamp keys): the qa
         // role now also lists a production path, pointing at the staging bundle.
         let current = try #require(try t.registry.latestDelegatedMetadata(app: app)["qa"])
