@@ -33,7 +33,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
         case .internalError(let m): return "internal error: \(m)"
         case .signaturesNeeded(let request): return "\(request.description); nothing was changed"
         case .pending(let change):
-            return "pending: change \(change.id) of \(change.app) (\(change.change.summary)) needs \(change.missing) more signature\(change.missing == 1 ? "" : "s") of the \(change.request.role) keys; nothing is served until `patchctl approve --app \(change.app) \(change.id)` by a holder of one"
+            return "pending: change \(change.id) of \(change.app) (\(change.change.summary)) needs \(change.missing) more signature\(change.missing == 1 ? "" : "s") of the \(change.request.role) keys; nothing is served until a holder of one runs `patchctl approve --app \(change.app) \(change.id) --key-file KEY.pem`"
         }
     }
 

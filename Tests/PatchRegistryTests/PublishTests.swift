@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+import PatchSigning
 @testable import PatchRegistry
 
 @Suite("Publishing")
@@ -79,17 +80,30 @@ struct PublishTests {
         #expect(try t.snapshot() == before)
     }
 
-    @Test("a missing targets key refuses the publish before anything is written")
+    @Test("a missing targets key leaves the publish pending: nothing served changes until the key's holder signs it")
     func missingKey() throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
         let keyDir = t.root.appendingPathComponent("keys/demo")
+        var targetsKey: SigningKey?
         for file in try FileManager.default.contentsOfDirectory(atPath: keyDir.path) where file.hasPrefix("targets.") {
-            try FileManager.default.removeItem(at: keyDir.appendingPathComponent(file))
+            let url = keyDir.appendingPathComponent(file)
+            targetsKey = try SigningKey(pem: Array(try Data(contentsOf: url)))
+            try FileManager.default.removeItem(at: url)
         }
         let before = try t.snapshot()
-        #expect { try t.publish(app, "2.3", "x()") } throws: { "\($0)".contains("targets key") }
-        #expect(try t.snapshot() == before)
+        var waiting: PendingChange?
+        #expect { try t.publish(app, "2.3", "x()") } throws: { error in
+            guard case RegistryError.pending(let change) = error else { return false }
+            waiting = change
+            return "\(error)".contains("targets keys") && "\(error)".contains("patchctl approve")
+        }
+        // Only the proposal's audit event is new: no patch, no metadata.
+        #expect(try t.snapshot().count == before.count + 1)
+        #expect(try t.registry.patches(app: app, appVersion: nil, activeOnly: false).isEmpty)
+        let change = try #require(waiting)
+        try t.registry.approve(app: app, id: change.id, keys: [try #require(targetsKey)], actor: t.actor)
+        #expect(try t.registry.patches(app: app, appVersion: nil, activeOnly: false).map(\.number) == [1])
     }
 
     @Test("key files readable by group or others are refused")

@@ -126,7 +126,7 @@ public struct SignatureRequest: Sendable, Equatable {
     public let signatures: [TUFSignature]
 
     public var description: String {
-        "the \(role) metadata needs \(threshold) signatures of its keys and \(signatures.count) could be made here"
+        "the \(role) metadata needs \(threshold) signature\(threshold == 1 ? "" : "s") by the \(role) keys and \(signatures.count) could be made here (the other \(role) keys are not on this machine)"
     }
 }
 
