@@ -48,6 +48,13 @@ extension APIOperation {
                                               commands: ["tokens create"])
     public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
                                               commands: ["tokens revoke"])
+    // Delegated keys per channel (`keys delegate`, issue 24): the server signs the role's
+    // metadata with a key it holds (one it makes when the body names no key) and top-level
+    // targets with the targets key, which must be on the server.
+    public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher,
+                                                  audits: ["keys.delegate"], commands: ["keys delegate"])
+    public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher,
+                                                    audits: ["keys.undelegate"], commands: ["keys undelegate"])
 
     // MARK: Reading (auditor tokens)
     public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
@@ -80,7 +87,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
-        listTokens, createToken, revokeToken, whoami,
+        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

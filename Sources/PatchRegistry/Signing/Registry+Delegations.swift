@@ -30,7 +30,7 @@ public struct DelegationRecord: Sendable, Equatable {
 
 extension Registry {
     /// Role names a delegation may take: short, URL- and file-name-safe, and not a top-level role's.
-    static func checkDelegatedRoleName(_ name: String) throws(RegistryError) {
+    public static func checkDelegatedRoleName(_ name: String) throws(RegistryError) {
         let allowed = name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
         guard (1...32).contains(name.utf8.count), allowed, name.first != "-" else {
             throw .invalidInput("a delegated role name is 1-32 characters of a-z, 0-9 and -, got \(name.debugSanitized)")
@@ -38,34 +38,42 @@ extension Registry {
         guard Role(rawValue: name) == nil else { throw .invalidInput("\(name) is a top-level role's name") }
     }
 
-    /// The app's delegated roles, by name.
+    /// The app's delegated roles in force, by name.
     public func delegations(app: AppName) throws(RegistryError) -> [DelegationRecord] {
+        try delegationRows(app: app).filter { !$0.removed }.map(\.record)
+    }
+
+    /// Every delegation row of the app, a retired one (`keys undelegate`) too.
+    func delegationRows(app: AppName) throws(RegistryError) -> [(record: DelegationRecord, removed: Bool)] {
         let rows = try read { () throws(StorageError) in
-            try db.query("SELECT name, channel, keys_json, threshold FROM delegations WHERE app = ? ORDER BY name", [.text(app.rawValue)]) {
-                ($0.text(0), $0.text(1), $0.text(2), $0.int(3))
+            try db.query("SELECT name, channel, keys_json, threshold, removed_at FROM delegations WHERE app = ? ORDER BY name", [.text(app.rawValue)]) {
+                ($0.text(0), $0.text(1), $0.text(2), $0.int(3), $0.values[4] != .null)
             }
         }
-        var records: [DelegationRecord] = []
-        for (name, channel, keysJSON, threshold) in rows {
+        var records: [(record: DelegationRecord, removed: Bool)] = []
+        for (name, channel, keysJSON, threshold, removed) in rows {
             do {
                 guard let object = try JSONParser.parse(keysJSON).objectValue else { throw RegistryError.internalError("keys_json is not an object") }
                 var keys: [String: TUFKey] = [:]
                 for (keyID, json) in object { keys[keyID] = try TUFKey(json: json, role: name) }
-                records.append(DelegationRecord(name: name, channel: try ChannelName(channel), keys: keys, threshold: Int(threshold)))
+                records.append((DelegationRecord(name: name, channel: try ChannelName(channel), keys: keys, threshold: Int(threshold)), removed))
             } catch { throw .internalError("stored delegation \(name) of \(app) does not parse: \(error)") }
         }
         return records
     }
 
-    /// The newest signed version of each delegated role of the app.
-    public func latestDelegatedMetadata(app: AppName) throws(RegistryError) -> [String: (version: Int64, bytes: [UInt8])] {
+    /// The newest signed version of each delegated role of the app, and whether the role is
+    /// in force. A retired role's last version stays listed by snapshot (and servable), but
+    /// its targets are no longer the channel's: top-level targets lists those again.
+    public func latestDelegatedMetadata(app: AppName) throws(RegistryError) -> [String: (version: Int64, bytes: [UInt8], active: Bool)] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
-                SELECT d.role, d.version, d.bytes FROM delegated_metadata d
+                SELECT d.role, d.version, d.bytes, r.removed_at FROM delegated_metadata d
+                JOIN delegations r ON r.app = d.app AND r.name = d.role
                 WHERE d.app = ? AND d.version = (SELECT MAX(version) FROM delegated_metadata WHERE app = d.app AND role = d.role)
-                """, [.text(app.rawValue)]) { ($0.text(0), $0.int(1), $0.blob(2)) }
+                """, [.text(app.rawValue)]) { ($0.text(0), $0.int(1), $0.blob(2), $0.values[3] == .null) }
         }
-        return Dictionary(uniqueKeysWithValues: rows.map { ($0.0, (version: $0.1, bytes: $0.2)) })
+        return Dictionary(uniqueKeysWithValues: rows.map { ($0.0, (version: $0.1, bytes: $0.2, active: $0.3)) })
     }
 
     /// One stored version of a delegated role's metadata, or nil.
@@ -76,37 +84,13 @@ extension Registry {
         }
     }
 
-    /// `patchctl keys delegate`: `channel`'s targets are signed from now on by the role `name`
-    /// with `keys` (a threshold of them), not by the top-level targets key. The top-level key
-    /// signs targets once more, now listing the delegation and no longer that channel's
-    /// targets; the role's first metadata (the channel's current targets) is signed with
-    /// `signingKeys` or the keys the registry holds for it.
-    @discardableResult
-    public func delegate(app name: AppName, channel: ChannelName, role: String, keys: [TUFKey], threshold: Int = 1,
-                         signingKeys: [SigningKey] = [], actor: Actor, now: Date = Date()) throws(RegistryError) -> DelegationRecord {
-        try Registry.checkDelegatedRoleName(role)
-        guard channel != .production else {
-            throw .invalidInput("production stays signed by the top-level targets key; delegate another channel (e.g. staging)")
+    /// When the newest version of each delegated role in force expires.
+    func delegatedExpiries(app: AppName) throws(RegistryError) -> [String: Date] {
+        var expiries: [String: Date] = [:]
+        for (role, latest) in try latestDelegatedMetadata(app: app) where latest.active {
+            expiries[role] = (try? SignedTargets(bytes: latest.bytes))?.body.expires ?? .distantPast
         }
-        let byID = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
-        guard !byID.isEmpty, (1...byID.count).contains(threshold) else {
-            throw .invalidInput("the threshold must be from 1 to the number of keys (\(byID.count)), got \(threshold)")
-        }
-        let record = DelegationRecord(name: role, channel: channel, keys: byID, threshold: threshold)
-        return try write { () throws -> DelegationRecord in
-            _ = try self.app(name)
-            if let existing = try delegations(app: name).first(where: { $0.name == role || $0.channel == channel }) {
-                throw RegistryError.conflict("\(name) already delegates \(existing.channel) to the role \(existing.name)")
-            }
-            let keysJSON = JSON.object(byID.mapValues(\.json)).canonicalString
-            try db.run("INSERT INTO delegations(app, name, channel, keys_json, threshold, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
-                       [.text(name.rawValue), .text(role), .text(channel.rawValue), .text(keysJSON), .int(Int64(threshold)),
-                        .text(TUFTime.format(now)), .text(actor.name)])
-            try signDelegated(app: name, record, given: signingKeys, now: now)
-            try resign(app: name, from: .targets, now: now)
-            _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: "keys.delegate", details: record.json, at: now)
-            return record
-        }
+        return expiries
     }
 
     /// Signs the next version of a delegated role's metadata: the channel's listed targets,

@@ -35,6 +35,9 @@ extension PatchService {
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
         r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
         r.add(.revokeToken, metric: .tokens) { s, q, p throws(HTTPError) in try s.revokeToken(q, p) }
+        // Delegated keys per channel (PatchService+Delegations.swift).
+        r.add(.delegateChannel, metric: .delegations, body: PatchService.delegationBodyLimit) { s, q, p throws(HTTPError) in try s.delegateChannel(q, p) }
+        r.add(.undelegateChannel, metric: .delegations) { s, q, p throws(HTTPError) in try s.undelegateChannel(q, p) }
         r.add(.setSchedule, metric: .rollout,
               body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }

@@ -206,6 +206,21 @@ struct RemoteBackend: Backend {
 
     func revokeToken(id: String) throws(CLIError) -> JSON { try remote.json(.revokeToken, ["id": id]) }
 
+    func delegate(_ r: DelegateRequest) throws(CLIError) -> JSON {
+        guard r.signingKeys.isEmpty else {
+            throw .usage("--key-file signs on this machine: it goes with a local registry, not --server (leave out --key and --key-file to let the server make and keep the role's key)")
+        }
+        var body: [String: JSON] = ["channel": .string(r.channel.rawValue), "name": .string(r.role)]
+        if !r.keys.isEmpty { body["keys"] = .array(r.keys.map(\.json)) }
+        if let threshold = r.threshold { body["threshold"] = .int(Int64(threshold)) }
+        if r.replace { body["replace"] = .bool(true) }
+        return try remote.json(.delegateChannel, ["app": r.app.rawValue], body: JSON.object(body).canonicalBytes)
+    }
+
+    func undelegate(app: AppName, channel: ChannelName) throws(CLIError) -> JSON {
+        try remote.json(.undelegateChannel, ["app": app.rawValue, "channel": channel.rawValue])
+    }
+
     private func array(_ json: JSON, _ what: String) throws(CLIError) -> [JSON] {
         guard let array = json.arrayValue else { throw .failed("the server's \(what) is not a JSON array") }
         return array
