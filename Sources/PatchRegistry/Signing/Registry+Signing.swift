@@ -80,7 +80,8 @@ extension Registry {
             try signDelegated(app: app, record, given: delegatedKeys, now: now, lifetime: lifetimes?.targets)
             chain.removeFirst()
         }
-        let delegatedMeta = delegations.isEmpty ? [:] : try latestDelegatedMetadata(app: app)
+        // A retired role's last version too: a client refuses a snapshot that drops a role.
+        let delegatedMeta = stored.delegated ? try latestDelegatedMetadata(app: app) : [:]
         let root = stored.root
         var pinned: (version: Int64, bytes: [UInt8])?
         var signed: [(role: Role, version: Int64, bytes: [UInt8], expires: Date)] = []
