@@ -69,4 +69,35 @@ struct DelegationRouteTests {
         #expect(stagingPublish(f, "d()").status == 201)
         #expect(f.get("/v1/apps/demo/metadata/5.qa.json").status == 404)
     }
+
+    @Test("a public key over the server: the dry run answers the role's next metadata unsigned, signed here it is taken; a wrong or stale signature is refused")
+    func presignedRole() throws {
+        let f = try ServiceFixture(minInterval: 0)
+        #expect(f.publish("a()").status == 201)
+        #expect(stagingPublish(f, "s()").status == 201)  // staging patch 2, top-level's for now
+        let qa = try SigningKey.generateEd25519(), stranger = try SigningKey.generateEd25519()
+        let request: [String: JSON] = ["channel": "staging", "name": "qa", "keys": .array([qa.tufKey.json])]
+        let prepared = f.post("/v1/apps/demo/delegations", body: JSON.object(request).canonicalString, token: f.publisherToken, query: ["dryRun": "true"])
+        #expect(prepared.status == 200)
+        let unsigned = try #require(try f.json(prepared)["unsigned"])
+        let body = try TargetsBody(signed: unsigned)
+        #expect(body.common.version == 1 && body.targets.keys.sorted() == ["staging/2.3/2/main.js"])
+        func send(_ signers: [SigningKey], _ body: TargetsBody) throws -> HTTPResponse {
+            var full = request
+            full["role"] = try JSONParser.parse(try SignedTargets(signing: body, with: signers).bytes)
+            return delegations(f, JSON.object(full).canonicalString)
+        }
+        #expect(try send([stranger], body).status == 400, "not signed by the role's key")
+        var stale = body
+        stale.common.version = 7
+        #expect(try send([qa], stale).status == 409, "not the role's next version")
+        let taken = try send([qa], body)
+        #expect(taken.status == 201, "\(String(decoding: taken.body, as: UTF8.self))")
+        #expect(try f.json(taken)["serverKey"] == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: f.keysDirectory.appendingPathComponent("demo").path).allSatisfy { !$0.hasPrefix("delegated.") })
+        let served = try SignedTargets(bytes: f.get("/v1/apps/demo/metadata/1.qa.json").body)
+        #expect(served.signatures.map(\.keyID) == [qa.tufKey.keyID] && served.body.targets.keys.sorted() == ["staging/2.3/2/main.js"])
+        // The server holds no key of the role: a staging publish through it is refused, nothing changed.
+        #expect(stagingPublish(f, "t()").status >= 400)
+    }
 }

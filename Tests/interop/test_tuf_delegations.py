@@ -3,6 +3,7 @@ signed by python-tuf's `tuf.api.metadata`, checked by the reference client and b
 `patchctl verify` (PatchCore's Updater, the device's targets search)."""
 
 import hashlib
+import time
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -203,3 +204,34 @@ def test_python_tuf_follows_rotation_and_undelegation_of_a_staging_role_over_the
     updater, (info, body) = sync()
     assert body == b"staging();\n" and info is not None, "the staging target comes from top-level targets now"
     assert "qa" not in updater._trusted_set
+
+
+def test_a_role_key_that_never_leaves_the_machine_delegates_over_the_server(workspace, start, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "production();\n")
+    server = start(ws)
+    token = token_file(ws, ws.token("--all", "--name", "ci"), "ci.token")
+    private = Ed25519PrivateKey.generate()
+    pem = ws.write_file(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption()), "beta.pem")
+    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    pub = ws.write_file(json.dumps({"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}).encode(), "beta.pub")
+    made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "beta", "--name", "beta",
+                  "--key", pub, "--key-file", pem, "--json")
+    assert made.rc == 0, made.stderr
+    assert "serverKey" not in json.loads(made.stdout)
+    assert not list((ws.keys / "demo").glob("delegated.*")), "the server keeps no copy of the role's key"
+    # A CI job on the shared registry publishes with the key; devices get it through the role.
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--key-file", pem, ws.write_file(b"beta();\n"))
+    updater = repo_updater(f"{server.url}/v1/apps/demo", tmp_path / "device", ws.root_json("demo"))
+    deadline = time.time() + 10
+    while True:  # patchd picks the change up from the registry
+        updater.refresh()
+        info, body = fetch(updater, "beta/2.3/2/main.js")
+        if body or time.time() > deadline:
+            break
+        time.sleep(0.2)
+        updater = repo_updater(f"{server.url}/v1/apps/demo", tmp_path / "device", ws.root_json("demo"))
+    assert body == b"beta();\n" and "beta" in updater._trusted_set

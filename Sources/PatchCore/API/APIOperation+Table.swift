@@ -48,11 +48,11 @@ extension APIOperation {
                                               commands: ["tokens create"])
     public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
                                               commands: ["tokens revoke"])
-    // Delegated keys per channel (`keys delegate`, issue 24): the server signs the role's
-    // metadata with a key it holds (one it makes when the body names no key) and top-level
-    // targets with the targets key, which must be on the server.
+    // Delegated keys per channel (`keys delegate`, issue 24): the role's metadata is signed
+    // with a key the server holds (one it makes when the body names no key), or where its keys
+    // are (the dry run answers it unsigned); top-level targets with the targets key, on the server.
     public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher,
-                                                  audits: ["keys.delegate"], commands: ["keys delegate"])
+                                                  audits: ["keys.delegate"], dryRun: true, commands: ["keys delegate"])
     public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher,
                                                     audits: ["keys.undelegate"], commands: ["keys undelegate"])
 

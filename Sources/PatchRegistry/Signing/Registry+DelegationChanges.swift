@@ -27,11 +27,14 @@ extension Registry {
     /// `replace` rotates the keys of the role that already signs the channel (same name): the
     /// delegator lists only `keys` from now on, so devices refuse what the replaced keys sign,
     /// with no new app binary. `threshold` nil keeps the role's threshold (1 for a new role).
+    /// `presignedRole`: the role's next metadata signed where its keys are (`nextDelegatedBody`),
+    /// for a registry that holds none of them (`keys delegate --server --key-file`).
     /// A channel whose role was retired (`undelegate`) is delegated again under that name:
     /// snapshot lists it still, and its versions go on from the last.
     @discardableResult
     public func delegate(app name: AppName, channel: ChannelName, role: String, keys: [TUFKey], threshold: Int? = nil,
-                         signingKeys: [SigningKey] = [], replace: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> DelegationChange {
+                         signingKeys: [SigningKey] = [], presignedRole: [UInt8]? = nil, replace: Bool = false, actor: Actor,
+                         now: Date = Date()) throws(RegistryError) -> DelegationChange {
         try Registry.checkDelegatedRoleName(role)
         guard channel != .production else {
             throw .invalidInput("production stays signed by the top-level targets key; delegate another channel (e.g. staging)")
@@ -72,7 +75,7 @@ extension Registry {
                 try db.run("UPDATE delegations SET keys_json = ?, threshold = ?, removed_at = NULL WHERE app = ? AND name = ?",
                            [keysJSON, .int(Int64(threshold)), .text(name.rawValue), .text(role)])
             }
-            try signDelegated(app: name, record, given: signingKeys, now: now)
+            try signDelegated(app: name, record, given: signingKeys, now: now, presigned: presignedRole)
             try resign(app: name, from: .targets, now: now)
             let replaced = (previous?.keys.keys.sorted() ?? []).filter { byID[$0] == nil }
             let change = DelegationChange(record: record, replacedKeyIDs: replaced, replaced: previous != nil)

@@ -93,25 +93,56 @@ extension Registry {
         return expiries
     }
 
+    /// The role's next metadata as the registry would sign it now: one version above the
+    /// stored one, the channel's listed targets, expiring after `lifetime` (default the
+    /// targets lifetime). What a key holder signs on their own machine (`presigned`).
+    public func nextDelegatedBody(app: AppName, role: String, channel: ChannelName, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
+        let version = (try read { () throws(StorageError) in
+            try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(role)]) { $0.int(0) }.first
+        } ?? 0) + 1
+        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
+                           targets: try listedTargets(app: app) { $0.channel == channel })
+    }
+
+    /// How long a role file signed elsewhere (`presigned`) may take to come back.
+    static let presignedSlack: TimeInterval = 3600
+
     /// Signs the next version of a delegated role's metadata: the channel's listed targets,
     /// signed by a threshold of its keys, taken from `given` or else the key store. Inside
-    /// the caller's write transaction.
+    /// the caller's write transaction. `presigned`: the role file signed elsewhere instead
+    /// (by a key holder over `--server`), taken only when it is `nextDelegatedBody` as of
+    /// now (expiry aside, within the lifetime) and carries a threshold of the role's keys.
     @discardableResult
-    func signDelegated(app: AppName, _ record: DelegationRecord, given: [SigningKey], now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> Int64 {
-        let signers = try keys.delegatedSigningKeys(app: app, record, given: given)
-        let version = (try read { () throws(StorageError) in
-            try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(record.name)]) { $0.int(0) }.first
-        } ?? 0) + 1
-        let expires = now.addingTimeInterval(lifetime ?? expiry.targets)
-        let body = TargetsBody(common: CommonFields(version: version, expires: expires),
-                               targets: try listedTargets(app: app) { $0.channel == record.channel })
+    func signDelegated(app: AppName, _ record: DelegationRecord, given: [SigningKey], now: Date, lifetime: TimeInterval? = nil,
+                       presigned: [UInt8]? = nil) throws(RegistryError) -> Int64 {
+        let body = try nextDelegatedBody(app: app, role: record.name, channel: record.channel, now: now, lifetime: lifetime)
         let bytes: [UInt8]
-        do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
+        let expires: Date
+        if let presigned {
+            let file: SignedTargets
+            do { file = try SignedTargets(bytes: presigned, maxLength: TrustedMetadata.maxTargetsLength) } catch {
+                throw .invalidInput("the signed role metadata does not parse: \(error)")
+            }
+            let latest = now.addingTimeInterval((lifetime ?? expiry.targets) + Registry.presignedSlack)
+            guard file.body.version == body.common.version, file.body.targets == body.targets, file.body.delegations == nil,
+                  file.body.expires > now, file.body.expires <= latest else {
+                throw .conflict("the signed \(record.name) metadata is not its next version as of now (version \(body.common.version), \(record.channel)'s current targets): sign it again")
+            }
+            do { try file.verify(role: record.name, keys: Array(record.keys.values), threshold: record.threshold) } catch {
+                throw .invalidInput("the signed \(record.name) metadata: \(error)")
+            }
+            bytes = presigned
+            expires = file.body.expires
+        } else {
+            let signers = try keys.delegatedSigningKeys(app: app, record, given: given)
+            do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
+            expires = body.common.expires
+        }
         try read { () throws(StorageError) in
             try db.run("INSERT INTO delegated_metadata(app, role, version, bytes, expires) VALUES (?,?,?,?,?)",
-                       [.text(app.rawValue), .text(record.name), .int(version), .blob(bytes), .text(TUFTime.format(expires))])
+                       [.text(app.rawValue), .text(record.name), .int(body.common.version), .blob(bytes), .text(TUFTime.format(expires))])
         }
-        return version
+        return body.common.version
     }
 }
 

@@ -9,13 +9,15 @@ extension PatchService {
     /// The delegation route's JSON body, at most: 16 TUF key objects fit with room to spare.
     static let delegationBodyLimit = 16_384
 
-    /// `POST /v1/apps/{app}/delegations`: `{"channel", "name", "keys"?, "threshold"?, "replace"?}`.
-    /// No `keys`: the server makes the role's key and keeps it. 201 for a new delegation, 200
-    /// for a rotation (`replace`).
+    /// `POST /v1/apps/{app}/delegations`: `{"channel", "name", "keys"?, "threshold"?, "replace"?, "role"?}`.
+    /// No `keys`: the server makes the role's key and keeps it. `role`: the role's next
+    /// metadata signed where its keys are, as `?dryRun=true` answered it under `unsigned`
+    /// (the server then needs none of the role's private keys). 201 for a new delegation,
+    /// 200 for a rotation (`replace`).
     func delegateChannel(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
-        let body = try PatchService.object(request, limit: PatchService.delegationBodyLimit, members: ["channel", "name", "keys", "threshold", "replace"],
+        let body = try PatchService.object(request, limit: PatchService.delegationBodyLimit, members: ["channel", "name", "keys", "threshold", "replace", "role"],
                                            what: "a delegation", example: #"{"channel": "staging", "name": "qa"}"#)
         guard let rawChannel = body["channel"]?.stringValue else { throw .badRequest("channel must be a channel name, like \"staging\"") }
         let channel = try PatchService.channel(rawChannel)
@@ -27,7 +29,18 @@ extension PatchService {
         case .bool(true)?: replace = true
         default: throw .badRequest("replace must be true or false")
         }
+        if try PatchService.flag(request, "dryRun") {
+            // What a key holder signs: the role's next metadata as of now. Nothing changes.
+            try PatchService.checked { () throws(RegistryError) in try Registry.checkDelegatedRoleName(role) }
+            let body = try read { registry throws(RegistryError) in
+                try registry.nextDelegatedBody(app: app, role: role, channel: channel, now: Date())
+            }
+            return .json(["dryRun": true, "app": .string(app.rawValue), "name": .string(role), "channel": .string(channel.rawValue),
+                          "unsigned": body.signedJSON])
+        }
+        let presigned = body["role"].map(\.canonicalBytes)
         var publicKeys: [TUFKey] = []
+        if presigned != nil, body["keys"] == nil { throw .badRequest("a signed role goes with the role's public keys (keys)") }
         if let raw = body["keys"] {
             guard let list = raw.arrayValue, (1...16).contains(list.count) else { throw .badRequest("keys must be an array of 1 to 16 TUF key objects") }
             for json in list {
@@ -48,7 +61,7 @@ extension PatchService {
             }
             do throws(RegistryError) {
                 return (try registry.delegate(app: app, channel: channel, role: role, keys: publicKeys, threshold: threshold,
-                                              signingKeys: given, replace: replace, actor: token.actor), stored != nil)
+                                              signingKeys: given, presignedRole: presigned, replace: replace, actor: token.actor), stored != nil)
             } catch {
                 if let stored { try? FileManager.default.removeItem(at: stored) }
                 throw PatchService.keysHere(error, role: role)
@@ -76,11 +89,16 @@ extension PatchService {
         return .json(.object(json))
     }
 
+    /// A registry check's refusal as the route's.
+    static func checked(_ body: () throws(RegistryError) -> Void) throws(HTTPError) {
+        do { try body() } catch { throw error.httpError }
+    }
+
     /// A key the change needs that is not on the server is the caller's to fix (409, nothing
     /// changed), not the server's failure; the message says where the change can be made.
     static func keysHere(_ error: RegistryError, role: String?) -> RegistryError {
         guard case .keys(let message) = error else { return error }
-        let fix = role.map { " (a key of the role \($0): leave out keys to let the server make one, or delegate where the key is, a local registry with --key-file)" } ?? ""
+        let fix = role.map { " (a key of the role \($0): leave out keys to let the server make one, or sign the role on the machine that holds its keys: --key-file)" } ?? ""
         return .conflict("this server cannot sign it: \(message)\(fix)")
     }
 }
