@@ -64,7 +64,7 @@ extension PatchService {
                                               signingKeys: given, presignedRole: presigned, replace: replace, actor: token.actor), stored != nil)
             } catch {
                 if let stored { try? FileManager.default.removeItem(at: stored) }
-                throw PatchService.keysHere(error, role: role)
+                throw keysHere(error, role: role)
             }
         }
         var json = change.json.objectValue ?? [:]
@@ -81,7 +81,7 @@ extension PatchService {
         let channel = try PatchService.channel(p["channel"])
         let record = try change(app: app, by: token) { registry throws(RegistryError) -> DelegationRecord in
             do throws(RegistryError) { return try registry.undelegate(app: app, channel: channel, actor: token.actor) } catch {
-                throw PatchService.keysHere(error, role: nil)
+                throw keysHere(error, role: nil)
             }
         }
         var json = record.json.objectValue ?? [:]
@@ -95,10 +95,12 @@ extension PatchService {
     }
 
     /// A key the change needs that is not on the server is the caller's to fix (409, nothing
-    /// changed), not the server's failure; the message says where the change can be made.
-    static func keysHere(_ error: RegistryError, role: String?) -> RegistryError {
-        guard case .keys(let message) = error else { return error }
-        let fix = role.map { " (a key of the role \($0): leave out keys to let the server make one, or sign the role on the machine that holds its keys: --key-file)" } ?? ""
-        return .conflict("this server cannot sign it: \(message)\(fix)")
+    /// changed), not the server's failure; the message says where the change can be made and
+    /// names no file of the server's (the registry's own message may; it goes to the log).
+    func keysHere(_ error: RegistryError, role: String?) -> RegistryError {
+        guard case .keys = error else { return error }
+        log("delegation change refused for want of a key: \(error)")
+        guard let role else { return .conflict("this server does not hold the top-level targets key, which signs the end of a delegation: run it where that key is") }
+        return .conflict("this server cannot sign it: it lacks a threshold of the role \(role)'s private keys (leave out keys to let the server make one, or sign where they are: --key-file) or the top-level targets key, which signs the delegation")
     }
 }
