@@ -15,6 +15,8 @@ public struct Option: Sendable {
     public var isRequired = false
     /// The environment variable that gives the value when the command line does not.
     public var environment: String?
+    /// May be given more than once (`Arguments.all`); otherwise the last one given counts.
+    public var isRepeatable = false
 
     /// `--name VALUE`
     public static func value(_ name: String, _ value: String, _ help: String) -> Option { Option(name: name, value: value, help: help) }
@@ -23,6 +25,9 @@ public struct Option: Sendable {
 
     /// The same option, required.
     public var required: Option { var copy = self; copy.isRequired = true; return copy }
+
+    /// The same option, taken more than once (`--key a.pub --key b.pub`).
+    public var repeatable: Option { var copy = self; copy.isRepeatable = true; return copy }
 
     /// The same option, also accepted as `names`.
     public func alias(_ names: String...) -> Option { var copy = self; copy.aliases += names; return copy }
@@ -74,7 +79,7 @@ public struct CommandSpec: Sendable {
             let width = options.map { $0.name.count + ($0.value.map { $0.count + 1 } ?? 0) }.max() ?? 0
             for option in options {
                 let left = option.name + (option.value.map { " \($0)" } ?? "")
-                let notes = (option.isRequired ? ["required"] : []) + (option.aliases.isEmpty ? [] : ["also " + option.aliases.joined(separator: ", ")])
+                let notes = (option.isRequired ? ["required"] : []) + (option.isRepeatable ? ["repeatable"] : []) + (option.aliases.isEmpty ? [] : ["also " + option.aliases.joined(separator: ", ")])
                     + (option.environment.map { ["or $\($0)"] } ?? [])
                 text += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help
                     + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
@@ -88,8 +93,7 @@ public struct CommandSpec: Sendable {
 public struct Arguments: Sendable {
     public let spec: CommandSpec
     public private(set) var values: [String: String] = [:]
-    /// Every value an option was given, in order (`values` keeps the last): for options a
-    /// command reads with `all`, such as one `--key-file` per key.
+    /// Every value of a repeatable option, in the order given.
     public private(set) var repeated: [String: [String]] = [:]
     public private(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
@@ -131,7 +135,7 @@ public struct Arguments: Sendable {
                     values[name] = words[index]
                     index += 1
                 }
-                repeated[name, default: []].append(values[name] ?? "")
+                if option.isRepeatable { repeated[name, default: []].append(values[name] ?? "") }
             } else {
                 guard inlineValue == nil else { throw .usage("\(given) takes no value") }
                 flags.insert(name)
@@ -152,8 +156,8 @@ public struct Arguments: Sendable {
     public func flag(_ name: String) -> Bool { flags.contains(name) }
     public func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
     public func value(_ name: String) -> String? { values[name] }
-    /// Every value given for `name` on the command line, in order.
-    public func all(_ name: String) -> [String] { repeated[name] ?? [] }
+    /// Every value given for a repeatable option (one from the environment counts once).
+    public func all(_ name: String) -> [String] { repeated[name] ?? values[name].map { [$0] } ?? [] }
 
     public func required(_ name: String) throws(CLIError) -> String {
         guard let value = values[name], !value.isEmpty else { throw .usage("\(name) is required") }

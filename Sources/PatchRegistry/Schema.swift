@@ -23,6 +23,10 @@ enum Schema {
         // The token whose holder issued this one (POST /v1/tokens); revoking a token revokes
         // every token issued from it (Registry.revokeToken). NULL: issued by patchctl.
         ("tokens", "parent", "TEXT"),
+        // When `keys undelegate` retired the role (NULL: in force). The row stays: snapshot
+        // keeps listing the role's last version (a client refuses a snapshot that drops a
+        // role it trusted), and a later `keys delegate` of the channel takes the name up again.
+        ("delegations", "removed_at", "TEXT"),
     ]
 
     static var postgresAddedColumns: String {

@@ -3,13 +3,18 @@ signed by python-tuf's `tuf.api.metadata`, checked by the reference client and b
 `patchctl verify` (PatchCore's Updater, the device's targets search)."""
 
 import hashlib
+import time
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from hotpatch_testing import assert_cli_error, digests, repo_updater
+from hotpatch_testing import assert_cli_error, digests, fetch, repo_updater
+from patchd_support import remote, token_file
 from securesystemslib.signer import CryptoSigner
+from tuf.api.exceptions import RepositoryError
 from tuf.api.metadata import (DelegatedRole, Delegations, MetaFile, Metadata, Root, Snapshot, TargetFile,
                               Targets, Timestamp)
 
@@ -118,3 +123,115 @@ def test_verify_refuses_a_delegated_role_signed_by_a_key_its_delegator_did_not_l
     root = build_delegated_repo(repo, role_signer=CryptoSigner(Ed25519PrivateKey.generate()))
     assert_cli_error(patchctl("verify", "--repo", repo, "--root", root), 1,
                      f"{ROLE} metadata has 0 valid signature(s), needs 1")
+
+
+# -- hotpatch's own delegated channel over its life (issue 24 item 2) -----------------------
+
+def _signer(pem: Path) -> CryptoSigner:
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    return CryptoSigner(load_pem_private_key(pem.read_bytes(), password=None))
+
+
+def _forge_role(export: Path, keys: Path, role_signer: CryptoSigner) -> str:
+    """What whoever kept a replaced staging key can do with the online snapshot and timestamp
+    keys: the next qa.json listing one more staging path, and a snapshot and timestamp that
+    pin it, written over the export. Returns the forged path."""
+    md = export / "metadata"
+    timestamp = Metadata.from_bytes((md / "timestamp.json").read_bytes())
+    snap_version = timestamp.signed.snapshot_meta.version
+    snapshot = Metadata.from_bytes((md / f"{snap_version}.snapshot.json").read_bytes())
+    qa_version = snapshot.signed.meta["qa.json"].version
+    role = Metadata.from_bytes((md / f"{qa_version}.qa.json").read_bytes())
+    path, entry = sorted(role.signed.targets.items())[0]
+    forged = path.rsplit("/", 2)[0] + "/9/main.js"
+    role.signed.targets[forged] = TargetFile(entry.length, entry.hashes, forged, entry.unrecognized_fields)
+    role.signed.version += 1
+    role.signatures.clear()
+    role.sign(role_signer)
+    (md / f"{role.signed.version}.qa.json").write_bytes(role.to_bytes())
+    snapshot.signed.meta["qa.json"] = MetaFile(version=role.signed.version)
+    snapshot.signed.version += 1
+    snapshot.signatures.clear()
+    snapshot.sign(_signer(next(keys.glob("snapshot.*.pem"))))
+    (md / f"{snapshot.signed.version}.snapshot.json").write_bytes(snapshot.to_bytes())
+    timestamp.signed.snapshot_meta = MetaFile(version=snapshot.signed.version)
+    timestamp.signed.version += 1
+    timestamp.signatures.clear()
+    timestamp.sign(_signer(next(keys.glob("timestamp.*.pem"))))
+    (md / "timestamp.json").write_bytes(timestamp.to_bytes())
+    return forged
+
+
+def test_python_tuf_follows_rotation_and_undelegation_of_a_staging_role_over_the_server(workspace, start, http_server, tmp_path):
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "production();\n")
+    server = start(ws)
+    token = token_file(ws, ws.token("--all", "--name", "ci"), "ci.token")
+    made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa", "--json")
+    assert made.rc == 0, made.stderr
+    assert json.loads(made.stdout)["serverKey"] is True
+    old_key = _signer(next((ws.keys / "demo").glob("delegated.qa.*.pem")))
+    published = remote(ws, server, token, "publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging",
+                       ws.write_file(b"staging();\n"), "--json")
+    assert published.rc == 0, published.stderr
+    device = tmp_path / "device"  # one device's metadata, kept across every change below
+    base = f"{server.url}/v1/apps/demo"
+
+    def sync(path="staging/2.3/2/main.js"):
+        updater = repo_updater(base, device, ws.root_json("demo"))
+        updater.refresh()
+        return updater, fetch(updater, path)
+
+    updater, (info, body) = sync()
+    assert body == b"staging();\n" and "qa" in updater._trusted_set
+
+    rotated = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa", "--replace", "--json")
+    assert rotated.rc == 0, rotated.stderr
+    assert json.loads(rotated.stdout)["replacedKeyIDs"] == [old_key.public_key.keyid]
+    updater, (info, body) = sync()
+    assert body == b"staging();\n", "the device follows the rotated role"
+    # The replaced key signs the role's next version: python-tuf refuses it.
+    export = ws.export("demo")
+    forged = _forge_role(export, ws.keys / "demo", old_key)
+    attacked = repo_updater(http_server(export), tmp_path / "attacked", ws.root_json("demo"))
+    attacked.refresh()
+    with pytest.raises(RepositoryError, match="qa was signed by 0/1 keys"):
+        attacked.get_targetinfo(forged)
+
+    ended = remote(ws, server, token, "keys", "undelegate", "--app", "demo", "--channel", "staging")
+    assert ended.rc == 0, ended.stderr
+    updater, (info, body) = sync()
+    assert body == b"staging();\n" and info is not None, "the staging target comes from top-level targets now"
+    assert "qa" not in updater._trusted_set
+
+
+def test_a_role_key_that_never_leaves_the_machine_delegates_over_the_server(workspace, start, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    ws = workspace
+    ws.create_app("demo")
+    ws.publish("demo", "2.3", "production();\n")
+    server = start(ws)
+    token = token_file(ws, ws.token("--all", "--name", "ci"), "ci.token")
+    private = Ed25519PrivateKey.generate()
+    pem = ws.write_file(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption()), "beta.pem")
+    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    pub = ws.write_file(json.dumps({"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}).encode(), "beta.pub")
+    made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "beta", "--name", "beta",
+                  "--key", pub, "--key-file", pem, "--json")
+    assert made.rc == 0, made.stderr
+    assert "serverKey" not in json.loads(made.stdout)
+    assert not list((ws.keys / "demo").glob("delegated.*")), "the server keeps no copy of the role's key"
+    # A CI job on the shared registry publishes with the key; devices get it through the role.
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--key-file", pem, ws.write_file(b"beta();\n"))
+    updater = repo_updater(f"{server.url}/v1/apps/demo", tmp_path / "device", ws.root_json("demo"))
+    deadline = time.time() + 10
+    while True:  # patchd picks the change up from the registry
+        updater.refresh()
+        info, body = fetch(updater, "beta/2.3/2/main.js")
+        if body or time.time() > deadline:
+            break
+        time.sleep(0.2)
+        updater = repo_updater(f"{server.url}/v1/apps/demo", tmp_path / "device", ws.root_json("demo"))
+    assert body == b"beta();\n" and "beta" in updater._trusted_set

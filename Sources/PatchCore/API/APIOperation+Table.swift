@@ -48,6 +48,13 @@ extension APIOperation {
                                               commands: ["tokens create"])
     public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
                                               commands: ["tokens revoke"])
+    // Delegated keys per channel (`keys delegate`, issue 24): the role's metadata is signed
+    // with a key the server holds (one it makes when the body names no key), or where its keys
+    // are (the dry run answers it unsigned); top-level targets with the targets key, on the server.
+    public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher,
+                                                  audits: ["keys.delegate"], dryRun: true, commands: ["keys delegate"])
+    public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher,
+                                                    audits: ["keys.undelegate"], commands: ["keys undelegate"])
 
     /// The two-person rule: a change the server cannot sign alone is answered 202 with the
     /// stored pending change; key holders sign its metadata on their machines and send the
@@ -90,7 +97,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
-        listTokens, createToken, revokeToken, whoami, listPending, getPending, approvePending, rejectPending,
+        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

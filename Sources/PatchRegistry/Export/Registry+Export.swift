@@ -71,10 +71,12 @@ extension Registry {
             do { body = try SignedTargets(bytes: targets.bytes).body } catch { throw RegistryError.internalError("stored targets do not parse: \(error)") }
             var listed = body.targets
             for (role, latest) in try latestDelegatedMetadata(app: name) {
+                // A retired role's file stays (snapshot lists it); its targets are top-level's again.
+                files[.metadata("\(latest.version).\(role).json")] = latest.bytes
+                guard latest.active else { continue }
                 do { listed.merge(try SignedTargets(bytes: latest.bytes).body.targets) { first, _ in first } } catch {
                     throw RegistryError.internalError("stored \(role) metadata does not parse: \(error)")
                 }
-                files[.metadata("\(latest.version).\(role).json")] = latest.bytes
             }
             for (path, file) in listed {
                 guard let sha256 = file.hashes["sha256"] else { continue }
@@ -111,7 +113,10 @@ extension Registry {
         policy.timestamp = max(policy.timestamp, lifetime)
         let deadline = now.addingTimeInterval(lifetime)
         try write { () throws in
-            for role in [Role.targets, .snapshot, .timestamp] where try latestExpiry(app: name, role: role) < deadline {
+            // A delegated role lasts as long too; one whose keys are not here stops the export.
+            let delegated = try refreshDelegated(app: name, now: now, deadline: deadline, lifetime: policy.targets)
+            if let failure = delegated.failure { throw failure }
+            for role in [Role.targets, .snapshot, .timestamp] where try latestExpiry(app: name, role: role) < deadline || (role == .snapshot && !delegated.roles.isEmpty) {
                 try resign(app: name, from: role, now: now, lifetimes: policy)
                 return
             }

@@ -64,6 +64,8 @@ extension Registry {
     /// What `refreshExpiring` did: the roles re-signed, and why a role that needed it was not.
     public struct Refresh: Sendable {
         public var roles: [Role] = []
+        /// Delegated roles re-signed (with snapshot and timestamp after them).
+        public var delegated: [String] = []
         public var failure: RegistryError?
     }
 
@@ -76,6 +78,22 @@ extension Registry {
         _ = try app(name)
         let chain = [Role.targets, .snapshot, .timestamp]
         var result = Refresh()
+        // Delegated roles first: snapshot, signed after them, pins their new versions. Looked
+        // at outside a write first: an app without one due costs no write transaction.
+        do throws(RegistryError) {
+            let due = now.addingTimeInterval(expiry.targets / 2)
+            if try delegatedExpiries(app: name).values.contains(where: { $0 < due }) {
+                try write { () throws in
+                    let refreshed = try refreshDelegated(app: name, now: now)
+                    result.failure = refreshed.failure
+                    guard !refreshed.roles.isEmpty else { return }
+                    try resign(app: name, from: .snapshot, now: now)
+                    result.delegated = refreshed.roles
+                }
+            }
+        } catch {
+            result.failure = result.failure ?? error
+        }
         for role in chain {
             do throws(RegistryError) {
                 // Checked and re-signed in one transaction: another process may have just
@@ -88,6 +106,10 @@ extension Registry {
                 }
                 if resigned {
                     result.roles = Array(chain.drop { $0 != role })
+                    return result
+                }
+                if role == .snapshot, !result.delegated.isEmpty {
+                    result.roles = [.snapshot, .timestamp]
                     return result
                 }
             } catch {

@@ -30,7 +30,7 @@ public struct DelegationRecord: Sendable, Equatable {
 
 extension Registry {
     /// Role names a delegation may take: short, URL- and file-name-safe, and not a top-level role's.
-    static func checkDelegatedRoleName(_ name: String) throws(RegistryError) {
+    public static func checkDelegatedRoleName(_ name: String) throws(RegistryError) {
         let allowed = name.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
         guard (1...32).contains(name.utf8.count), allowed, name.first != "-" else {
             throw .invalidInput("a delegated role name is 1-32 characters of a-z, 0-9 and -, got \(name.debugSanitized)")
@@ -38,34 +38,42 @@ extension Registry {
         guard Role(rawValue: name) == nil else { throw .invalidInput("\(name) is a top-level role's name") }
     }
 
-    /// The app's delegated roles, by name.
+    /// The app's delegated roles in force, by name.
     public func delegations(app: AppName) throws(RegistryError) -> [DelegationRecord] {
+        try delegationRows(app: app).filter { !$0.removed }.map(\.record)
+    }
+
+    /// Every delegation row of the app, a retired one (`keys undelegate`) too.
+    func delegationRows(app: AppName) throws(RegistryError) -> [(record: DelegationRecord, removed: Bool)] {
         let rows = try read { () throws(StorageError) in
-            try db.query("SELECT name, channel, keys_json, threshold FROM delegations WHERE app = ? ORDER BY name", [.text(app.rawValue)]) {
-                ($0.text(0), $0.text(1), $0.text(2), $0.int(3))
+            try db.query("SELECT name, channel, keys_json, threshold, removed_at FROM delegations WHERE app = ? ORDER BY name", [.text(app.rawValue)]) {
+                ($0.text(0), $0.text(1), $0.text(2), $0.int(3), $0.values[4] != .null)
             }
         }
-        var records: [DelegationRecord] = []
-        for (name, channel, keysJSON, threshold) in rows {
+        var records: [(record: DelegationRecord, removed: Bool)] = []
+        for (name, channel, keysJSON, threshold, removed) in rows {
             do {
                 guard let object = try JSONParser.parse(keysJSON).objectValue else { throw RegistryError.internalError("keys_json is not an object") }
                 var keys: [String: TUFKey] = [:]
                 for (keyID, json) in object { keys[keyID] = try TUFKey(json: json, role: name) }
-                records.append(DelegationRecord(name: name, channel: try ChannelName(channel), keys: keys, threshold: Int(threshold)))
+                records.append((DelegationRecord(name: name, channel: try ChannelName(channel), keys: keys, threshold: Int(threshold)), removed))
             } catch { throw .internalError("stored delegation \(name) of \(app) does not parse: \(error)") }
         }
         return records
     }
 
-    /// The newest signed version of each delegated role of the app.
-    public func latestDelegatedMetadata(app: AppName) throws(RegistryError) -> [String: (version: Int64, bytes: [UInt8])] {
+    /// The newest signed version of each delegated role of the app, and whether the role is
+    /// in force. A retired role's last version stays listed by snapshot (and servable), but
+    /// its targets are no longer the channel's: top-level targets lists those again.
+    public func latestDelegatedMetadata(app: AppName) throws(RegistryError) -> [String: (version: Int64, bytes: [UInt8], active: Bool)] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
-                SELECT d.role, d.version, d.bytes FROM delegated_metadata d
+                SELECT d.role, d.version, d.bytes, r.removed_at FROM delegated_metadata d
+                JOIN delegations r ON r.app = d.app AND r.name = d.role
                 WHERE d.app = ? AND d.version = (SELECT MAX(version) FROM delegated_metadata WHERE app = d.app AND role = d.role)
-                """, [.text(app.rawValue)]) { ($0.text(0), $0.int(1), $0.blob(2)) }
+                """, [.text(app.rawValue)]) { ($0.text(0), $0.int(1), $0.blob(2), $0.values[3] == .null) }
         }
-        return Dictionary(uniqueKeysWithValues: rows.map { ($0.0, (version: $0.1, bytes: $0.2)) })
+        return Dictionary(uniqueKeysWithValues: rows.map { ($0.0, (version: $0.1, bytes: $0.2, active: $0.3)) })
     }
 
     /// One stored version of a delegated role's metadata, or nil.
@@ -76,63 +84,68 @@ extension Registry {
         }
     }
 
-    /// `patchctl keys delegate`: `channel`'s targets are signed from now on by the role `name`
-    /// with `keys` (a threshold of them), not by the top-level targets key. The top-level key
-    /// signs targets once more, now listing the delegation and no longer that channel's
-    /// targets; the role's first metadata (the channel's current targets) is signed with
-    /// `signingKeys` or the keys the registry holds for it.
-    @discardableResult
-    public func delegate(app name: AppName, channel: ChannelName, role: String, keys: [TUFKey], threshold: Int = 1,
-                         signingKeys: [SigningKey] = [], actor: Actor, now: Date = Date()) throws(RegistryError) -> DelegationRecord {
-        try Registry.checkDelegatedRoleName(role)
-        guard channel != .production else {
-            throw .invalidInput("production stays signed by the top-level targets key; delegate another channel (e.g. staging)")
+    /// When the newest version of each delegated role in force expires.
+    func delegatedExpiries(app: AppName) throws(RegistryError) -> [String: Date] {
+        var expiries: [String: Date] = [:]
+        for (role, latest) in try latestDelegatedMetadata(app: app) where latest.active {
+            expiries[role] = (try? SignedTargets(bytes: latest.bytes))?.body.expires ?? .distantPast
         }
-        let byID = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
-        guard !byID.isEmpty, (1...byID.count).contains(threshold) else {
-            throw .invalidInput("the threshold must be from 1 to the number of keys (\(byID.count)), got \(threshold)")
-        }
-        let record = DelegationRecord(name: role, channel: channel, keys: byID, threshold: threshold)
-        return try write { () throws -> DelegationRecord in
-            _ = try self.app(name)
-            if let existing = try delegations(app: name).first(where: { $0.name == role || $0.channel == channel }) {
-                throw RegistryError.conflict("\(name) already delegates \(existing.channel) to the role \(existing.name)")
-            }
-            let keysJSON = JSON.object(byID.mapValues(\.json)).canonicalString
-            try db.run("INSERT INTO delegations(app, name, channel, keys_json, threshold, created_at, created_by) VALUES (?,?,?,?,?,?,?)",
-                       [.text(name.rawValue), .text(role), .text(channel.rawValue), .text(keysJSON), .int(Int64(threshold)),
-                        .text(TUFTime.format(now)), .text(actor.name)])
-            try Registry.signing(with: signingKeys) { () throws(RegistryError) in
-                try signDelegated(app: name, record, now: now)
-            }
-            try resign(app: name, from: .targets, now: now)
-            _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: "keys.delegate", details: record.json, at: now)
-            return record
-        }
+        return expiries
     }
 
-    /// Signs the next version of a delegated role's metadata: the channel's listed targets,
-    /// signed by a threshold of its keys (`roleSigners`: given for the change, the key
-    /// store's, or a pending change's approvals). Inside the caller's write transaction.
-    @discardableResult
-    func signDelegated(app: AppName, _ record: DelegationRecord, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> Int64 {
+    /// The role's next metadata as the registry would sign it now: one version above the
+    /// stored one, the channel's listed targets, expiring after `lifetime` (default the
+    /// targets lifetime). What a key holder signs on their own machine (`presigned`).
+    public func nextDelegatedBody(app: AppName, role: String, channel: ChannelName, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
         let version = (try read { () throws(StorageError) in
-            try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(record.name)]) { $0.int(0) }.first
+            try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(role)]) { $0.int(0) }.first
         } ?? 0) + 1
-        let expires = now.addingTimeInterval(lifetime ?? expiry.targets)
-        let body = TargetsBody(common: CommonFields(version: version, expires: expires),
-                               targets: try listedTargets(app: app) { $0.channel == record.channel })
-        let signers = try roleSigners(role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
-                                      keys: record.keys) { keyID throws(RegistryError) in
-            try keys.storedDelegatedKey(app: app, record, keyID: keyID)
-        }
+        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
+                           targets: try listedTargets(app: app) { $0.channel == channel })
+    }
+
+    /// How long a role file signed elsewhere (`presigned`) may take to come back.
+    static let presignedSlack: TimeInterval = 3600
+
+    /// Signs the next version of a delegated role's metadata: the channel's listed targets,
+    /// signed by a threshold of its keys (`roleSigners`: keys given for the change, the key
+    /// store's, or a pending change's approvals). Inside the caller's write transaction. `presigned`: the role file signed elsewhere instead
+    /// (by a key holder over `--server`), taken only when it is `nextDelegatedBody` as of
+    /// now (expiry aside, within the lifetime) and carries a threshold of the role's keys.
+    @discardableResult
+    func signDelegated(app: AppName, _ record: DelegationRecord, now: Date, lifetime: TimeInterval? = nil,
+                       presigned: [UInt8]? = nil) throws(RegistryError) -> Int64 {
+        let body = try nextDelegatedBody(app: app, role: record.name, channel: record.channel, now: now, lifetime: lifetime)
         let bytes: [UInt8]
-        do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
+        let expires: Date
+        if let presigned {
+            let file: SignedTargets
+            do { file = try SignedTargets(bytes: presigned, maxLength: TrustedMetadata.maxTargetsLength) } catch {
+                throw .invalidInput("the signed role metadata does not parse: \(error)")
+            }
+            let latest = now.addingTimeInterval((lifetime ?? expiry.targets) + Registry.presignedSlack)
+            guard file.body.version == body.common.version, file.body.targets == body.targets, file.body.delegations == nil,
+                  file.body.expires > now, file.body.expires <= latest else {
+                throw .conflict("the signed \(record.name) metadata is not its next version as of now (version \(body.common.version), \(record.channel)'s current targets): sign it again")
+            }
+            do { try file.verify(role: record.name, keys: Array(record.keys.values), threshold: record.threshold) } catch {
+                throw .invalidInput("the signed \(record.name) metadata: \(error)")
+            }
+            bytes = presigned
+            expires = file.body.expires
+        } else {
+            let signers = try roleSigners(role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
+                                          keys: record.keys) { keyID throws(RegistryError) in
+                try keys.storedDelegatedKey(app: app, record, keyID: keyID)
+            }
+            do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
+            expires = body.common.expires
+        }
         try read { () throws(StorageError) in
             try db.run("INSERT INTO delegated_metadata(app, role, version, bytes, expires) VALUES (?,?,?,?,?)",
-                       [.text(app.rawValue), .text(record.name), .int(version), .blob(bytes), .text(TUFTime.format(expires))])
+                       [.text(app.rawValue), .text(record.name), .int(body.common.version), .blob(bytes), .text(TUFTime.format(expires))])
         }
-        return version
+        return body.common.version
     }
 }
 

@@ -85,7 +85,8 @@ extension Registry {
         } else if chain.first == .targets {
             superseding.append(Role.targets.rawValue)
         }
-        let delegatedMeta = delegations.isEmpty ? [:] : try latestDelegatedMetadata(app: app)
+        // A retired role's last version too: a client refuses a snapshot that drops a role.
+        let delegatedMeta = stored.delegated ? try latestDelegatedMetadata(app: app) : [:]
         let root = stored.root
         var pinned: (version: Int64, bytes: [UInt8])?
         var signed: [(role: Role, version: Int64, bytes: [UInt8], expires: Date)] = []

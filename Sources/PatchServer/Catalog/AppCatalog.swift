@@ -65,14 +65,19 @@ public struct AppCatalog: Sendable {
         let body: TargetsBody
         do { body = try SignedTargets(bytes: targetsBytes).body } catch { throw .internalError("stored targets of \(app) do not parse: \(error)") }
         // Delegated roles (`keys delegate`): `{V}.{role}.json`, the kept versions of each, and
-        // the targets the newest lists served like top-level ones.
+        // the targets the newest lists served like top-level ones (a retired role's files stay
+        // servable for a client mid-sync; its targets are top-level's again). `olderListings`:
+        // the kept older versions of every targets role, whose bundles stay servable below.
         var listed = body.targets
+        var olderListings: [[UInt8]] = []
         for (role, latest) in try registry.latestDelegatedMetadata(app: app) {
             for version in max(1, latest.version - keptVersions + 1)...latest.version {
                 if let bytes = try registry.delegatedMetadata(app: app, role: role, version: version) {
                     metadata["\(version).\(role).json"] = metadataResponse(bytes, immutable: true)
+                    if version < latest.version || !latest.active { olderListings.append(bytes) }
                 }
             }
+            guard latest.active else { continue }
             guard let delegated = try? SignedTargets(bytes: latest.bytes).body else {
                 throw .internalError("stored \(role) metadata of \(app) does not parse")
             }
@@ -111,7 +116,7 @@ public struct AppCatalog: Sendable {
                 notModified: HTTPResponse(status: 304, headers: patchHeaders + common, prepared: true)))
         }
         for key in versions.keys { versions[key]!.sort { $0.number > $1.number } }
-        // The targets the older kept versions of targets metadata list stay servable while their
+        // The targets the older kept versions of each targets role list stay servable while their
         // patch is active: a device that read one of those files a moment before a publish
         // unlisted a patch (a newer one at 100 % supersedes it) still gets the bundle it was
         // told of, from this instance or from another that reloaded sooner. A revoked patch is
@@ -121,8 +126,10 @@ public struct AppCatalog: Sendable {
             PatchKey(appVersion: $0.appVersion, channel: $0.channel, patch: $0.number)
         })
         for version in max(1, current - keptVersions + 1)..<current {
-            guard let bytes = try registry.metadata(app: app, role: .targets, version: version),
-                  let older = try? SignedTargets(bytes: bytes).body else { continue }
+            if let bytes = try registry.metadata(app: app, role: .targets, version: version) { olderListings.append(bytes) }
+        }
+        for bytes in olderListings {
+            guard let older = try? SignedTargets(bytes: bytes).body else { continue }
             for (path, file) in older.targets where !listed.keys.contains(path) {
                 guard let info = PatchTargetInfo(path: path, file: file), let version = try? AppVersion(info.appVersion),
                       active.contains(PatchKey(appVersion: version, channel: info.channel, patch: info.patch)) else { continue }

@@ -756,6 +756,8 @@ export const operations = Object.freeze({
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
   createToken: Object.freeze({ method: "POST", path: "/v1/tokens", scope: "publisher" }),
   revokeToken: Object.freeze({ method: "DELETE", path: "/v1/tokens/{id}", scope: "publisher" }),
+  delegateChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/delegations", scope: "publisher" }),
+  undelegateChannel: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/delegations/{channel}", scope: "publisher" }),
   whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
   listPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending", scope: "auditor" }),
   getPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending/{id}", scope: "auditor" }),

@@ -14,6 +14,8 @@ public final class Metrics: Sendable {
         /// Throttling rule changes, push rounds asked for (POST /v1/apps/{app}/notify) and
         /// tokens issued (POST /v1/tokens).
         case throttle, push, tokens
+        /// Delegated keys per channel (POST and DELETE /v1/apps/{app}/delegations).
+        case delegations
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {
@@ -27,6 +29,7 @@ public final class Metrics: Sendable {
             case .throttle: return "changing throttling rules"
             case .push: return "pushing to devices"
             case .tokens: return "issuing a token"
+            case .delegations: return "changing a channel's delegated keys"
             default: return "this request"
             }
         }

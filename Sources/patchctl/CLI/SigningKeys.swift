@@ -7,7 +7,7 @@ import PatchSigning
 /// that still needs another key holder's signature waits as pending), or a delegated
 /// channel's role key. Over `--server` the signature is made here and only it is sent.
 enum SigningKeys {
-    static let option = Option.value("--key-file", "PEM", "sign with this Ed25519 or ECDSA P-256 private key (PKCS#8 PEM), here; repeat for several keys. Over --server only the signature is sent")
+    static let option = Option.value("--key-file", "PEM", "sign with this Ed25519 or ECDSA P-256 private key (PKCS#8 PEM), here; repeat for several keys. Over --server only the signature is sent").repeatable
 
     static func read(_ arguments: Arguments) throws(CLIError) -> [SigningKey] {
         var keys: [SigningKey] = []

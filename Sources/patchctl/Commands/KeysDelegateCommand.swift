@@ -5,53 +5,63 @@ import PatchRegistry
 import PatchSigning
 
 struct KeysDelegateCommand: Command {
-    static let spec = CommandSpec("keys delegate", summary: "Delegate a channel's targets to a role with its own key; the top-level targets key then signs only the delegation",
+    static let spec = CommandSpec("keys delegate", summary: "Delegate a channel's targets to a role with its own keys, or rotate the role's keys (--replace); the top-level targets key then signs only the delegation",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--channel", "NAME", "the channel the role signs (not production): its paths CHANNEL/*/*/main.js and main.conditional.js").required,
                                             .value("--name", "ROLE", "the role's name, 1-32 characters of a-z, 0-9 and - (e.g. qa)").required,
-                                            .value("--key", "FILE", "the role's public key, a TUF key object {\"keytype\",\"scheme\",\"keyval\"} (default: a new Ed25519 key the registry keeps in KEYS/APP/delegated.ROLE.KEYID.pem)"),
-                                            .value("--threshold", "N", "how many of the role's keys must sign (default 1)"),
+                                            Option.value("--key", "FILE", "a public key of the role, a TUF key object {\"keytype\",\"scheme\",\"keyval\"} (default: a new Ed25519 key kept where the registry is, KEYS/APP/delegated.ROLE.KEYID.pem)").repeatable,
+                                            .value("--threshold", "N", "how many of the role's keys must sign (default: the role's threshold with --replace, else 1)"),
+                                            .flag("--replace", "rotate the keys of the role that signs the channel now: devices refuse what the replaced keys sign from their next sync"),
                                             SigningKeys.option,
-                                            .flag("--json", "print JSON")] + Context.globalOptions)
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         guard let channel = try arguments.channel("--channel") else { throw .usage("--channel is required") }
         let role = try arguments.required("--name")
-        let threshold = try arguments.int("--threshold", in: 1...1_000) ?? 1
-        var given = try SigningKeys.read(arguments)
-        let context = try Context(arguments: arguments)
-        let registry = try context.openRegistry()
-        let name = try LocalBackend(registry: registry, actor: context.actor, place: context.place).app(arguments)
-        var publicKeys: [TUFKey] = []
-        var generated: URL?
-        if let path = arguments.value("--key") {
+        let threshold = try arguments.int("--threshold", in: 1...16)
+        var keys: [TUFKey] = []
+        for path in arguments.all("--key") {
             let bytes = try Output.readFile(path, what: "the role's public key", limit: 64 << 10)
-            do { publicKeys = [try TUFKey(json: try JSONParser.parse(bytes), role: role)] } catch {
+            do { keys.append(try TUFKey(json: try JSONParser.parse(bytes), role: role)) } catch {
                 throw .failed("\(path.pathSanitized) is not a TUF public key object: \(error)")
             }
+        }
+        if keys.isEmpty, threshold.map({ $0 > 1 }) == true {
+            throw .usage("--threshold \(threshold ?? 1) needs that many --key files: a key the registry makes is one key")
+        }
+        let backend = try Backends.open(arguments)
+        let app = try backend.app(arguments)
+        let out = try backend.delegate(DelegateRequest(app: app, channel: channel, role: role, keys: keys, threshold: threshold,
+                                                       replace: arguments.flag("--replace"), signingKeys: try SigningKeys.read(arguments)))
+        if arguments.flag("--json") { Output.json(out); return }
+        let keyIDs = out["keyids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let paths = out["paths"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let signers = out["threshold"]?.intValue ?? 1
+        if let replaced = out["replacedKeyIDs"]?.arrayValue?.compactMap(\.stringValue) {
+            Output.line("rotated the keys of the role \(role) (\(channel) of \(app)): threshold \(signers) of \(keyIDs.count)")
+            Output.line("no longer trusted: \(replaced.isEmpty ? "no key (the threshold changed)" : replaced.joined(separator: ", "))")
         } else {
-            do {
-                let key = try SigningKey.generateEd25519()
-                generated = try registry.keys.storeDelegated(key, app: name, role: role)
-                publicKeys = [key.tufKey]
-                given.append(key)
-            } catch { throw .failed("cannot make the role's key: \(error)") }
+            Output.line("delegated \(channel) of \(app) to the role \(role): paths \(paths.joined(separator: ", ")), threshold \(signers)")
         }
-        let record: DelegationRecord
-        do { record = try registry.delegate(app: name, channel: channel, role: role, keys: publicKeys, threshold: threshold, signingKeys: given, actor: context.actor) } catch {
-            if let generated { try? FileManager.default.removeItem(at: generated) }
-            throw error.cliError
-        }
-        if arguments.flag("--json") {
-            var out = record.json.objectValue ?? [:]
-            out["app"] = .string(name.rawValue)
-            if let generated { out["keyFile"] = .string(generated.path) }
-            Output.json(.object(out))
-            return
-        }
-        Output.line("delegated \(channel) of \(name) to the role \(record.name): paths \(record.paths.joined(separator: ", ")), threshold \(record.threshold)")
-        Output.line("keyids: \(record.keys.keys.sorted().joined(separator: ", "))")
-        if let generated { Output.line("the role's key: \(generated.path) (private, mode 0600)") }
-        Output.line("a publish to \(channel) is signed with the role's key (--key-file, or the registry's copy); the top-level targets key is not needed for it")
+        Output.line("keyids: \(keyIDs.joined(separator: ", "))")
+        if let file = out["keyFile"]?.stringValue { Output.line("the role's key: \(file) (private, mode 0600)") }
+        if out["serverKey"]?.boolValue == true { Output.line("the role's key was made by \(backend.place) and is kept there") }
+        Output.line("a publish to \(channel) is signed with the role's key (--key-file, or the copy kept with the registry); the top-level targets key is not needed for it")
+    }
+}
+
+struct KeysUndelegateCommand: Command {
+    static let spec = CommandSpec("keys undelegate", summary: "End a channel's delegation: its targets return to top-level targets, signed by the targets key, and devices stop trusting the role's keys",
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
+                                            .value("--channel", "NAME", "the delegated channel").required,
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        guard let channel = try arguments.channel("--channel") else { throw .usage("--channel is required") }
+        let backend = try Backends.open(arguments)
+        let app = try backend.app(arguments)
+        let out = try backend.undelegate(app: app, channel: channel)
+        if arguments.flag("--json") { Output.json(out); return }
+        Output.line("\(channel) of \(app) is no longer delegated to the role \(out["name"]?.stringValue ?? ""): its targets are signed by the top-level targets key again")
     }
 }
