@@ -97,7 +97,11 @@ struct DelegationRouteTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: f.keysDirectory.appendingPathComponent("demo").path).allSatisfy { !$0.hasPrefix("delegated.") })
         let served = try SignedTargets(bytes: f.get("/v1/apps/demo/metadata/1.qa.json").body)
         #expect(served.signatures.map(\.keyID) == [qa.tufKey.keyID] && served.body.targets.keys.sorted() == ["staging/2.3/2/main.js"])
-        // The server holds no key of the role: a staging publish through it is refused, nothing changed.
-        #expect(stagingPublish(f, "t()").status >= 400)
+        // The server holds no key of the role: a staging publish through it waits for the
+        // role's key holder (202, pending), and nothing is served.
+        let waiting = stagingPublish(f, "t()")
+        #expect(waiting.status == 202)
+        #expect(try f.json(waiting)["pending"]?["role"]?.stringValue == "qa")
+        #expect(f.get("/v1/apps/demo/metadata/2.qa.json").status == 404, "no new role metadata is signed or served")
     }
 }

@@ -151,8 +151,9 @@ extension Registry {
                      stored: (String) throws(RegistryError) -> SigningKey?) throws(RegistryError) -> [any TUFSigner] {
         let context = SigningContext.current
         let listed = Set(keyIDs)
+        let named = role == Role.targets.rawValue ? "the targets role" : "the delegated role \(role)"
         for key in context?.keys ?? [] where !listed.contains(key.tufKey.keyID) {
-            throw .keys("keyid \(key.tufKey.keyID.prefix(12))… is not a key of the \(role) role, which this change signs (its keys: \(keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
+            throw .keys("keyid \(key.tufKey.keyID.prefix(12))… is not a key of \(named), which this change signs (its keys: \(keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
         }
         let message = signed.canonicalBytes
         var signers: [String: any TUFSigner] = [:]
@@ -169,6 +170,12 @@ extension Registry {
         for keyID in keyIDs.sorted() where signers[keyID] == nil {
             if let key = try stored(keyID) { signers[keyID] = key }
         }
+        // Signed by exactly a threshold, the approvals first, then the keys given, then the
+        // store's: more signatures verify no better and cost a signing each.
+        var chosen: [String] = []
+        if let approval = context?.approval { chosen += approval.signatures.map(\.keyID).filter { signers[$0] != nil } }
+        chosen += (context?.keys ?? []).map(\.tufKey.keyID).filter { signers[$0] != nil && !chosen.contains($0) }
+        chosen += signers.keys.sorted().filter { !chosen.contains($0) }
         guard signers.count >= threshold else {
             var made: [TUFSignature] = []
             do {
@@ -179,7 +186,7 @@ extension Registry {
             throw .signaturesNeeded(SignatureRequest(role: role, signed: signed, message: message, keys: keys.filter { listed.contains($0.key) },
                                                       threshold: threshold, signatures: made))
         }
-        return signers.keys.sorted().map { signers[$0]! }
+        return chosen.prefix(threshold).compactMap { signers[$0] }
     }
 
     /// The root that signs (`signingRoot`) and the newest stored version of each role but

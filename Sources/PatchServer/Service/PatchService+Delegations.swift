@@ -98,7 +98,10 @@ extension PatchService {
     /// changed), not the server's failure; the message says where the change can be made and
     /// names no file of the server's (the registry's own message may; it goes to the log).
     func keysHere(_ error: RegistryError, role: String?) -> RegistryError {
-        guard case .keys = error else { return error }
+        switch error {
+        case .keys, .signaturesNeeded: break
+        default: return error
+        }
         log("delegation change refused for want of a key: \(error)")
         guard let role else { return .conflict("this server does not hold the top-level targets key, which signs the end of a delegation: run it where that key is") }
         return .conflict("this server cannot sign it: it lacks a threshold of the role \(role)'s private keys (leave out keys to let the server make one, or sign where they are: --key-file) or the top-level targets key, which signs the delegation")
