@@ -5,14 +5,27 @@ import Foundation
 /// which cost a no-change sync more than a tenth of its instructions once the memos
 /// (`ParsedMetadata`, `VerifiedSignatures`) answered instead of the parser and the curve
 /// arithmetic (issue 23). The hash only picks the bucket; `==` still compares every byte.
+/// It covers the length and at most the first and the last `hashedEnds` bytes: metadata
+/// files differ there (signatures first; `version` and `expires` at the ends of `signed`),
+/// and a collision costs one `memcmp`, never a wrong answer. The memos hold a few dozen
+/// entries, so even bytes made to collide cost a few dozen comparisons.
 public struct ExactBytes: Hashable, Sendable {
     public let bytes: [UInt8]
+    static let hashedEnds = 256
 
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(bytes.count)
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        bytes.withUnsafeBytes { raw in
+            let ends = Self.hashedEnds
+            if raw.count <= 2 * ends {
+                hasher.combine(bytes: raw)
+            } else {
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[..<ends]))
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[(raw.count - ends)...]))
+            }
+        }
     }
 
     public static func == (lhs: ExactBytes, rhs: ExactBytes) -> Bool {
