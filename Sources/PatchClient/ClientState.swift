@@ -112,7 +112,8 @@ enum CacheFiles {
     static func checkPath(beside stateURL: URL) -> String { checkPath(besideState: stateURL.path) }
 
     static func checkPath(besideState path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "last-check" }
+        // In UTF-8 bytes: `String.lastIndex(of:)` walks grapheme clusters.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "last-check" }
         return path[...slash] + "last-check"
     }
 
