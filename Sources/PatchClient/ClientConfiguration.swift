@@ -78,30 +78,44 @@ public struct ClientConfiguration: Sendable {
     }
 
     /// `{cache}/{app}`: trusted metadata, shared by every app version.
-    var appDirectory: URL { cacheDirectory.appendingPathComponent(app.rawValue, isDirectory: true) }
-    var metadataDirectory: URL { appDirectory.appendingPathComponent("metadata", isDirectory: true) }
+    var appDirectory: URL { ClientPaths(self).appDirectory }
+    var metadataDirectory: URL { ClientPaths(self).metadataDirectory }
     /// `{cache}/{app}/{appVersion}`: the installed script and the client state.
-    var versionDirectory: URL { appDirectory.appendingPathComponent(appVersion.rawValue, isDirectory: true) }
-    var scriptURL: URL { versionDirectory.appendingPathComponent("main.js") }
-    var goodScriptURL: URL { versionDirectory.appendingPathComponent("good.js") }
-    var stateURL: URL { versionDirectory.appendingPathComponent("state.json") }
+    var versionDirectory: URL { ClientPaths(self).versionDirectory }
+    var scriptURL: URL { ClientPaths(self).scriptURL }
+    var goodScriptURL: URL { ClientPaths(self).goodScriptURL }
+    var stateURL: URL { ClientPaths(self).stateURL }
     /// `{cache}/{app}/reports.json`: events not yet accepted by the server, for every app version.
-    var reportsURL: URL { appDirectory.appendingPathComponent("reports.json") }
+    var reportsURL: URL { ClientPaths(self).reportsURL }
 }
 
-/// `ClientConfiguration`'s file locations, computed once for a client (PatchClient.paths).
+/// `ClientConfiguration`'s file locations, worked out once for a client (PatchClient.paths).
+/// Joined as strings from one read of the cache directory's path: each
+/// `URL.appendingPathComponent` (and each `URL.path`, which percent-decodes) costs thousands of
+/// instructions on Linux, and the bench builds a client per sync (issue 23). The URLs are made
+/// with `isDirectory` given, so none stats the disk.
 struct ClientPaths: Sendable {
-    let appDirectory, metadataDirectory, versionDirectory, scriptURL, goodScriptURL, stateURL, reportsURL: URL
+    let appPath, metadataPath, versionPath, scriptPath, goodScriptPath, statePath, reportsPath: String
 
     init(_ configuration: ClientConfiguration) {
-        appDirectory = configuration.appDirectory
-        metadataDirectory = configuration.metadataDirectory
-        versionDirectory = configuration.versionDirectory
-        scriptURL = configuration.scriptURL
-        goodScriptURL = configuration.goodScriptURL
-        stateURL = configuration.stateURL
-        reportsURL = configuration.reportsURL
+        var cache = configuration.cacheDirectory.path
+        while cache.count > 1, cache.hasSuffix("/") { cache.removeLast() }
+        appPath = cache + "/" + configuration.app.rawValue
+        metadataPath = appPath + "/metadata"
+        versionPath = appPath + "/" + configuration.appVersion.rawValue
+        scriptPath = versionPath + "/main.js"
+        goodScriptPath = versionPath + "/good.js"
+        statePath = versionPath + "/state.json"
+        reportsPath = appPath + "/reports.json"
     }
+
+    var appDirectory: URL { URL(fileURLWithPath: appPath, isDirectory: true) }
+    var metadataDirectory: URL { URL(fileURLWithPath: metadataPath, isDirectory: true) }
+    var versionDirectory: URL { URL(fileURLWithPath: versionPath, isDirectory: true) }
+    var scriptURL: URL { URL(fileURLWithPath: scriptPath, isDirectory: false) }
+    var goodScriptURL: URL { URL(fileURLWithPath: goodScriptPath, isDirectory: false) }
+    var stateURL: URL { URL(fileURLWithPath: statePath, isDirectory: false) }
+    var reportsURL: URL { URL(fileURLWithPath: reportsPath, isDirectory: false) }
 }
 
 /// Why a sync failed. The installed patch is untouched whenever one of these is reported.

@@ -52,42 +52,51 @@ struct ClientState: Codable, Equatable {
     var lastError: Failure?
 }
 
-/// File operations of the cache: atomic writes and reads, with storage errors typed.
+/// File operations of the cache: atomic writes and reads, with storage errors typed. By path:
+/// URL's path operations cost thousands of instructions on Linux, and a sync does several
+/// (issue 23); the URL forms are for callers that hold URLs.
 enum CacheFiles {
-    static func read(_ url: URL) -> [UInt8]? {
-        FileManager.default.contents(atPath: url.path).map { Array($0) }
-    }
+    static func read(_ url: URL) -> [UInt8]? { read(atPath: url.path) }
+
+    static func read(atPath path: String) -> [UInt8]? { FileContents.read(atPath: path) }
 
     /// `sync: false` for the metadata cache: a file lost to a power cut is fetched again, and
     /// one that no longer verifies is dropped, so fsync there only costs time.
     static func write(_ bytes: [UInt8], to url: URL, sync: Bool = true) throws(PatchClientError) {
-        let directory = url.deletingLastPathComponent()
-        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
-            throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
-        }
-        do { try DurableFile.replace(url, with: bytes, mode: 0o600, sync: sync) } catch { throw .storage(error.message) }
+        try write(bytes, toPath: url.path, sync: sync)
     }
 
-    static func remove(_ url: URL) {
-        unlink(url.path)
+    static func write(_ bytes: [UInt8], toPath path: String, sync: Bool = true) throws(PatchClientError) {
+        let directory = DurableFile.directory(of: path)
+        // One access(2) where the directory is there (every write but a cache's first).
+        if access(directory, F_OK) != 0 {
+            do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                throw .storage("cannot create \(directory): \(error.localizedDescription)")
+            }
+        }
+        do { try DurableFile.replace(atPath: path, with: bytes, mode: 0o600, sync: sync) } catch { throw .storage(error.message) }
     }
+
+    static func remove(_ url: URL) { unlink(url.path) }
+
+    static func remove(atPath path: String) { unlink(path) }
 
     /// state.json, with `lastCheck` from `last-check` beside it when that file is there.
-    static func loadState(_ url: URL) -> ClientState {
-        guard let bytes = read(url), var state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return ClientState() }
-        if let check = loadCheck(checkPath(beside: url)) { state.lastCheck = check }
+    static func loadState(_ url: URL) -> ClientState { loadState(atPath: url.path) }
+
+    static func loadState(atPath path: String) -> ClientState {
+        guard let bytes = read(atPath: path), var state = StateCoding.decode(bytes) else { return ClientState() }
+        if let check = loadCheck(checkPath(besideState: path)) { state.lastCheck = check }
         return state
     }
 
     /// Durable (fsync, rename, directory fsync). The saved state holds the current
     /// `lastCheck`, so `last-check` is then removed.
-    static func saveState(_ state: ClientState, to url: URL) throws(PatchClientError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data: Data
-        do { data = try encoder.encode(state) } catch { throw .storage("cannot encode state: \(error)") }
-        try write(Array(data), to: url)
-        unlink(checkPath(beside: url))
+    static func saveState(_ state: ClientState, to url: URL) throws(PatchClientError) { try saveState(state, toPath: url.path) }
+
+    static func saveState(_ state: ClientState, toPath path: String) throws(PatchClientError) {
+        try write(try StateCoding.encode(state), toPath: path)
+        unlink(checkPath(besideState: path))
     }
 
     /// A check that changed nothing else (issue 23): its time goes to `last-check`, a few
@@ -95,22 +104,26 @@ enum CacheFiles {
     /// file to a power cut only loses the time of the last check (the next sync asks the
     /// server sooner); what must survive one (the installed, good and rolled-back patches)
     /// stays in state.json, written durably whenever it changes.
-    static func saveCheck(_ time: Double, beside stateURL: URL) throws(PatchClientError) {
-        try write(Array("\(time)\n".utf8), to: URL(fileURLWithPath: checkPath(beside: stateURL)), sync: false)
+    static func saveCheck(_ time: Double, besideState statePath: String) throws(PatchClientError) {
+        try write(Array("\(time)\n".utf8), toPath: checkPath(besideState: statePath), sync: false)
     }
 
-    /// `last-check` in state.json's directory (a string operation: URL's path operations cost
-    /// thousands of instructions on Linux, and every state read needs this).
-    static func checkPath(beside stateURL: URL) -> String {
-        let path = stateURL.path
-        guard let slash = path.lastIndex(of: "/") else { return "last-check" }
+    /// `last-check` in state.json's directory.
+    static func checkPath(beside stateURL: URL) -> String { checkPath(besideState: stateURL.path) }
+
+    static func checkPath(besideState path: String) -> String {
+        // In UTF-8 bytes: `String.lastIndex(of:)` walks grapheme clusters.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "last-check" }
         return path[...slash] + "last-check"
     }
 
     /// The time in `last-check`; nil when missing or not a finite number (then state.json's counts).
     static func loadCheck(_ path: String) -> Double? {
-        guard let bytes = FileManager.default.contents(atPath: path).map(Array.init), bytes.count <= 64,
-              let time = Double(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)), time.isFinite else { return nil }
+        guard let bytes = FileContents.read(atPath: path, limit: 64) else { return nil }
+        var text = Substring(String(decoding: bytes, as: UTF8.self))
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        guard let time = Double(text), time.isFinite else { return nil }
         return time
     }
 }

@@ -73,7 +73,12 @@ struct HeaderLine: Equatable {
         while start < end, isSpace(line[start]) { start += 1 }
         while end > start, isSpace(line[end - 1]) { end -= 1 }
         // Header names are ASCII tokens; lower-casing A–Z is all `lowercased()` did to them.
-        name = String(decoding: line[..<colon].map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // Written straight into the string's storage: no intermediate array per header.
+        let raw = UnsafeRawBufferPointer(rebasing: line[..<colon])
+        name = String(unsafeUninitializedCapacity: raw.count) { out in
+            for (i, byte) in raw.enumerated() { out[i] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+            return raw.count
+        }
         value = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
 }

@@ -10,6 +10,10 @@ public struct HTTPRepository: RepositoryFetcher {
     public let server: URL
     public let app: AppName
     private let http: HTTPClient
+    /// `{server}` without a trailing slash, and `{server}/v1/apps/{app}`: worked out once, not
+    /// per request (each took thousands of instructions; issue 23).
+    private let serverBase: String
+    private let appBase: String
 
     /// `requestTimeout`: connecting, and the longest wait for the next byte; `transferTimeout`:
     /// the longest one file may take.
@@ -17,19 +21,14 @@ public struct HTTPRepository: RepositoryFetcher {
         self.server = server
         self.app = app
         self.http = HTTPClient(HTTPClient.Configuration(requestTimeout: requestTimeout, resourceTimeout: transferTimeout))
+        var base = server.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        serverBase = base
+        appBase = base + APIOperation.repositoryRoot(app: app.rawValue)
     }
 
     public func location(of file: RepositoryFile) -> String {
         "\(appBase)/\(file.relativePath)"
-    }
-
-    /// `{server}/v1/apps/{app}`.
-    private var appBase: String { serverBase + APIOperation.repositoryRoot(app: app.rawValue) }
-
-    private var serverBase: String {
-        var base = server.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        return base
     }
 
     /// `POST {server}/v1/apps/{app}/reports` with a JSON body; the answer's body is kept up

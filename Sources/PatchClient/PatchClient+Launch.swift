@@ -12,7 +12,7 @@ extension PatchClient {
     public nonisolated func currentPatch() -> InstalledPatch? {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         return reconcile(&state)
     }
 
@@ -23,12 +23,12 @@ extension PatchClient {
     public nonisolated func beginLaunch(now: Date = Date()) -> InstalledPatch? {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         let previous = state.launch
         guard reconcile(&state) != nil, var installed = state.installed, !installed.confirmed else {
             if state.launch != nil {
                 state.launch = nil
-                try? CacheFiles.saveState(state, to: paths.stateURL)
+                try? CacheFiles.saveState(state, toPath: paths.statePath)
             }
             return reconcile(&state)
         }
@@ -42,7 +42,7 @@ extension PatchClient {
             state.launch = ClientState.Launch(number: installed.number, sha256: installed.sha256, foreground: 0, foregroundSince: now.timeIntervalSince1970)
             record(.launched, patch: installed.number, receipt: installed.receipt, now: now)
         }
-        try? CacheFiles.saveState(state, to: paths.stateURL)
+        try? CacheFiles.saveState(state, toPath: paths.statePath)
         return reconcile(&state)
     }
 
@@ -83,18 +83,18 @@ extension PatchClient {
     private nonisolated func confirm(number: Int, sha256: String, now: Date) -> Bool {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         guard reconcile(&state) != nil, var installed = state.installed, installed.number == number, installed.sha256 == sha256 else { return false }
         if installed.confirmed { return true }
         guard let launch = state.launch, launch.number == number, launch.sha256 == sha256, !timedOut(launch, now: now),
-            let script = CacheFiles.read(paths.scriptURL) else { return false }
+            let script = CacheFiles.read(atPath: paths.scriptPath) else { return false }
         installed.confirmed = true
         do {
-            try CacheFiles.write(script, to: paths.goodScriptURL)
+            try CacheFiles.write(script, toPath: paths.goodScriptPath)
             state.installed = installed
             state.good = installed
             state.launch = nil
-            try CacheFiles.saveState(state, to: paths.stateURL)
+            try CacheFiles.saveState(state, toPath: paths.statePath)
         } catch {
             // Unconfirmed stays unconfirmed; the next confirm tries again.
             return false
@@ -114,23 +114,23 @@ extension PatchClient {
     private nonisolated func changeLaunch(_ change: (inout ClientState.Launch) -> Void) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         guard var launch = state.launch else { return }
         change(&launch)
         guard launch != state.launch else { return }
         state.launch = launch
-        try? CacheFiles.saveState(state, to: paths.stateURL)
+        try? CacheFiles.saveState(state, toPath: paths.statePath)
     }
 
     /// Restores the last confirmed patch (or none) and blocks the rolled-back number.
     nonisolated func rollBack(_ state: inout ClientState, now: Date) {
         guard let bad = state.installed else { return }
         state.rolledBackThrough = max(state.rolledBackThrough, bad.number)
-        if let good = state.good, let bytes = CacheFiles.read(paths.goodScriptURL), Verification.crypto.sha256Hex(bytes) == good.sha256,
-            (try? CacheFiles.write(bytes, to: paths.scriptURL)) != nil {
+        if let good = state.good, let bytes = CacheFiles.read(atPath: paths.goodScriptPath), Verification.crypto.sha256Hex(bytes) == good.sha256,
+            (try? CacheFiles.write(bytes, toPath: paths.scriptPath)) != nil {
             state.installed = good
         } else {
-            CacheFiles.remove(paths.scriptURL)
+            CacheFiles.remove(atPath: paths.scriptPath)
             state.installed = nil
         }
         record(.rolledBack, patch: bad.number, receipt: bad.receipt, now: now)
@@ -139,13 +139,13 @@ extension PatchClient {
     /// Brings state and files into agreement after a crash, and returns the installed
     /// patch only if main.js really holds it.
     nonisolated func reconcile(_ state: inout ClientState) -> InstalledPatch? {
-        let bytes = CacheFiles.read(paths.scriptURL)
+        let bytes = CacheFiles.read(atPath: paths.scriptPath)
         let digest = bytes.map { Verification.crypto.sha256Hex($0) }
         if let installing = state.installing {
             // Cut short between renaming main.js and saving the state: finish or forget.
             if digest == installing.sha256 { state.installed = installing }
             state.installing = nil
-            try? CacheFiles.saveState(state, to: paths.stateURL)
+            try? CacheFiles.saveState(state, toPath: paths.statePath)
         }
         guard let installed = state.installed, digest == installed.sha256 else { return nil }
         return InstalledPatch(number: installed.number, path: paths.scriptURL, sha256: installed.sha256, confirmed: installed.confirmed)

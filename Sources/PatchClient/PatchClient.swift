@@ -245,15 +245,15 @@ public actor PatchClient {
     private nonisolated func install(_ plaintext: [UInt8], as patch: ClientState.Patch, now: Date) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         state.installing = patch
-        try CacheFiles.saveState(state, to: paths.stateURL)
-        try CacheFiles.write(plaintext, to: paths.scriptURL)
+        try CacheFiles.saveState(state, toPath: paths.statePath)
+        try CacheFiles.write(plaintext, toPath: paths.scriptPath)
         state.installing = nil
         state.installed = patch
         state.lastCheck = now.timeIntervalSince1970
         state.retryAfter = nil
-        try CacheFiles.saveState(state, to: paths.stateURL)
+        try CacheFiles.saveState(state, toPath: paths.statePath)
     }
 
     /// Downloads under the sha256 name, checks length and hashes, decrypts, checks the signed
@@ -291,14 +291,14 @@ public actor PatchClient {
     private nonisolated func remove(now: Date) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         state.installed = nil
         state.good = nil
         state.lastCheck = now.timeIntervalSince1970
         state.retryAfter = nil
-        try CacheFiles.saveState(state, to: paths.stateURL)
-        CacheFiles.remove(paths.scriptURL)
-        CacheFiles.remove(paths.goodScriptURL)
+        try CacheFiles.saveState(state, toPath: paths.statePath)
+        CacheFiles.remove(atPath: paths.scriptPath)
+        CacheFiles.remove(atPath: paths.goodScriptPath)
     }
 
     // MARK: Helpers
@@ -314,7 +314,7 @@ public actor PatchClient {
     nonisolated func lockedState() -> ClientState {
         files.lock()
         defer { files.unlock() }
-        return CacheFiles.loadState(paths.stateURL)
+        return CacheFiles.loadState(atPath: paths.statePath)
     }
 
     /// A sync that changed nothing: the check's time, and a Retry-After no longer in force
@@ -326,7 +326,7 @@ public actor PatchClient {
         if seen.retryAfter == nil, seen != ClientState() {
             files.lock()
             defer { files.unlock() }
-            try CacheFiles.saveCheck(now.timeIntervalSince1970, beside: paths.stateURL)
+            try CacheFiles.saveCheck(now.timeIntervalSince1970, besideState: paths.statePath)
             return
         }
         try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
@@ -336,7 +336,7 @@ public actor PatchClient {
     nonisolated func stateAndCurrentPatch() -> (ClientState, InstalledPatch?) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         let installed = reconcile(&state)
         return (state, installed)
     }
@@ -344,9 +344,9 @@ public actor PatchClient {
     nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
         files.lock()
         defer { files.unlock() }
-        var state = CacheFiles.loadState(paths.stateURL)
+        var state = CacheFiles.loadState(atPath: paths.statePath)
         change(&state)
-        try CacheFiles.saveState(state, to: paths.stateURL)
+        try CacheFiles.saveState(state, toPath: paths.statePath)
     }
 }
 

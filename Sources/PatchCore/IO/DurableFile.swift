@@ -13,25 +13,44 @@ public enum DurableFile {
     /// atomic (a killed process leaves old or new), but a power cut may lose the new content:
     /// for caches that are fetched again when missing or invalid.
     public static func replace(_ url: URL, with bytes: [UInt8], mode: mode_t = 0o644, sync: Bool = true) throws(Failure) {
-        let temporary = try writeTemporary(bytes, beside: url, mode: mode, sync: sync)
-        guard rename(temporary.path, url.path) == 0 else { throw failure("cannot write \(url.path)", removing: temporary) }
-        if sync { syncDirectory(of: url) }
+        try replace(atPath: url.path, with: bytes, mode: mode, sync: sync)
+    }
+
+    /// `replace` by path: the names are joined as strings (URL's path operations cost
+    /// thousands of instructions on Linux, and a client sync writes a file or two; issue 23).
+    public static func replace(atPath path: String, with bytes: [UInt8], mode: mode_t = 0o644, sync: Bool = true) throws(Failure) {
+        let temporary = try writeTemporary(bytes, beside: path, mode: mode, sync: sync)
+        guard rename(temporary, path) == 0 else { throw failure("cannot write \(path)", removing: temporary) }
+        if sync { DurableFile.sync(directoryPath: directory(of: path)) }
     }
 
     /// Creates `url` with `bytes`, refusing to replace an existing file (link(2) fails
     /// where rename(2) would overwrite): for secrets that must never be clobbered.
     public static func create(_ url: URL, with bytes: [UInt8], mode: mode_t = 0o600) throws(Failure) {
-        let temporary = try writeTemporary(bytes, beside: url, mode: mode)
-        guard link(temporary.path, url.path) == 0 else { throw failure("cannot create \(url.path)", removing: temporary) }
-        unlink(temporary.path)
-        syncDirectory(of: url)
+        let path = url.path
+        let temporary = try writeTemporary(bytes, beside: path, mode: mode)
+        guard link(temporary, path) == 0 else { throw failure("cannot create \(path)", removing: temporary) }
+        unlink(temporary)
+        sync(directoryPath: directory(of: path))
     }
 
-    private static func writeTemporary(_ bytes: [UInt8], beside url: URL, mode: mode_t, sync: Bool = true) throws(Failure) -> URL {
-        let directory = url.deletingLastPathComponent()
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw Failure(message: "cannot write in \(directory.path): \(String(cString: strerror(errno)))") }
+    /// The directory part of `path` ("." for a bare name).
+    public static func directory(of path: String) -> String { split(path).directory }
+
+    /// `path`'s directory ("." for a bare name) and last component, found in its UTF-8 bytes:
+    /// `String.lastIndex(of:)` walks grapheme clusters, ~80 k instructions a cold client sync.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        let utf8 = path.utf8
+        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return (".", path) }
+        let name = String(path[utf8.index(after: slash)...])
+        return (slash == utf8.startIndex ? "/" : String(path[..<slash]), name)
+    }
+
+    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: mode_t, sync: Bool = true) throws(Failure) -> String {
+        let (directory, name) = split(path)
+        let temporary = directory + "/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(message: "cannot write in \(directory): \(String(cString: strerror(errno)))") }
         let written = bytes.withUnsafeBytes { raw -> Bool in
             var offset = 0
             while offset < raw.count {
@@ -42,21 +61,21 @@ public enum DurableFile {
             return !sync || fsync(fd) == 0
         }
         close(fd)
-        guard written else { throw failure("cannot write \(url.path)", removing: temporary) }
+        guard written else { throw failure("cannot write \(path)", removing: temporary) }
         return temporary
     }
 
-    private static func failure(_ what: String, removing temporary: URL) -> Failure {
+    private static func failure(_ what: String, removing temporary: String) -> Failure {
         let reason = String(cString: strerror(errno))
-        unlink(temporary.path)
+        unlink(temporary)
         return Failure(message: "\(what): \(reason)")
     }
 
-    private static func syncDirectory(of url: URL) { sync(directory: url.deletingLastPathComponent()) }
-
     /// fsyncs a directory, so a rename or unlink in it survives a power cut.
-    public static func sync(directory: URL) {
-        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    public static func sync(directory: URL) { sync(directoryPath: directory.path) }
+
+    static func sync(directoryPath: String) {
+        let fd = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 {
             fsync(fd)
             close(fd)

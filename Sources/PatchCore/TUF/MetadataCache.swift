@@ -20,10 +20,7 @@ public struct MetadataCache: Sendable {
     /// The file's bytes, nil when it is missing or larger than `limit` (nothing that large
     /// was ever written here, so it was not written by the updater).
     func read(_ name: String, limit: Int) -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: path(name)) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: limit + 1), data.count <= limit else { return nil }
-        return Array(data)
+        FileContents.read(atPath: path(name), limit: limit)
     }
 
     /// The version of the timestamp the last refresh accepted, nil before the first. Not
@@ -35,14 +32,16 @@ public struct MetadataCache: Sendable {
     }
 
     func write(_ name: String, _ bytes: [UInt8]) throws(UpdateError) {
-        do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
-            throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
+        // One access(2) where the directory is there (every write but a cache's first).
+        if access(base, F_OK) != 0 {
+            do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
+                throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
+            }
         }
-        do { try DurableFile.replace(url(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
+        do { try DurableFile.replace(atPath: path(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
     }
 
     func remove(_ name: String) { unlink(path(name)) }
 
-    private func url(_ name: String) -> URL { URL(fileURLWithPath: path(name)) }
     private func path(_ name: String) -> String { base + name }
 }

@@ -114,7 +114,7 @@ final class ParsedMetadata: @unchecked Sendable {
 
     private struct Key: Hashable {
         let type: ObjectIdentifier
-        let bytes: [UInt8]
+        let bytes: ExactBytes
     }
 
     private let lock = NSLock()
@@ -122,7 +122,7 @@ final class ParsedMetadata: @unchecked Sendable {
 
     func value<Value: Sendable>(for bytes: [UInt8], as type: Value.Type) -> Value? {
         guard bytes.count <= Self.maxBytes else { return nil }
-        let key = Key(type: ObjectIdentifier(type), bytes: bytes)
+        let key = Key(type: ObjectIdentifier(type), bytes: ExactBytes(bytes))
         lock.lock()
         defer { lock.unlock() }
         return entries[key] as? Value
@@ -130,7 +130,7 @@ final class ParsedMetadata: @unchecked Sendable {
 
     func insert<Value: Sendable>(_ value: Value, for bytes: [UInt8]) {
         guard bytes.count <= Self.maxBytes else { return }
-        let key = Key(type: ObjectIdentifier(Value.self), bytes: bytes)
+        let key = Key(type: ObjectIdentifier(Value.self), bytes: ExactBytes(bytes))
         lock.lock()
         defer { lock.unlock() }
         if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }

@@ -103,9 +103,17 @@ final class VerifiedSignatures: @unchecked Sendable {
     struct Entry: Hashable {
         let keyType: String
         let scheme: String
-        let key: [UInt8]
-        let signature: [UInt8]
-        let message: [UInt8]
+        let key: ExactBytes
+        let signature: ExactBytes
+        let message: ExactBytes
+
+        init(keyType: String, scheme: String, key: [UInt8], signature: [UInt8], message: [UInt8]) {
+            self.keyType = keyType
+            self.scheme = scheme
+            self.key = ExactBytes(key)
+            self.signature = ExactBytes(signature)
+            self.message = ExactBytes(message)
+        }
     }
 
     static let shared = VerifiedSignatures()
@@ -116,14 +124,14 @@ final class VerifiedSignatures: @unchecked Sendable {
     private var entries = Set<Entry>()
 
     func contains(_ entry: Entry) -> Bool {
-        guard entry.message.count <= Self.maxMessage else { return false }
+        guard entry.message.bytes.count <= Self.maxMessage else { return false }
         lock.lock()
         defer { lock.unlock() }
         return entries.contains(entry)
     }
 
     func insert(_ entry: Entry) {
-        guard entry.message.count <= Self.maxMessage else { return }
+        guard entry.message.bytes.count <= Self.maxMessage else { return }
         lock.lock()
         defer { lock.unlock() }
         if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }

@@ -1,0 +1,41 @@
+@testable import PatchCore
+import Foundation
+import Testing
+
+/// The memo key of issue 23 and the small-file read the client's cache goes through.
+@Suite("Exact bytes and file contents")
+struct ExactBytesTests {
+    @Test("equal only when every byte is equal; equal keys hash alike, whatever the length")
+    func exactBytes() {
+        for length in [0, 1, 255, 256, 257, 511, 512, 513, 5000] {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            #expect(ExactBytes(bytes) == ExactBytes(Array(bytes)))
+            #expect(ExactBytes(bytes).hashValue == ExactBytes(Array(bytes)).hashValue)
+            #expect(ExactBytes(bytes) != ExactBytes(bytes + [0]))
+            for index in Set([0, length / 2, length - 1]) where index >= 0 && index < length {
+                var other = bytes
+                other[index] ^= 0x01
+                #expect(ExactBytes(bytes) != ExactBytes(other), "byte \(index) of \(length)")
+                #expect(Set([ExactBytes(bytes), ExactBytes(other)]).count == 2)
+            }
+        }
+    }
+
+    @Test("a file's bytes, nil when missing, a directory or over the limit; an empty file is empty")
+    func fileContents() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("file-contents-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.path + "/f"
+        let bytes = (0..<40_000).map { UInt8(truncatingIfNeeded: $0) }
+        try DurableFile.replace(atPath: path, with: bytes)
+        #expect(FileContents.read(atPath: path) == bytes)
+        #expect(FileContents.read(atPath: path, limit: bytes.count) == bytes)
+        #expect(FileContents.read(atPath: path, limit: bytes.count - 1) == nil)
+        #expect(FileContents.read(atPath: directory.path + "/missing") == nil)
+        #expect(FileContents.read(atPath: directory.path) == nil)
+        try DurableFile.replace(atPath: path, with: [])
+        #expect(FileContents.read(atPath: path) == [])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["f"], "no temporary file left")
+    }
+}
