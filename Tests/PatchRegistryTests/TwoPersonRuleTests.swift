@@ -214,4 +214,28 @@ struct TwoPersonRuleTests {
         let report = try await t.verify(app)
         #expect(report.ok && report.targets.first { $0.path == "staging/2.3/1/main.js" }?.role == "qa")
     }
+
+    @Test("a guard on a two-person app proposes its halt once, waiting for the release keys; approved, the patch is halted")
+    func guardHaltWaits() throws {
+        let (t, app, alice, bob) = try twoPerson()
+        let pending = try pendingChange { () throws(RegistryError) in
+            try Registry.signing(with: [alice]) { () throws(RegistryError) in
+                try t.registry.publish(app: app, appVersion: v23, bundle: Array("a()".utf8), rollout: 50, actor: t.actor)
+            }
+        }
+        try t.registry.approve(app: app, id: pending.id, keys: [bob], actor: t.actor)
+        try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: t.actor)
+        let touched = try feed(t, app, devices: 0..<60, rolledBack: 10)
+        let targetsBefore = try t.registry.latestMetadata(app: app, role: .targets).version
+        #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty, "nothing lands without the release keys")
+        #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty)
+        let halts = try t.registry.pendingChanges(app: app)
+        #expect(halts.count == 1, "the second pass finds the same change waiting")
+        let halt = try #require(halts.first)
+        #expect(halt.change == .rollout(appVersion: v23, number: 1, percent: 0) && halt.proposedBy == "patchd guard" && halt.signatures.isEmpty)
+        #expect(try t.registry.latestMetadata(app: app, role: .targets).version == targetsBefore)
+        try t.registry.approve(app: app, id: halt.id, keys: [alice, bob], actor: t.actor)
+        #expect(try t.registry.serving(app: app, appVersion: v23).delivery[1] == .halted)
+        #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty && t.registry.pendingChanges(app: app).isEmpty)
+    }
 }

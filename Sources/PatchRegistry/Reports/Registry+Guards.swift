@@ -152,7 +152,8 @@ extension Registry {
             if let rule = byChannel[key.channel], try tripFigures(app: app, key: key, rule: rule, evidence: evidence) != nil { candidates.append(key) }
         }
         guard !candidates.isEmpty else { return [] }
-        return try write { () throws -> [GuardTrip] in
+        var waiting: [(key: PatchKey, action: GuardAction, why: String)] = []
+        let trips = try write { () throws -> [GuardTrip] in
             var trips: [GuardTrip] = []
             let rules = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
             for key in candidates {
@@ -166,6 +167,12 @@ extension Registry {
                     done = GuardTrip(key: key, action: .halt, at: trip.at, installed: trip.installed, rolledBack: trip.rolledBack,
                                      lowerPPM: trip.lowerPPM, thresholdPPM: trip.thresholdPPM,
                                      override: GuardOverride(configured: .revoke, reason: last))
+                }
+                // Keys patchd does not hold (the two-person rule): the halt or revoke waits for
+                // their holders, proposed below, outside this transaction; no trip until it lands.
+                guard try holdsSigningKeys(app: app, channel: key.channel) else {
+                    waiting.append((key, done.action, why))
+                    continue
                 }
                 switch done.action {
                 case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
@@ -190,6 +197,17 @@ extension Registry {
             }
             return trips
         }
+        for (key, action, why) in waiting {
+            do {
+                switch action {
+                case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
+                case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
+                }
+            } catch .pending {
+                // Stored once (a later pass finds the same change waiting).
+            }
+        }
+        return trips
     }
 
     /// Applies the app's guards to every active patch of a guarded channel: what the upkeep

@@ -100,7 +100,8 @@ extension Registry {
     public func advanceSchedules(app: AppName, rules evidence: ReportRules = ReportRules(), now: Date = Date()) throws(RegistryError) -> [ScheduleStep] {
         let due = try schedules(app: app).filter { (TUFTime.parse($0.nextAt) ?? .distantFuture) <= now }
         guard !due.isEmpty else { return [] }
-        return try write { () throws -> [ScheduleStep] in
+        var waiting: [(key: PatchKey, percent: Int)] = []
+        let steps = try write { () throws -> [ScheduleStep] in
             let rules = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
             let tripped = Set(try guardTrips(app: app).map(\.key))
             var done: [ScheduleStep] = []
@@ -120,7 +121,15 @@ extension Registry {
                 let rate = WilsonInterval(successes: figures?.count(.rolledBack) ?? 0, trials: installed)
                 guard installed >= rule.minDevices, rate.upper * 1_000_000 < Double(rule.maxRollbackPPM),
                       try reportBlocks(app: app, key: key, event: .installed) >= evidence.minBlocks else { continue }
-                try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: next, actor: Registry.scheduleActor, now: now)
+                // Keys patchd does not hold (the two-person rule): the step is proposed below and
+                // waits for their holders; once it has landed (the rollout is there) it is taken.
+                if patch.rollout < next {
+                    guard try holdsSigningKeys(app: app, channel: key.channel) else {
+                        waiting.append((key, next))
+                        continue
+                    }
+                    try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: next, actor: Registry.scheduleActor, now: now)
+                }
                 let rest = Array(schedule.steps.dropFirst())
                 if rest.isEmpty {
                     try db.run("DELETE FROM rollout_schedules WHERE app = ? AND app_version = ? AND number = ?", values)
@@ -132,5 +141,13 @@ extension Registry {
             }
             return done
         }
+        for (key, percent) in waiting {
+            do {
+                try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: percent, actor: Registry.scheduleActor, now: now)
+            } catch .pending {
+                // Stored once (a later pass finds the same change waiting).
+            }
+        }
+        return steps
     }
 }

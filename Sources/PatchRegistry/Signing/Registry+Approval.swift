@@ -48,6 +48,11 @@ extension Registry {
         var bundle: [UInt8]?
         if case .publish(_, _, _, _, _, _, let bytes) = change { bundle = bytes }
         return try write { () throws -> PendingChange in
+            // The same change asked again while it waits (a retried job, a guard's next pass)
+            // is the change already waiting, not a second one to sign.
+            let same = try db.query("SELECT id FROM pending_changes WHERE app = ? AND role = ? AND change = ? AND state = 'pending' ORDER BY id DESC LIMIT 1",
+                                    [.text(app.rawValue), .text(request.role), .text(change.json.canonicalString)]) { $0.int(0) }.first
+            if let same, let existing = try? pendingChange(app: app, id: same), existing.change == change { return existing }
             let id = (try db.query("SELECT MAX(id) FROM pending_changes WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0) + 1
             let pending = PendingChange(app: app, id: id, change: change, request: request, signatures: request.signatures,
                                         proposedAt: now, proposedBy: actor.name, state: .pending, sealed: sealed)

@@ -189,6 +189,25 @@ extension Registry {
         return chosen.prefix(threshold).compactMap { signers[$0] }
     }
 
+    /// Whether the key store holds a threshold of the keys that sign `channel`'s targets (its
+    /// delegated role's, else top-level targets'): whether a change there made by patchd alone
+    /// (a guard's halt, a schedule's step) can land, or must wait for key holders. Asked
+    /// before such a change, inside its caller's transaction: a change that found out only at
+    /// signing would have written its rows already.
+    func holdsSigningKeys(app: AppName, channel: ChannelName) throws(RegistryError) -> Bool {
+        if let record = try delegations(app: app).first(where: { $0.channel == channel }) {
+            var held = 0
+            for keyID in record.keys.keys where FileManager.default.fileExists(atPath: keys.delegatedKeyURL(app: app, role: record.name, keyID: keyID).path) {
+                held += 1
+            }
+            return held >= record.threshold
+        }
+        let root = try signingRoot(app: app)
+        guard let entry = root.roles[.targets] else { return false }
+        let held = entry.keyIDs.filter { FileManager.default.fileExists(atPath: keys.signingKeyURL(app: app, role: .targets, keyID: $0).path) }.count
+        return held >= entry.threshold
+    }
+
     /// The root that signs (`signingRoot`) and the newest stored version of each role but
     /// root, in one statement. The root's bytes are read every time; they are parsed again
     /// only when they differ from the ones parsed last (parsing builds an OpenSSL key per
