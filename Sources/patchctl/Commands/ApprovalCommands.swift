@@ -105,6 +105,13 @@ struct KeysGenerateCommand: Command {
             key = try SigningKey.generateEd25519()
             pem = try key.pemRepresentation()
         } catch { throw .failed("cannot make a key: \(error)") }
+        // A directory of one's own keys (`~/.hotpatch/`): made private when it is new.
+        let directory = out.deletingLastPathComponent()
+        if !FileManager.default.fileExists(atPath: directory.path) {
+            do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
+                throw .failed("cannot create \(directory.path.pathSanitized): \(error.localizedDescription)")
+            }
+        }
         do {
             try DurableFile.create(out, with: pem, mode: 0o600)
             try DurableFile.create(pub, with: key.tufKey.json.canonicalBytes + [0x0A], mode: 0o644)
@@ -124,7 +131,7 @@ struct KeysSetCommand: Command {
     static let spec = CommandSpec("keys set", summary: "Make top-level targets (production) need THRESHOLD of these release keys: the two-person rule, enforced by devices",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--role", "ROLE", "targets (the one role whose keys are people's)").required,
-                                            .value("--key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each").required,
+                                            .value("--key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each").repeatable.required,
                                             .value("--threshold", "N", "how many of the keys must sign each change (default 2 with two or more keys)"),
                                             SigningKeys.option, .flag("--dry-run", "say what would change and change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions)
