@@ -18,6 +18,14 @@ enum PendingText {
         return "pending: change \(id) of \(app) (\(summary)) has \(pending["signedBy"]?.arrayValue?.count ?? 0) of \(pending["threshold"]?.intValue ?? 0) signatures of the \(pending["role"]?.stringValue ?? "targets") keys; nothing is served until \(missing) more of its key holders approve\(missing == 1 ? "s" : "") it: `patchctl approve --app \(app) \(id) --key-file THEIR-KEY.pem`"
     }
 
+    /// The ID positional of `approve` and `reject`.
+    static func id(_ arguments: Arguments) throws(CLIError) -> Int64 {
+        guard let id = Int64(arguments.positionals[0]), id > 0 else {
+            throw .usage("ID is a change number from `patchctl pending`, got \(arguments.positionals[0].debugSanitized)")
+        }
+        return id
+    }
+
     /// What a signature on the change would vouch for: every target its metadata lists, read
     /// from the `signed` the signers sign (not from a summary the server wrote).
     static func targets(_ pending: JSON) -> [String] {
@@ -60,7 +68,7 @@ struct ApproveCommand: Command {
                                             SigningKeys.option, .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        guard let id = Int64(arguments.positionals[0]), id > 0 else { throw .usage("ID is a change number from `patchctl pending`, got \(arguments.positionals[0].debugSanitized)") }
+        let id = try PendingText.id(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         let answer = try backend.approve(app: name, id: id)
@@ -79,7 +87,7 @@ struct RejectCommand: Command {
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        guard let id = Int64(arguments.positionals[0]), id > 0 else { throw .usage("ID is a change number from `patchctl pending`, got \(arguments.positionals[0].debugSanitized)") }
+        let id = try PendingText.id(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         let answer = try backend.reject(app: name, id: id, reason: arguments.value("--message"))
