@@ -38,6 +38,12 @@ extension Registry {
             if let approval = outer?.approval {
                 throw .conflict("change \(approval.id) was signed for keys the \(request.role) role no longer has (\(request.description)): nothing was changed; propose it again")
             }
+            // A key given for this change that the waiting role does not list would sign
+            // nothing of it: refused, not stored as a change it cannot help.
+            if let stray = context.keys.first(where: { request.keys[$0.tufKey.keyID] == nil }) {
+                let named = request.role == Role.targets.rawValue ? "the targets role" : "the delegated role \(request.role)"
+                throw .keys("keyid \(stray.tufKey.keyID.prefix(12))… is not a key of \(named), which this change signs (its keys: \(request.keys.keys.sorted().map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
+            }
             if dryRun || db.inTransaction { throw .signaturesNeeded(request) }
             throw .pending(try storePending(app: app, change, request, sealed: context.sealed, actor: actor, now: now))
         }

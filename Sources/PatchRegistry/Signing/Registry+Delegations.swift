@@ -134,7 +134,7 @@ extension Registry {
             bytes = presigned
             expires = file.body.expires
         } else {
-            let signers = try roleSigners(role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
+            let signers = try roleSigners(app: app, role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
                                           keys: record.keys) { keyID throws(RegistryError) in
                 try keys.storedDelegatedKey(app: app, record, keyID: keyID)
             }

@@ -107,7 +107,7 @@ extension Registry {
                 case .targets:
                     let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations)
                     guard let entry = root.roles[.targets] else { throw RegistryError.internalError("root lists no targets role") }
-                    let signers = try roleSigners(role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs, threshold: entry.threshold,
+                    let signers = try roleSigners(app: app, role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs, threshold: entry.threshold,
                                                   keys: root.keys) { keyID throws(RegistryError) in
                         guard FileManager.default.fileExists(atPath: keys.signingKeyURL(app: app, role: .targets, keyID: keyID).path) else { return nil }
                         return try keys.signingKey(app: app, role: .targets, keyID: keyID)
@@ -147,13 +147,23 @@ extension Registry {
     /// signatures its key holders gave, which are over exactly the metadata the change made
     /// when it was proposed. Fewer than `threshold`: `signaturesNeeded`, with the signatures
     /// the keys here made, so the change can wait for the rest (`Registry.proposing`).
-    func roleSigners(role: String, signed: JSON, keyIDs: [String], threshold: Int, keys: [String: TUFKey],
+    ///
+    /// A given key of another of the app's roles is left for that role (`keys delegate` on
+    /// a two-person app signs the delegated role with its keys and targets with the release
+    /// keys); a given key no role of the app lists is refused.
+    func roleSigners(app: AppName, role: String, signed: JSON, keyIDs: [String], threshold: Int, keys: [String: TUFKey],
                      stored: (String) throws(RegistryError) -> SigningKey?) throws(RegistryError) -> [any TUFSigner] {
         let context = SigningContext.current
         let listed = Set(keyIDs)
-        let named = role == Role.targets.rawValue ? "the targets role" : "the delegated role \(role)"
-        for key in context?.keys ?? [] where !listed.contains(key.tufKey.keyID) {
-            throw .keys("keyid \(key.tufKey.keyID.prefix(12))… is not a key of \(named), which this change signs (its keys: \(keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
+        let strays = (context?.keys ?? []).filter { !listed.contains($0.tufKey.keyID) }
+        if !strays.isEmpty {
+            let root = try signingRoot(app: app)
+            var known = Set(root.roles[.targets]?.keyIDs ?? [])
+            for record in try delegations(app: app) { known.formUnion(record.keys.keys) }
+            if let stray = strays.first(where: { !known.contains($0.tufKey.keyID) }) {
+                let named = role == Role.targets.rawValue ? "the targets role" : "the delegated role \(role)"
+                throw .keys("keyid \(stray.tufKey.keyID.prefix(12))… is not a key of \(named), which this change signs, nor of any other role of \(app) (its keys: \(keyIDs.map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
+            }
         }
         let message = signed.canonicalBytes
         var signers: [String: any TUFSigner] = [:]
@@ -166,7 +176,7 @@ extension Registry {
                 signers[signature.keyID] = Presigned(tufKey: key, message: message, value: signature.signature)
             }
         }
-        for key in context?.keys ?? [] where signers[key.tufKey.keyID] == nil { signers[key.tufKey.keyID] = key }
+        for key in context?.keys ?? [] where listed.contains(key.tufKey.keyID) && signers[key.tufKey.keyID] == nil { signers[key.tufKey.keyID] = key }
         for keyID in keyIDs.sorted() where signers[keyID] == nil {
             if let key = try stored(keyID) { signers[keyID] = key }
         }
