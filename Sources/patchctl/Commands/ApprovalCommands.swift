@@ -124,7 +124,7 @@ struct KeysSetCommand: Command {
     static let spec = CommandSpec("keys set", summary: "Make top-level targets (production) need THRESHOLD of these release keys: the two-person rule, enforced by devices",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--role", "ROLE", "targets (the one role whose keys are people's)").required,
-                                            .value("--key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each").required,
+                                            .value("--key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each").required.repeatable,
                                             .value("--threshold", "N", "how many of the keys must sign each change (default 2 with two or more keys)"),
                                             SigningKeys.option, .flag("--dry-run", "say what would change and change nothing"),
                                             .flag("--json", "print JSON")] + Context.globalOptions)

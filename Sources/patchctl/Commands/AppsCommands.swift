@@ -11,7 +11,7 @@ struct AppsCreateCommand: Command {
                                             .flag("--jspatch-rsa", "also serve JSPatch Loader packages: keeps an RSA key in KEYS/NAME/jspatch-rsa.pem (not with --encrypt)"),
                                             JSPatchKeyArgument.importOption,
                                             RootKeyArgument.option,
-                                            .value("--targets-key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each: production then needs --targets-threshold of them (`keys set`)"),
+                                            .value("--targets-key", "FILE", "a release engineer's public key (`patchctl keys generate`'s OUT.pub.json); repeat for each: production then needs --targets-threshold of them (`keys set`)").repeatable,
                                             .value("--targets-threshold", "N", "with --targets-key: how many of those keys must sign each production change (default 2 with two or more keys)"),
                                             SigningKeys.option,
                                             .flag("--json", "print JSON")] + Context.globalOptions)
