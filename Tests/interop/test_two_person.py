@@ -365,8 +365,13 @@ def test_targets_signed_by_one_release_engineer_are_refused(repo, http_server, t
         assert isinstance(refused.value, DeserializationError)
     else:
         assert isinstance(refused.value, UnsignedMetadataError) and "targets was signed by 1/2 keys" in str(refused.value)
-    assert_cli_error(patchctl("verify", "--repo", export, "--root", repo["root_file"]), 1,
-                     "duplicate keyid in signatures" if signatures == "alice twice" else "targets metadata has 1 valid signature(s), needs 2")
+    why = "duplicate keyid in signatures" if signatures == "alice twice" else "targets metadata has 1 valid signature(s), needs 2"
+    assert_cli_error(patchctl("verify", "--repo", export, "--root", repo["root_file"]), 1, why)
+    # The device library too: a phone on 2.3 is not offered the waiting patch.
+    device = patchctl("fetch", "--server", http_server(export.parents[2]), "--app", APP, "--app-version", "2.3",
+                      "--device-id", "phone", "--root", repo["root_file"], "--cache", tmp_path / "cache", "--json")
+    assert json.loads(device.stdout)["outcome"] == "failed"
+    assert_cli_error(device, 1, why)
 
 
 def test_qa_role_signed_by_one_qa_key_or_outside_staging_is_refused(repo, http_server, tmp_path, patchctl):
