@@ -153,8 +153,8 @@ SERVED = {target_path("2.3", 1): PROD_1, target_path("2.4", 1): PROD_2, target_p
 
 
 def check_repository(repo, base_url, metadata_dir):
-    """python-tuf on base_url: every served patch downloads with its bytes, top-level targets
-    and qa are signed by exactly their two keys, and change 4 (waiting) is not listed."""
+    """python-tuf on base_url: every patch listed (top-level targets and qa) downloads with its
+    bytes, both roles are signed by exactly their two keys, and change 4 (waiting) is not listed."""
     updater = repo_updater(base_url, metadata_dir, repo["root"])
     updater.refresh()
     for path, body in SERVED.items():
@@ -167,6 +167,8 @@ def check_repository(repo, base_url, metadata_dir):
     targets = updater._trusted_set["targets"]
     qa = targets.delegations.roles["qa"]
     assert qa.threshold == 2 and sorted(qa.keyids) == sorted([repo["qa1"].keyid, repo["qa2"].keyid])
+    listed = set(targets.targets) | set(updater._trusted_set["qa"].targets)
+    assert listed == set(SERVED), "every patch the repository lists was downloaded"
     for role, people in (("targets", ("alice", "bob")), ("qa", ("qa1", "qa2"))):
         cached = json.loads((metadata_dir / f"{role}.json").read_bytes())
         assert_signed_by(cached, [repo[p] for p in people])
