@@ -127,38 +127,56 @@ def test_verify_refuses_a_delegated_role_signed_by_a_key_its_delegator_did_not_l
 
 # -- hotpatch's own delegated channel over its life (issue 24 item 2) -----------------------
 
-def _signer(pem: Path) -> CryptoSigner:
+def signer_of(pem: Path) -> CryptoSigner:
+    """A securesystemslib signer of a PKCS#8 PEM private key (a key in KEYS/APP, or `keys generate`'s)."""
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
     return CryptoSigner(load_pem_private_key(pem.read_bytes(), password=None))
 
 
-def _forge_role(export: Path, keys: Path, role_signer: CryptoSigner) -> str:
-    """What whoever kept a replaced staging key can do with the online snapshot and timestamp
-    keys: the next qa.json listing one more staging path, and a snapshot and timestamp that
-    pin it, written over the export. Returns the forged path."""
-    md = export / "metadata"
-    timestamp = Metadata.from_bytes((md / "timestamp.json").read_bytes())
-    snap_version = timestamp.signed.snapshot_meta.version
-    snapshot = Metadata.from_bytes((md / f"{snap_version}.snapshot.json").read_bytes())
-    qa_version = snapshot.signed.meta["qa.json"].version
-    role = Metadata.from_bytes((md / f"{qa_version}.qa.json").read_bytes())
-    path, entry = sorted(role.signed.targets.items())[0]
-    forged = path.rsplit("/", 2)[0] + "/9/main.js"
-    role.signed.targets[forged] = TargetFile(entry.length, entry.hashes, forged, entry.unrecognized_fields)
-    role.signed.version += 1
-    role.signatures.clear()
-    role.sign(role_signer)
-    (md / f"{role.signed.version}.qa.json").write_bytes(role.to_bytes())
-    snapshot.signed.meta["qa.json"] = MetaFile(version=role.signed.version)
+def repin(metadata: Path, keys: Path, meta: dict):
+    """What a server holding the online keys can always do: a snapshot that lists the same
+    files as the newest one but with `meta` ({"qa.json": 1, ...}: name -> version), and a
+    timestamp that pins it, re-signed with the snapshot and timestamp keys in `keys`
+    (KEYS/APP) and written over the repository's `metadata` directory."""
+    timestamp = Metadata.from_bytes((metadata / "timestamp.json").read_bytes())
+    snapshot = Metadata.from_bytes((metadata / f"{timestamp.signed.snapshot_meta.version}.snapshot.json").read_bytes())
+    for name, version in meta.items():
+        snapshot.signed.meta[name] = MetaFile(version=version)
     snapshot.signed.version += 1
     snapshot.signatures.clear()
-    snapshot.sign(_signer(next(keys.glob("snapshot.*.pem"))))
-    (md / f"{snapshot.signed.version}.snapshot.json").write_bytes(snapshot.to_bytes())
+    snapshot.sign(signer_of(next(keys.glob("snapshot.*.pem"))))
+    (metadata / f"{snapshot.signed.version}.snapshot.json").write_bytes(snapshot.to_bytes())
     timestamp.signed.snapshot_meta = MetaFile(version=snapshot.signed.version)
     timestamp.signed.version += 1
     timestamp.signatures.clear()
-    timestamp.sign(_signer(next(keys.glob("timestamp.*.pem"))))
-    (md / "timestamp.json").write_bytes(timestamp.to_bytes())
+    timestamp.sign(signer_of(next(keys.glob("timestamp.*.pem"))))
+    (metadata / "timestamp.json").write_bytes(timestamp.to_bytes())
+
+
+def newest(metadata: Path, role: str) -> Metadata:
+    """ROLE's metadata as the repository's newest snapshot pins it."""
+    timestamp = Metadata.from_bytes((metadata / "timestamp.json").read_bytes())
+    snapshot = Metadata.from_bytes((metadata / f"{timestamp.signed.snapshot_meta.version}.snapshot.json").read_bytes())
+    return Metadata.from_bytes((metadata / f"{snapshot.signed.meta[f'{role}.json'].version}.{role}.json").read_bytes())
+
+
+def forge_role(export: Path, keys: Path, role_signers, path=None, role="qa") -> str:
+    """What whoever kept a replaced staging key can do with the online snapshot and timestamp
+    keys: the next ROLE.json listing one more path (`path`, default one more staging path),
+    signed by `role_signers` (a signer or a list), and a snapshot and timestamp that pin it,
+    written over the export. Returns the forged path."""
+    md = export / "metadata"
+    signers = role_signers if isinstance(role_signers, (list, tuple)) else [role_signers]
+    forged_role = newest(md, role)
+    existing, entry = sorted(forged_role.signed.targets.items())[0]
+    forged = path or existing.rsplit("/", 2)[0] + "/9/main.js"
+    forged_role.signed.targets[forged] = TargetFile(entry.length, entry.hashes, forged, entry.unrecognized_fields)
+    forged_role.signed.version += 1
+    forged_role.signatures.clear()
+    for signer in signers:
+        forged_role.sign(signer, append=True)
+    (md / f"{forged_role.signed.version}.{role}.json").write_bytes(forged_role.to_bytes())
+    repin(md, keys, {f"{role}.json": forged_role.signed.version})
     return forged
 
 
@@ -171,7 +189,7 @@ def test_python_tuf_follows_rotation_and_undelegation_of_a_staging_role_over_the
     made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa", "--json")
     assert made.rc == 0, made.stderr
     assert json.loads(made.stdout)["serverKey"] is True
-    old_key = _signer(next((ws.keys / "demo").glob("delegated.qa.*.pem")))
+    old_key = signer_of(next((ws.keys / "demo").glob("delegated.qa.*.pem")))
     published = remote(ws, server, token, "publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging",
                        ws.write_file(b"staging();\n"), "--json")
     assert published.rc == 0, published.stderr
@@ -193,7 +211,7 @@ def test_python_tuf_follows_rotation_and_undelegation_of_a_staging_role_over_the
     assert body == b"staging();\n", "the device follows the rotated role"
     # The replaced key signs the role's next version: python-tuf refuses it.
     export = ws.export("demo")
-    forged = _forge_role(export, ws.keys / "demo", old_key)
+    forged = forge_role(export, ws.keys / "demo", old_key)
     attacked = repo_updater(http_server(export), tmp_path / "attacked", ws.root_json("demo"))
     attacked.refresh()
     with pytest.raises(RepositoryError, match="qa was signed by 0/1 keys"):
