@@ -116,10 +116,10 @@ extension Registry {
         // of (a new seal would draw a new nonce); a change being proposed keeps what it sealed.
         let context = SigningContext.current
         let served = try contentKey.map { key in
-            if let sealed = context?.approval?.sealed { return sealed }
+            if let sealed = context?.approval?.captured { return sealed }
             return try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
         } ?? bundle
-        if contentKey != nil { context?.sealed = served }
+        if contentKey != nil { context?.captured = served }
         // A plain app serves the plaintext itself: its digests are the served ones.
         let servedDigests = contentKey == nil ? plaintext : BundleDigests(of: served)
         let time = TUFTime.format(now)

@@ -376,7 +376,7 @@ enum Schema {
         role TEXT NOT NULL,
         change TEXT NOT NULL,
         bundle BLOB,
-        sealed BLOB,
+        captured BLOB,
         signed BLOB NOT NULL,
         keyids TEXT NOT NULL,
         threshold INTEGER NOT NULL,

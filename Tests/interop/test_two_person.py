@@ -442,9 +442,6 @@ def test_qa_role_rolled_back_to_an_older_version_is_refused(repo, http_server, t
     assert_cli_error(refused, 1, "qa.json metadata version 2 is older than the trusted version 3 (rollback)")
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: once the two-person rule landed, `keys delegate` cannot re-sign "
-                   "top-level targets: the release keys given with --key-file are refused as not the role's keys, and "
-                   "without them it fails (exit 2) instead of waiting as a pending change")
 def test_a_channel_is_delegated_after_the_rule_landed(workspace):
     ws = workspace
     alice, bob = two_person_app(ws)

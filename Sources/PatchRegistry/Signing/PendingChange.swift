@@ -19,6 +19,8 @@ public enum ReleaseChange: Sendable, Equatable {
     /// from now on. Pending like a release: the targets the new root needs are signed by the
     /// new keys.
     case targetsKeys(keys: [TUFKey], threshold: Int)
+    /// `keys delegate` (with `replace`: a rotation), on an app whose targets keys are not here.
+    case delegate(channel: ChannelName, role: String, keys: [TUFKey], threshold: Int?, replace: Bool)
 
     public var kind: String {
         switch self {
@@ -28,6 +30,7 @@ public enum ReleaseChange: Sendable, Equatable {
         case .revoke: "revoke"
         case .rollout: "rollout"
         case .targetsKeys: "targets-keys"
+        case .delegate: "delegate"
         }
     }
 
@@ -43,6 +46,8 @@ public enum ReleaseChange: Sendable, Equatable {
             number.map { "revoke \(v) patch \($0)" } ?? "revoke every active patch of \(v) \(channel ?? .production)"
         case .rollout(let v, let number, let percent): "set \(v) patch \(number) to \(percent) %"
         case .targetsKeys(let keys, let threshold): "targets signed by \(threshold) of \(keys.count) keys"
+        case .delegate(let channel, let role, let keys, let threshold, let replace):
+            "\(replace ? "rotate the keys of" : "delegate \(channel) to") the role \(role): \(threshold.map { "\($0) of " } ?? "")\(keys.count) key\(keys.count == 1 ? "" : "s")"
         }
     }
 
@@ -69,6 +74,10 @@ public enum ReleaseChange: Sendable, Equatable {
         case .targetsKeys(let keys, let threshold):
             out.merge(["keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
                        "threshold": .int(Int64(threshold))]) { $1 }
+        case .delegate(let channel, let role, let keys, let threshold, let replace):
+            out.merge(["channel": .string(channel.rawValue), "name": .string(role),
+                       "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
+                       "threshold": optional(threshold), "replace": .bool(replace)]) { $1 }
         }
         return .object(out)
     }
@@ -105,6 +114,10 @@ public enum ReleaseChange: Sendable, Equatable {
             case "targets-keys":
                 guard let keys = object["keys"]?.objectValue, let threshold = int("threshold") else { throw bad("targets-keys") }
                 self = .targetsKeys(keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: "targets") }, threshold: threshold)
+            case "delegate":
+                guard let channel = try channel("channel"), let role = text("name"), let keys = object["keys"]?.objectValue else { throw bad("delegate") }
+                self = .delegate(channel: channel, role: role, keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: role) },
+                                 threshold: int("threshold"), replace: object["replace"]?.boolValue ?? false)
             default: throw bad("kind \(kind)")
             }
         } catch let error as RegistryError { throw error } catch { throw bad("\(error)") }
@@ -145,10 +158,12 @@ public struct PendingChange: Sendable, Equatable {
     public let proposedAt: Date
     public let proposedBy: String
     public var state: State
-    /// Set when a publish, promote or rollback of an encrypted app sealed its bundle: the
-    /// ciphertext the signed hashes name, used again when the change is applied (sealing
-    /// afresh would draw a new nonce and new hashes).
-    let sealed: [UInt8]?
+    /// Bytes the change made when it was proposed that applying it must use again, as they
+    /// cannot be made again the same: the ciphertext of an encrypted app's publish, promote or
+    /// rollback (a new seal draws a new nonce, so new hashes), or the delegated role's
+    /// metadata of a `keys delegate`, signed by the role's keys, which are not there when the
+    /// release keys approve.
+    let captured: [UInt8]?
 
     public var missing: Int { max(0, request.threshold - signatures.count) }
 
@@ -196,13 +211,15 @@ final class SigningContext: @unchecked Sendable {
     /// The time the chain below targets (snapshot, timestamp) is signed at when a change is
     /// applied later than it was proposed: its targets keep the proposal's time.
     let commitTime: Date?
-    /// The ciphertext a sealing change made (captured when it is proposed).
-    var sealed: [UInt8]?
+    /// What the change made that its replay must reuse (`PendingChange.captured`).
+    var captured: [UInt8]?
+    /// Keyids of `keys` that signed a role of this change.
+    var used: Set<String> = []
 
     init(keys: [SigningKey], approval: PendingChange? = nil, commitTime: Date? = nil) {
         self.keys = keys
         self.approval = approval
         self.commitTime = commitTime
-        self.sealed = approval?.sealed
+        self.captured = approval?.captured
     }
 }

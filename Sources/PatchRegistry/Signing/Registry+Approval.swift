@@ -16,6 +16,14 @@ extension Registry {
         guard !keys.isEmpty else { return try body() }
         let outer = SigningContext.current
         let context = SigningContext(keys: (outer?.keys ?? []) + keys, approval: outer?.approval, commitTime: outer?.commitTime)
+        // What the inner part of a change captured and used is the change's (`proposing`
+        // stores it with a pending change).
+        defer {
+            if let outer {
+                if let captured = context.captured { outer.captured = captured }
+                outer.used.formUnion(context.used)
+            }
+        }
         return try bound(context, body)
     }
 
@@ -40,16 +48,16 @@ extension Registry {
             }
             // A key given for this change that the waiting role does not list would sign
             // nothing of it: refused, not stored as a change it cannot help.
-            if let stray = context.keys.first(where: { request.keys[$0.tufKey.keyID] == nil }) {
+            if let stray = context.keys.first(where: { request.keys[$0.tufKey.keyID] == nil && !context.used.contains($0.tufKey.keyID) }) {
                 let named = request.role == Role.targets.rawValue ? "the targets role" : "the delegated role \(request.role)"
                 throw .keys("keyid \(stray.tufKey.keyID.prefix(12))… is not a key of \(named), which this change signs (its keys: \(request.keys.keys.sorted().map { String($0.prefix(12)) + "…" }.joined(separator: ", ")))")
             }
             if dryRun || db.inTransaction { throw .signaturesNeeded(request) }
-            throw .pending(try storePending(app: app, change, request, sealed: context.sealed, actor: actor, now: now))
+            throw .pending(try storePending(app: app, change, request, captured: context.captured, actor: actor, now: now))
         }
     }
 
-    private func storePending(app: AppName, _ change: ReleaseChange, _ request: SignatureRequest, sealed: [UInt8]?,
+    private func storePending(app: AppName, _ change: ReleaseChange, _ request: SignatureRequest, captured: [UInt8]?,
                               actor: Actor, now: Date) throws(RegistryError) -> PendingChange {
         var bundle: [UInt8]?
         if case .publish(_, _, _, _, _, _, let bytes) = change { bundle = bytes }
@@ -61,12 +69,12 @@ extension Registry {
             if let same, let existing = try? pendingChange(app: app, id: same), existing.change == change { return existing }
             let id = (try db.query("SELECT MAX(id) FROM pending_changes WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0) + 1
             let pending = PendingChange(app: app, id: id, change: change, request: request, signatures: request.signatures,
-                                        proposedAt: now, proposedBy: actor.name, state: .pending, sealed: sealed)
+                                        proposedAt: now, proposedBy: actor.name, state: .pending, captured: captured)
             try db.run("""
-                INSERT INTO pending_changes(app, id, role, change, bundle, sealed, signed, keyids, threshold, signatures, proposed_at, proposed_by, state)
+                INSERT INTO pending_changes(app, id, role, change, bundle, captured, signed, keyids, threshold, signatures, proposed_at, proposed_by, state)
                 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending')
                 """, [.text(app.rawValue), .int(id), .text(request.role), .text(change.json.canonicalString), bundle.map { .blob($0) } ?? .null,
-                      sealed.map { .blob($0) } ?? .null, .blob(request.message), .text(JSON.object(request.keys.mapValues(\.json)).canonicalString),
+                      captured.map { .blob($0) } ?? .null, .blob(request.message), .text(JSON.object(request.keys.mapValues(\.json)).canonicalString),
                       .int(Int64(request.threshold)), .text(JSON.array(pending.signatures.map(\.json)).canonicalString),
                       .text(TUFTime.format(now)), .text(actor.name)])
             try AuditLog.append(db, app: app.rawValue, actor: actor, action: "change.propose", details: .object(pending.auditDetails), at: now)
@@ -91,7 +99,7 @@ extension Registry {
     private func pendingRows(app: AppName, where condition: String, _ bindings: [SQLValue]) throws(RegistryError) -> [PendingChange] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
-                SELECT id, role, change, bundle, sealed, signed, keyids, threshold, signatures, proposed_at, proposed_by, state
+                SELECT id, role, change, bundle, captured, signed, keyids, threshold, signatures, proposed_at, proposed_by, state
                 FROM pending_changes WHERE app = ? AND \(condition) ORDER BY id
                 """, [.text(app.rawValue)] + bindings) { row in
                 (row.int(0), row.text(1), row.text(2), row.values[3] == .null ? nil : row.blob(3), row.values[4] == .null ? nil : row.blob(4),
@@ -99,7 +107,7 @@ extension Registry {
             }
         }
         var changes: [PendingChange] = []
-        for (id, role, changeJSON, bundle, sealed, signed, keysJSON, threshold, signaturesJSON, at, by, state) in rows {
+        for (id, role, changeJSON, bundle, captured, signed, keysJSON, threshold, signaturesJSON, at, by, state) in rows {
             do {
                 let change = try ReleaseChange(json: try JSONParser.parse(Array(changeJSON.utf8)), bundle: bundle)
                 var keys: [String: TUFKey] = [:]
@@ -114,7 +122,7 @@ extension Registry {
                 let request = SignatureRequest(role: role, signed: try JSONParser.parse(signed), message: signed, keys: keys,
                                                threshold: Int(threshold), signatures: [])
                 changes.append(PendingChange(app: app, id: id, change: change, request: request, signatures: signatures,
-                                             proposedAt: proposedAt, proposedBy: by, state: state, sealed: sealed))
+                                             proposedAt: proposedAt, proposedBy: by, state: state, captured: captured))
             } catch let error as RegistryError { throw error } catch {
                 throw .internalError("stored change \(id) of \(app) does not parse: \(error)")
             }
@@ -239,6 +247,8 @@ extension Registry {
             try setRollout(app: app, appVersion: v, number: number, percent: percent, actor: actor, now: now).json
         case .targetsKeys(let keys, let threshold):
             try setTargetsKeys(app: app, keys: keys, threshold: threshold, actor: actor, now: now).json
+        case .delegate(let channel, let role, let keys, let threshold, let replace):
+            try delegate(app: app, channel: channel, role: role, keys: keys, threshold: threshold, replace: replace, actor: actor, now: now).json
         }
     }
 }

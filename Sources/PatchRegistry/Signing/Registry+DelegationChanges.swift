@@ -41,7 +41,9 @@ extension Registry {
         }
         let byID = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
         guard !byID.isEmpty else { throw .invalidInput("a delegated role needs at least one key") }
-        let change = try write { () throws -> DelegationChange in
+        let proposed = ReleaseChange.delegate(channel: channel, role: role, keys: byID.keys.sorted().map { byID[$0]! }, threshold: threshold, replace: replace)
+        let change = try proposing(proposed, app: name, dryRun: false, actor: actor, now: now) { () throws(RegistryError) in
+          try Registry.signing(with: signingKeys) { () throws(RegistryError) in try write { () throws -> DelegationChange in
             _ = try self.app(name)
             let rows = try delegationRows(app: name)
             let sameName = rows.first { $0.record.name == role }, sameChannel = rows.first { $0.record.channel == channel }
@@ -75,14 +77,13 @@ extension Registry {
                 try db.run("UPDATE delegations SET keys_json = ?, threshold = ?, removed_at = NULL WHERE app = ? AND name = ?",
                            [keysJSON, .int(Int64(threshold)), .text(name.rawValue), .text(role)])
             }
-            try Registry.signing(with: signingKeys) { () throws(RegistryError) in
-                try signDelegated(app: name, record, now: now, presigned: presignedRole)
-            }
+            try signDelegated(app: name, record, now: now, presigned: presignedRole)
             try resign(app: name, from: .targets, now: now)
             let replaced = (previous?.keys.keys.sorted() ?? []).filter { byID[$0] == nil }
             let change = DelegationChange(record: record, replacedKeyIDs: replaced, replaced: previous != nil)
             _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: "keys.delegate", details: change.json, at: now)
             return change
+          } }
         }
         // A replaced key signs nothing devices accept any more: the registry's copy goes,
         // after the commit, as `rotateKey` does with a top-level key.

@@ -116,6 +116,11 @@ extension Registry {
     func signDelegated(app: AppName, _ record: DelegationRecord, now: Date, lifetime: TimeInterval? = nil,
                        presigned: [UInt8]? = nil) throws(RegistryError) -> Int64 {
         let body = try nextDelegatedBody(app: app, role: record.name, channel: record.channel, now: now, lifetime: lifetime)
+        // A delegation approved after it was proposed: the role's metadata its keys signed
+        // then (they are not here now), checked like any role file signed elsewhere.
+        let context = SigningContext.current
+        var presigned = presigned
+        if presigned == nil, let approval = context?.approval, case .delegate = approval.change { presigned = approval.captured }
         let bytes: [UInt8]
         let expires: Date
         if let presigned {
@@ -140,6 +145,7 @@ extension Registry {
             }
             do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
             expires = body.common.expires
+            context?.captured = bytes
         }
         try read { () throws(StorageError) in
             try db.run("INSERT INTO delegated_metadata(app, role, version, bytes, expires) VALUES (?,?,?,?,?)",

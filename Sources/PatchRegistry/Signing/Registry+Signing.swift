@@ -176,7 +176,10 @@ extension Registry {
                 signers[signature.keyID] = Presigned(tufKey: key, message: message, value: signature.signature)
             }
         }
-        for key in context?.keys ?? [] where listed.contains(key.tufKey.keyID) && signers[key.tufKey.keyID] == nil { signers[key.tufKey.keyID] = key }
+        for key in context?.keys ?? [] where listed.contains(key.tufKey.keyID) {
+            if signers[key.tufKey.keyID] == nil { signers[key.tufKey.keyID] = key }
+            context?.used.insert(key.tufKey.keyID)
+        }
         for keyID in keyIDs.sorted() where signers[keyID] == nil {
             if let key = try stored(keyID) { signers[keyID] = key }
         }
