@@ -56,6 +56,8 @@ def test_the_pending_publish_is_listed_with_its_targets_and_rejected_from_the_co
     text_in(browser, f"{card} .bundle", change["bundleSha256"])
     text_in(browser, f"{card} .approve", f"patchctl approve --app demo {change['id']} --key-file KEY.pem")
     text_in(browser, "#pending", "never holds private keys")
+    text_in(browser, card, "needs <b>both</b>")  # the release notes, as text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#pending b")
     # The targets come from the metadata to be signed, against what targets lists now: patch 2
     # new, patch 1 (older than a full rollout, so no device could get it) no longer listed.
     new = browser.find_element(By.CSS_SELECTOR, f'{card} tr[data-path="2.3/2/main.js"]')
@@ -129,4 +131,10 @@ def test_a_rollout_from_the_console_is_shown_as_pending_not_done(site, browser):
     text_in(browser, f"{card} .signed-by", "none")
     text_in(browser, f'{card} tr[data-path="2.3/1/main.js"]', "rollout 100 % → 50 %")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#pending article")) == 2
+    # Hashes, paths and the approve command wrap: no sideways scrolling at 420 px.
+    browser.set_window_size(420, 900)
+    wait(browser, lambda d: d.execute_script("return document.documentElement.clientWidth") <= 420)
+    widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1], widths
+    shoot(browser, "narrow-app-pending", full=True)
     assert errors(browser) == []

@@ -1225,6 +1225,7 @@ function changeCard(c) {
       ["Signatures", [el("span", { class: "signatures" }, signatures), ` of the ${c.role} keys; signed by `, el("span", { class: "signed-by" }, keyList(c.signedBy))]],
       ["Still to sign", [`${c.missing} more of `, keyList(waitingFor)]],
       ["Bundle SHA-256", c.bundleSha256 ? el("span", { class: "hash bundle" }, c.bundleSha256) : null],
+      ["Release notes", c.change?.message ?? null],
       ["Metadata", c.signed ? `${c.role} version ${c.signed.version}, expires ${c.signed.expires}` : null],
       ["Approve", el("code", { class: "approve" }, approveCommand(c))],
     ]),
