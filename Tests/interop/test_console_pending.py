@@ -131,6 +131,14 @@ def test_a_rollout_from_the_console_is_shown_as_pending_not_done(site, browser):
     text_in(browser, f"{card} .signed-by", "none")
     text_in(browser, f'{card} tr[data-path="2.3/1/main.js"]', "rollout 100 % → 50 %")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#pending article")) == 2
+    # A revoke goes the same way: stored, listed, and the patch still served.
+    browser.find_element(By.CSS_SELECTOR, 'tr[data-patch="2.3/1"] button[data-action="revoke"]').click()
+    visible(browser, "#confirm-message").send_keys("bad build")
+    browser.find_element(By.ID, "confirm-ok").click()
+    text_in(browser, "#notice", "pending: waiting for 2 more signatures (change 4): revoke 2.3 patch 1")
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pending article")) == 3)
+    text_in(browser, '#pending article[data-change="4"] tr[data-path="2.3/1/main.js"]', "no longer listed")
+    assert ws.json("list", "--app", "demo")[0]["state"] == "active"
     # Hashes, paths and the approve command wrap: no sideways scrolling at 420 px.
     browser.set_window_size(420, 900)
     wait(browser, lambda d: d.execute_script("return document.documentElement.clientWidth") <= 420)
