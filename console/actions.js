@@ -87,6 +87,21 @@ export function patchActions(p, channels = []) {
   return el("div", { class: "actions" }, buttons);
 }
 
+/** Reject of a change waiting for signatures (the two-person rule): it will never land.
+ *  Approving is not offered: that is a signature, made where the key is (patchctl approve). */
+export function rejectAction(c) {
+  if (!canAct(c.app) || c.state !== "pending") return null;
+  return el("button", { type: "button", class: "danger", "data-action": "reject", "aria-label": `Reject: ${c.app} change ${c.id}`,
+    onclick: () => confirmAction({
+      title: "Reject this change (it will never land)",
+      what: [["App", c.app], ["Change", c.id], ["Kind", c.kind], ["What", c.summary], ["Proposed by", c.proposedBy],
+             ["Signatures", `${c.signedBy.length} of ${c.threshold}`]],
+      extra: reasonField("Why (optional, kept in the audit log)"), confirmLabel: "Reject", kind: "danger",
+      run: () => api.reject(c.app, c.id, reason()),
+      done: r => `rejected change ${r.id} of ${r.app} (${r.summary}): it will never land`,
+    }) }, "Reject");
+}
+
 /** Rollback of one version and channel: patchd publishes an earlier patch's bytes again as
  *  the next patch, so the version always keeps a patch (a revoke of the newest live one
  *  could leave it with none). The earlier patches offered are the non-revoked ones older

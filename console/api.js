@@ -33,6 +33,16 @@ export function url(id, values = {}, query = {}) {
   return pairs.length ? `${path}?${new URLSearchParams(pairs)}` : path;
 }
 
+/** A release change patchd did not make but stored, waiting for key holders' signatures (the
+ *  two-person rule): the 202 answer of a publish, promote, rollback, revoke or rollout. It is
+ *  returned, not thrown, and is no success: nothing of it is served yet. */
+export class Pending {
+  constructor(change, message) {
+    this.change = change;
+    this.message = message;
+  }
+}
+
 /** Calls operation `id`: its method and path from the table, never spelt here. */
 async function call(id, values, { query = {}, body, text = false, signed = operations[id].scope !== "anyone" } = {}) {
   const method = operations[id].method, path = url(id, values, query);
@@ -55,6 +65,10 @@ async function call(id, values, { query = {}, body, text = false, signed = opera
       if (parsed && parsed.error) { code = parsed.error.code; message = parsed.error.message; }
     } catch { /* not JSON: the status line says enough */ }
     throw new APIError(response.status, code, message);
+  }
+  if (response.status === 202 && !text) {
+    const parsed = await response.json();
+    return parsed && parsed.pending ? new Pending(parsed.pending, parsed.message) : parsed;
   }
   return text ? response.text() : response.json();
 }
@@ -86,4 +100,9 @@ export const api = {
     call("rollBackTo", { app, appVersion: version }, { query: { channel, to, expectPatch, message } }),
   promote: (app, version, { from, to, patch, rollout }) =>
     call("promotePatch", { app, appVersion: version }, { query: { from, to, patch, rollout } }),
+  /** The app's release changes waiting for signatures, oldest first; `all` adds the approved,
+   *  rejected and superseded ones. */
+  pending: (app, { all = false } = {}) => call("listPending", { app }, { query: { all: all ? "true" : undefined } }),
+  /** Withdraws a pending change: it will never land. */
+  reject: (app, id, reason) => call("rejectPending", { app, id }, { query: { reason } }),
 };

@@ -1,8 +1,10 @@
-// One app: versions × channels with what each serves, adoption, guards; then every patch.
+// One app: the changes waiting for signatures, versions × channels with what each serves,
+// adoption, guards; then every patch.
 import { api } from "./api.js";
 import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
 import { patchActions, rollbackAction } from "./actions.js";
+import { loadPending, pendingSection } from "./pending.js";
 
 const key = (version, channel, patch) => `${version}\u0000${channel}\u0000${patch}`;
 
@@ -118,7 +120,7 @@ function patchTable(appName, versions, channels, patches) {
 }
 
 export async function appPage(appName) {
-  const { status, patches, stats } = await loadApp(appName);
+  const [{ status, patches, stats }, changes] = await Promise.all([loadApp(appName), loadPending(appName)]);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
   const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
@@ -131,6 +133,7 @@ export async function appPage(appName) {
   return [
     el("p", {}, link(route("apps"), "Apps"), " / ", appName),
     el("h1", {}, appName),
+    pendingSection(appName, changes),
     el("section", { class: "card" }, el("h2", {}, "Signed metadata"), facts(meta)),
     el("h2", {}, "Versions × channels"),
     grid,

@@ -25,9 +25,25 @@ function chainSummary(chain) {
   ]);
 }
 
-function details(value) {
+const short = id => `${String(id).slice(0, 12)}…`;
+
+/** What a change.propose / approve / reject / supersede event (the two-person rule) says,
+ *  in words: "change 2 (publish): … · 1 of 2 signatures (67c8d0577c61…) · …". */
+function changeDetails(action, d) {
+  const signed = Array.isArray(d.signedBy) ? d.signedBy : [];
+  const parts = [`change ${d.id} (${d.kind}): ${d.summary}`,
+    `${signed.length} of ${d.threshold} signatures of the ${d.role} keys${signed.length ? ` (${signed.map(short).join(", ")})` : ""}`];
+  if (Array.isArray(d.approvedBy)) parts.push(`signed now by ${d.approvedBy.map(short).join(", ")}`);
+  if (action === "change.approve" && signed.length >= d.threshold) parts.push("threshold met: the change was made");
+  if (d.reason) parts.push(`${action === "change.supersede" ? "superseded" : "reason"}: ${d.reason}`);
+  if (d.bundleSha256) parts.push(`bundle sha256 ${d.bundleSha256}`);
+  return parts.join(" · ");
+}
+
+function details(value, action = "") {
   if (value === null || value === undefined) return "";
   if (typeof value !== "object") return String(value);
+  if (action.startsWith("change.") && value.id !== undefined && value.summary !== undefined) return changeDetails(action, value);
   return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
 }
 
@@ -38,7 +54,7 @@ export async function auditPage(before, limit = PAGE_SIZES[0]) {
   const page = await api.audit(before === null ? { limit } : { before, limit });
   const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
     el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
-    el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
+    el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details, e.action)),
     el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
   const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(before, Number(event.target.value)); } },
     [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));

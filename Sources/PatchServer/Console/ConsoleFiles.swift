@@ -93,6 +93,21 @@ export function patchActions(p, channels = []) {
   return el("div", { class: "actions" }, buttons);
 }
 
+/** Reject of a change waiting for signatures (the two-person rule): it will never land.
+ *  Approving is not offered: that is a signature, made where the key is (patchctl approve). */
+export function rejectAction(c) {
+  if (!canAct(c.app) || c.state !== "pending") return null;
+  return el("button", { type: "button", class: "danger", "data-action": "reject", "aria-label": `Reject: ${c.app} change ${c.id}`,
+    onclick: () => confirmAction({
+      title: "Reject this change (it will never land)",
+      what: [["App", c.app], ["Change", c.id], ["Kind", c.kind], ["What", c.summary], ["Proposed by", c.proposedBy],
+             ["Signatures", `${c.signedBy.length} of ${c.threshold}`]],
+      extra: reasonField("Why (optional, kept in the audit log)"), confirmLabel: "Reject", kind: "danger",
+      run: () => api.reject(c.app, c.id, reason()),
+      done: r => `rejected change ${r.id} of ${r.app} (${r.summary}): it will never land`,
+    }) }, "Reject");
+}
+
 /** Rollback of one version and channel: patchd publishes an earlier patch's bytes again as
  *  the next patch, so the version always keeps a patch (a revoke of the newest live one
  *  could leave it with none). The earlier patches offered are the non-revoked ones older
@@ -160,6 +175,16 @@ export function url(id, values = {}, query = {}) {
   return pairs.length ? `${path}?${new URLSearchParams(pairs)}` : path;
 }
 
+/** A release change patchd did not make but stored, waiting for key holders' signatures (the
+ *  two-person rule): the 202 answer of a publish, promote, rollback, revoke or rollout. It is
+ *  returned, not thrown, and is no success: nothing of it is served yet. */
+export class Pending {
+  constructor(change, message) {
+    this.change = change;
+    this.message = message;
+  }
+}
+
 /** Calls operation `id`: its method and path from the table, never spelt here. */
 async function call(id, values, { query = {}, body, text = false, signed = operations[id].scope !== "anyone" } = {}) {
   const method = operations[id].method, path = url(id, values, query);
@@ -182,6 +207,10 @@ async function call(id, values, { query = {}, body, text = false, signed = opera
       if (parsed && parsed.error) { code = parsed.error.code; message = parsed.error.message; }
     } catch { /* not JSON: the status line says enough */ }
     throw new APIError(response.status, code, message);
+  }
+  if (response.status === 202 && !text) {
+    const parsed = await response.json();
+    return parsed && parsed.pending ? new Pending(parsed.pending, parsed.message) : parsed;
   }
   return text ? response.text() : response.json();
 }
@@ -213,6 +242,11 @@ export const api = {
     call("rollBackTo", { app, appVersion: version }, { query: { channel, to, expectPatch, message } }),
   promote: (app, version, { from, to, patch, rollout }) =>
     call("promotePatch", { app, appVersion: version }, { query: { from, to, patch, rollout } }),
+  /** The app's release changes waiting for signatures, oldest first; `all` adds the approved,
+   *  rejected and superseded ones. */
+  pending: (app, { all = false } = {}) => call("listPending", { app }, { query: { all: all ? "true" : undefined } }),
+  /** Withdraws a pending change: it will never land. */
+  reject: (app, id, reason) => call("rejectPending", { app, id }, { query: { reason } }),
 };
 
 """#),
@@ -388,6 +422,14 @@ dialog h2 { margin-top: 0; }
   #matrix th[scope=row] { width: auto; }
   .pager label { margin: 0; }
 }
+/* A change that waits for signatures is no success: the notice says so in its own colour. */
+.notice.pending { background: #fff8c5; border-color: #eac54f; }
+#pending { border-color: #eac54f; }
+#pending .change { border-top: 1px solid var(--line); padding-top: 8px; margin-top: 12px; }
+#pending .change h3 { margin: 4px 0 8px; font-size: 1rem; }
+#pending .targets tr.muted td { color: var(--muted); }
+#pending .targets td.path { font-family: ui-monospace, "SF Mono", Menlo, monospace; font-size: .85em; word-break: break-all; }
+#pending code { word-break: break-all; }
 
 """#),
         ("diff.js", "text/javascript; charset=utf-8", #"""
@@ -774,11 +816,13 @@ export const operations = Object.freeze({
 
 """#),
         ("page-app.js", "text/javascript; charset=utf-8", #"""
-// One app: versions × channels with what each serves, adoption, guards; then every patch.
+// One app: the changes waiting for signatures, versions × channels with what each serves,
+// adoption, guards; then every patch.
 import { api } from "./api.js";
 import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
 import { patchActions, rollbackAction } from "./actions.js";
+import { loadPending, pendingSection } from "./pending.js";
 
 const key = (version, channel, patch) => `${version}\u0000${channel}\u0000${patch}`;
 
@@ -894,7 +938,7 @@ function patchTable(appName, versions, channels, patches) {
 }
 
 export async function appPage(appName) {
-  const { status, patches, stats } = await loadApp(appName);
+  const [{ status, patches, stats }, changes] = await Promise.all([loadApp(appName), loadPending(appName)]);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
   const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
@@ -907,6 +951,7 @@ export async function appPage(appName) {
   return [
     el("p", {}, link(route("apps"), "Apps"), " / ", appName),
     el("h1", {}, appName),
+    pendingSection(appName, changes),
     el("section", { class: "card" }, el("h2", {}, "Signed metadata"), facts(meta)),
     el("h2", {}, "Versions × channels"),
     grid,
@@ -969,9 +1014,25 @@ function chainSummary(chain) {
   ]);
 }
 
-function details(value) {
+const short = id => `${String(id).slice(0, 12)}…`;
+
+/** What a change.propose / approve / reject / supersede event (the two-person rule) says,
+ *  in words: "change 2 (publish): … · 1 of 2 signatures (67c8d0577c61…) · …". */
+function changeDetails(action, d) {
+  const signed = Array.isArray(d.signedBy) ? d.signedBy : [];
+  const parts = [`change ${d.id} (${d.kind}): ${d.summary}`,
+    `${signed.length} of ${d.threshold} signatures of the ${d.role} keys${signed.length ? ` (${signed.map(short).join(", ")})` : ""}`];
+  if (Array.isArray(d.approvedBy)) parts.push(`signed now by ${d.approvedBy.map(short).join(", ")}`);
+  if (action === "change.approve" && signed.length >= d.threshold) parts.push("threshold met: the change was made");
+  if (d.reason) parts.push(`${action === "change.supersede" ? "superseded" : "reason"}: ${d.reason}`);
+  if (d.bundleSha256) parts.push(`bundle sha256 ${d.bundleSha256}`);
+  return parts.join(" · ");
+}
+
+function details(value, action = "") {
   if (value === null || value === undefined) return "";
   if (typeof value !== "object") return String(value);
+  if (action.startsWith("change.") && value.id !== undefined && value.summary !== undefined) return changeDetails(action, value);
   return Object.entries(value).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · ");
 }
 
@@ -982,7 +1043,7 @@ export async function auditPage(before, limit = PAGE_SIZES[0]) {
   const page = await api.audit(before === null ? { limit } : { before, limit });
   const rows = page.events.map(e => el("tr", { "data-seq": e.seq },
     el("td", { class: "num" }, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.app),
-    el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details)),
+    el("td", { class: "action" }, e.action), el("td", {}, e.actor), el("td", { class: "details" }, details(e.details, e.action)),
     el("td", {}, el("span", { class: "hash", title: e.hash }, e.hash.slice(0, 12) + "…"))));
   const size = el("select", { id: "page-size", onchange: event => { location.hash = pageRoute(before, Number(event.target.value)); } },
     [...PAGE_SIZES].sort((a, b) => a - b).map(n => el("option", { value: n, selected: n === limit }, String(n))));
@@ -1101,10 +1162,103 @@ export async function patchPage(appName, version, number) {
 }
 
 """#),
+        ("pending.js", "text/javascript; charset=utf-8", #"""
+// Release changes waiting for signatures (the two-person rule): what each would sign, read
+// from the metadata its key holders sign (`signed`, not the summary patchd wrote), who has
+// signed and how a key holder approves it. The console holds no private key, so it never
+// signs; a publisher may reject.
+import { api } from "./api.js";
+import { el, table, when, hash, facts } from "./dom.js";
+import { approveCommand } from "./shell.js";
+import { rejectAction } from "./actions.js";
+
+/** A keyid as patchctl shortens it (the whole one in the tooltip). */
+export const shortKey = id => el("span", { class: "hash", title: id }, `${id.slice(0, 12)}…`);
+
+const keyList = ids => ids.length ? ids.map((id, i) => [i ? ", " : "", shortKey(id)]) : el("span", { class: "muted" }, "none");
+
+/** The app's changes (all=true: the pending ones and the others), each pending one with the
+ *  targets its role lists now (`current`, from the role's stored metadata, the version below
+ *  the one to be signed; null when that cannot be read), to say what a signature changes. */
+export async function loadPending(appName) {
+  const changes = await api.pending(appName, { all: true });
+  await Promise.all(changes.filter(c => c.state === "pending" && c.signed?.targets).map(async c => {
+    c.current = null;
+    const stored = c.signed.version - 1;
+    if (!(stored >= 1)) { c.current = {}; return; }
+    try {
+      c.current = (await api.metadata(appName, `${stored}.${c.role}.json`)).signed.targets ?? {};
+    } catch { /* shown without the comparison */ }
+  }));
+  return changes;
+}
+
+/** What the change's metadata would list, each target against what its role lists now (new,
+ *  its rollout or bytes changed, unchanged), then what it would list no more (a revoke, or
+ *  patches older than a new full rollout, which no device can be given any more). */
+function targetRows(c) {
+  const next = c.signed?.targets ?? {}, now = c.current;
+  const row = (path, entry, what) => el("tr", { class: what === "unchanged" ? "muted" : "changed", "data-path": path },
+    el("td", { class: "path" }, path), el("td", {}, hash(entry.hashes?.sha256 ?? "?")),
+    el("td", { class: "num" }, entry.custom?.rollout === undefined ? "—" : `${entry.custom.rollout} %`), el("td", { class: "what" }, what));
+  const rows = Object.keys(next).sort().map(path => {
+    const entry = next[path] ?? {}, before = now?.[path];
+    const rollout = entry.custom?.rollout, was = before?.custom?.rollout;
+    const what = now === null ? "—" : !before ? "new" : before.hashes?.sha256 !== entry.hashes?.sha256 ? "other bytes"
+      : was !== rollout ? `rollout ${was ?? "—"} % → ${rollout ?? "—"} %` : "unchanged";
+    return row(path, entry, what);
+  });
+  for (const path of Object.keys(now ?? {}).filter(path => !(path in next)).sort()) {
+    rows.push(row(path, now[path], "no longer listed"));
+  }
+  return rows;
+}
+
+function changeCard(c) {
+  const signatures = `${c.signedBy.length} of ${c.threshold} signature${c.threshold === 1 ? "" : "s"}`;
+  const waitingFor = c.keyids.filter(id => !c.signedBy.includes(id));
+  const rows = targetRows(c);
+  return el("article", { class: "change", "data-change": c.id },
+    el("h3", {}, `Change ${c.id}: ${c.summary}`),
+    facts([
+      ["Proposed", [when(c.proposedAt), " by ", c.proposedBy]],
+      ["Signatures", [el("span", { class: "signatures" }, signatures), ` of the ${c.role} keys; signed by `, el("span", { class: "signed-by" }, keyList(c.signedBy))]],
+      ["Still to sign", [`${c.missing} more of `, keyList(waitingFor)]],
+      ["Bundle SHA-256", c.bundleSha256 ? el("span", { class: "hash bundle" }, c.bundleSha256) : null],
+      ["Release notes", c.change?.message ?? null],
+      ["Metadata", c.signed ? `${c.role} version ${c.signed.version}, expires ${c.signed.expires}` : null],
+      ["Approve", el("code", { class: "approve" }, approveCommand(c))],
+    ]),
+    rows.length ? table(["Target the signature covers", "SHA-256", "Rollout", "Change"], rows, { class: "targets" })
+      : el("p", { class: "muted" }, "The metadata to be signed lists no target."),
+    el("div", { class: "actions" }, rejectAction(c)));
+}
+
+/** The app's "Waiting for signatures" section, from loadPending: each pending change in
+ *  full, the others counted. Null for an app that never had one. */
+export function pendingSection(appName, changes) {
+  if (!changes.length) return null;
+  const waiting = changes.filter(c => c.state === "pending");
+  const past = {};
+  for (const c of changes) if (c.state !== "pending") past[c.state] = (past[c.state] ?? 0) + 1;
+  const earlier = Object.entries(past).map(([state, n]) => `${n} ${state}`).join(", ");
+  return el("section", { class: "card", id: "pending" },
+    el("h2", {}, "Waiting for signatures"),
+    el("p", {}, "These release changes need more signatures by the keys of their role before patchd makes them; " +
+      "nothing of them is served until then. A key holder approves one on the machine that holds the key, with ",
+      el("code", {}, `patchctl approve --app ${appName} ID --key-file KEY.pem`),
+      ` (against this patchd: add --server ${location.origin} and a publisher token in HOTPATCH_TOKEN). ` +
+      "The console never holds private keys, so it does not sign."),
+    waiting.length ? waiting.map(changeCard) : el("p", { class: "muted none" }, "Nothing is waiting for signatures."),
+    earlier ? el("p", { class: "muted" }, `Earlier changes: ${earlier} (patchctl pending --app ${appName} --all).`) : null);
+}
+
+"""#),
         ("shell.js", "text/javascript; charset=utf-8", #"""
 // What every page shares: who is signed in, the notice line and the confirmation every
 // publisher action goes through.
 import { el, replace } from "./dom.js";
+import { Pending } from "./api.js";
 
 export const $ = id => document.getElementById(id);
 
@@ -1114,11 +1268,25 @@ export const state = { who: null };
 export const canAct = appName =>
   state.who?.role === "publisher" && (state.who.scope === "*" || state.who.scope === appName);
 
-export function notice(text, bad = false) {
+/** The notice line: `kind` true (or "bad") for a refusal, "pending" for a change that waits
+ *  for signatures (not a success: nothing of it is served). */
+export function notice(text, kind = false) {
   const box = $("notice");
   box.textContent = text;
-  box.classList.toggle("bad", bad);
+  box.classList.toggle("bad", kind === true || kind === "bad");
+  box.classList.toggle("pending", kind === "pending");
   box.hidden = !text;
+}
+
+/** The command a key holder approves change `c` with, on the machine that holds the key:
+ *  the console never holds a private key, so it never signs. */
+export const approveCommand = c => `patchctl approve --app ${c.app} ${c.id} --key-file KEY.pem`;
+
+/** "pending: waiting for 1 more signature (change 2) …": what a 202 answer means. */
+export function pendingText(c) {
+  const more = `${c.missing} more signature${c.missing === 1 ? "" : "s"}`;
+  return `pending: waiting for ${more} (change ${c.id}): ${c.summary}. Nothing of it is served until ` +
+    `${c.missing === 1 ? "a key holder approves" : "key holders approve"} it with ${approveCommand(c)}.`;
 }
 
 /** How the Confirm button looks: "danger" for what takes code away from devices (halt,
@@ -1129,7 +1297,8 @@ export function confirmKind(kind) {
 
 /** Asks before changing anything: the dialog names what the action touches (`what`:
  *  [label, value] pairs such as app, version, channel, patch). `run` is called on Confirm;
- *  its error stays in the dialog, its success closes it and shows `done(result)`. */
+ *  its error stays in the dialog, its success closes it and shows `done(result)`, and an
+ *  answer that the change waits for signatures (api.js Pending) shows that instead. */
 export function confirmAction({ title, what, extra = null, confirmLabel = "Confirm", kind = "danger", run, done }) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
@@ -1151,7 +1320,9 @@ export function confirmAction({ title, what, extra = null, confirmLabel = "Confi
     try {
       const result = await run();
       close();
-      notice(done(result));
+      // A 202: patchd stored the change for key holders to sign, it did not make it.
+      if (result instanceof Pending) notice(pendingText(result.change), "pending");
+      else notice(done(result));
       window.dispatchEvent(new Event("hotpatch:changed"));
     } catch (e) {
       error.textContent = e.message;
