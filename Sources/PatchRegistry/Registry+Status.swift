@@ -153,11 +153,18 @@ public struct AppStatus: Sendable {
     public let app: AppName
     public let metadata: [RoleMetadata]
     public let versions: [VersionServing]
+    /// Changes waiting for signatures (the two-person rule): what is not served yet.
+    public var pending: [PendingChange] = []
 
     public var json: JSON {
         ["app": .string(app.rawValue),
          "metadata": .object(Dictionary(uniqueKeysWithValues: metadata.map { ($0.role.rawValue, ["version": .int($0.version), "expires": .string($0.expires)] as JSON) })),
-         "versions": .array(versions.map(\.json))]
+         "versions": .array(versions.map(\.json)),
+         "pending": .array(pending.map { change in
+             ["id": .int(change.id), "kind": .string(change.change.kind), "summary": .string(change.change.summary), "role": .string(change.request.role),
+              "signatures": .int(Int64(change.signatures.count)), "threshold": .int(Int64(change.request.threshold)),
+              "proposedBy": .string(change.proposedBy), "proposedAt": .string(TUFTime.format(change.proposedAt))] as JSON
+         })]
     }
 }
 
@@ -183,7 +190,9 @@ extension Registry {
                 rows.first { $0.role == role.rawValue }.map { AppStatus.RoleMetadata(role: role, version: $0.version, expires: $0.expires) }
             }
             let versions = VersionServing.grouped(try patches(app: record.name, appVersion: nil, activeOnly: false))
-            result.append(AppStatus(app: record.name, metadata: metadata, versions: versions))
+            var status = AppStatus(app: record.name, metadata: metadata, versions: versions)
+            status.pending = try pendingChanges(app: record.name)
+            result.append(status)
         }
         return result
     }

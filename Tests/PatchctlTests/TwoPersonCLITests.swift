@@ -26,6 +26,8 @@ struct TwoPersonCLITests {
         #expect(proposed.status == 3 && proposed.stdout.contains("1 of 2 signatures") && proposed.stdout.contains("patchctl approve --app demo 2"),
                 "\(proposed.stdout) \(proposed.stderr)")
         #expect(try w.run(["list", "--app", "demo", "--json"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        let status = try w.run(["status", "--app", "demo"]).stdout
+        #expect(status.contains("waiting for signatures: change 2 (publish a 5-byte bundle to 2.3 production at 100 %), 1 of 2 targets signatures"), "\(status)")
         let listed = try w.run(["pending", "--app", "demo"])
         #expect(listed.stdout.contains("change 2 [pending] publish") && listed.stdout.contains("2.3/1/main.js"), "\(listed.stdout)")
         let again = try w.run(["approve", "--app", "demo", "2", "--key-file", w.path("people/alice.pem")])

@@ -30,6 +30,10 @@ struct StatusCommand: Command {
                     return [role.rawValue, String(m["version"]?.intValue ?? 0), expires, Self.remaining(until: expires, now: now)]
                 }
             }))
+            // What waits for signatures is not served: said before what is.
+            for change in app["pending"]?.arrayValue ?? [] {
+                Output.line("waiting for signatures: change \(change["id"]?.intValue ?? 0) (\(change["summary"]?.stringValue ?? "")), \(change["signatures"]?.intValue ?? 0) of \(change["threshold"]?.intValue ?? 0) \(change["role"]?.stringValue ?? "targets") signatures, proposed by \(change["proposedBy"]?.stringValue ?? "?"): `patchctl pending`")
+            }
             let reports = app["reports"]
             for rule in reports?["guards"]?.arrayValue ?? [] { Output.line(DeviceFigures.guardLine(rule)) }
             for trip in reports?["trips"]?.arrayValue ?? [] { Output.line(DeviceFigures.tripLine(trip)) }
