@@ -238,4 +238,28 @@ struct TwoPersonRuleTests {
         #expect(try t.registry.serving(app: app, appVersion: v23).delivery[1] == .halted)
         #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty && t.registry.pendingChanges(app: app).isEmpty)
     }
+
+    @Test("at most maxPendingChanges changes of an app wait at once: the next proposal is refused and stores nothing; the same change again is the one waiting")
+    func pendingIsBounded() throws {
+        let (t, app, alice, _) = try twoPerson()
+        func propose(_ text: String) throws(RegistryError) {
+            _ = try Registry.signing(with: [alice]) { () throws(RegistryError) in
+                try t.registry.publish(app: app, appVersion: v23, bundle: Array(text.utf8), actor: t.actor)
+            }
+        }
+        for i in 0..<Registry.maxPendingChanges {
+            #expect(throws: RegistryError.self) { try propose("p\(i)()") }
+        }
+        #expect(try t.registry.pendingChanges(app: app).count == Registry.maxPendingChanges)
+        let before = try t.snapshot()
+        #expect { try propose("one-more()") } throws: { error in
+            guard case RegistryError.conflict(let m) = error else { return false }
+            return m.contains("approve or reject some")
+        }
+        #expect(try t.snapshot() == before)
+        #expect { try propose("p0()") } throws: { error in
+            guard case RegistryError.pending(let change) = error else { return false }
+            return change.id == 2
+        }
+    }
 }

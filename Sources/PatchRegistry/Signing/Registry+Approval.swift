@@ -10,6 +10,9 @@ import PatchSigning
 /// threshold themselves (TUF 5.4.4), so a server that skipped this would only get its
 /// targets refused.
 extension Registry {
+    /// The most changes of one app that wait for signatures at once.
+    public static let maxPendingChanges = 100
+
     /// Runs `body` (one operation) signing with `keys` as well as the key store's: keys given
     /// for one command (`--key-file`), never stored.
     public static func signing<T>(with keys: [SigningKey], _ body: () throws(RegistryError) -> T) throws(RegistryError) -> T {
@@ -64,9 +67,18 @@ extension Registry {
         return try write { () throws -> PendingChange in
             // The same change asked again while it waits (a retried job, a guard's next pass)
             // is the change already waiting, not a second one to sign.
-            let same = try db.query("SELECT id FROM pending_changes WHERE app = ? AND role = ? AND change = ? AND state = 'pending' ORDER BY id DESC LIMIT 1",
-                                    [.text(app.rawValue), .text(request.role), .text(change.json.canonicalString)]) { $0.int(0) }.first
-            if let same, let existing = try? pendingChange(app: app, id: same), existing.change == change { return existing }
+            // (A publish's arguments are the same for every bundle: each candidate's bundle is compared.)
+            let same = try db.query("SELECT id FROM pending_changes WHERE app = ? AND role = ? AND change = ? AND state = 'pending' ORDER BY id",
+                                    [.text(app.rawValue), .text(request.role), .text(change.json.canonicalString)]) { $0.int(0) }
+            for id in same {
+                if let existing = try? pendingChange(app: app, id: id), existing.change == change { return existing }
+            }
+            // Each waiting change keeps its bundle (up to `maxBundleSize`): a bound on what a
+            // publisher token can make the registry hold without a second key holder.
+            let waiting = try db.query("SELECT COUNT(*) FROM pending_changes WHERE app = ? AND state = 'pending'", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
+            guard waiting < Registry.maxPendingChanges else {
+                throw RegistryError.conflict("\(app) already has \(waiting) changes waiting for signatures: approve or reject some (`patchctl pending`) before proposing more")
+            }
             let id = (try db.query("SELECT MAX(id) FROM pending_changes WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0) + 1
             let pending = PendingChange(app: app, id: id, change: change, request: request, signatures: request.signatures,
                                         proposedAt: now, proposedBy: actor.name, state: .pending, captured: captured)
