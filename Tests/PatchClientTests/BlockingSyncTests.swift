@@ -19,7 +19,7 @@ struct BlockingSyncTests {
     @Test("syncBlocking installs the new patch, as sync() does")
     func installs() async throws {
         let scene = try await NetworkTests.scene()
-        let outcome = await Self.onOwnThread { scene.client.syncBlocking(force: true) }
+        let outcome = await Self.onOwnThread { [client = scene.client] in client.syncBlocking(force: true) }
         #expect(outcome.updatedNumber == 2, "got \(outcome)")
         #expect(scene.client.currentPatch()?.number == 2)
     }
@@ -29,7 +29,7 @@ struct BlockingSyncTests {
         let scene = try await NetworkTests.scene { $0.requestTimeout = 5; $0.syncTimeout = 2 }
         scene.mirror.delay = 2
         let started = Date()
-        let outcome = await Self.onOwnThread { scene.client.syncBlocking(force: true) }
+        let outcome = await Self.onOwnThread { [client = scene.client] in client.syncBlocking(force: true) }
         let elapsed = Date().timeIntervalSince(started)
         #expect(outcome == .failed(.timeout), "got \(outcome) after \(elapsed) s")
         // A bound, not a benchmark: generous for a loaded machine, far below the 10 s unbounded.
@@ -42,7 +42,7 @@ struct BlockingSyncTests {
         let scene = try await NetworkTests.scene { $0.requestTimeout = 1 }
         scene.mirror.delay = 40
         let started = Date()
-        let outcome = await Self.onOwnThread { scene.client.syncBlocking(force: true) }
+        let outcome = await Self.onOwnThread { [client = scene.client] in client.syncBlocking(force: true) }
         let elapsed = Date().timeIntervalSince(started)
         switch outcome {
         case .failed(.timeout), .failed(.network): break
@@ -55,9 +55,10 @@ struct BlockingSyncTests {
     @Test("an async sync() joins the blocking one under way and gets its outcome; cancelling the joiner cancels both")
     func joinedAndCancelled() async throws {
         let scene = try await NetworkTests.scene()
+        let client = scene.client
         scene.mirror.delay = 0.3
-        async let blocking = Self.onOwnThread { scene.client.syncBlocking(force: true) }
-        while scene.client.inFlightSync == nil { try await Task.sleep(nanoseconds: 5_000_000) }
+        async let blocking = Self.onOwnThread { client.syncBlocking(force: true) }
+        while client.inFlightSync == nil { try await Task.sleep(nanoseconds: 5_000_000) }
         let joined = await scene.client.sync(force: true)
         #expect(joined.updatedNumber == 2, "got \(joined)")
         #expect(await blocking == joined)
@@ -66,9 +67,9 @@ struct BlockingSyncTests {
         try scene.fixture.publish(scene.fixture.demo)
         scene.mirror.serve(try scene.fixture.exported(scene.fixture.demo))
         scene.mirror.delay = 20
-        async let slow = Self.onOwnThread { scene.client.syncBlocking(force: true) }
-        while scene.client.inFlightSync == nil { try await Task.sleep(nanoseconds: 5_000_000) }
-        let joiner = Task { await scene.client.sync(force: true) }
+        async let slow = Self.onOwnThread { client.syncBlocking(force: true) }
+        while client.inFlightSync == nil { try await Task.sleep(nanoseconds: 5_000_000) }
+        let joiner = Task { await client.sync(force: true) }
         try await Task.sleep(nanoseconds: 200_000_000)
         joiner.cancel()
         let started = Date()
