@@ -56,8 +56,17 @@ final class LentThread: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// A task that runs `operation` on this thread, with `current` naming it; `run()` serves
+    /// it, and returns once the task is done.
+    func start<Value: Sendable>(_ operation: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
+        Task(executorPreference: self) {
+            defer { self.close() }
+            return await LentThread.$current.withValue(self) { await operation() }
+        }
+    }
+
     /// The task is done with the thread: `run()` returns once the queue is empty.
-    func close() {
+    private func close() {
         condition.lock()
         open = false
         condition.signal()

@@ -85,10 +85,7 @@ public actor PatchClient {
             var started = false
             let run = startOrJoin(force: force, now: Date()) { body in
                 started = true
-                return Task(executorPreference: lent) {
-                    defer { lent.close() }
-                    return await LentThread.$current.withValue(lent) { await body() }
-                }
+                return lent.start(body)
             }
             if started { lent.run() }
             return run.wait()

@@ -95,13 +95,11 @@ struct BlockingSyncTests {
         async let lent: (Result<FetchHead, FetchError>, onLent: Bool) = Self.onOwnThread {
             let thread = LentThread()
             let box = Guarded<(Result<FetchHead, FetchError>, onLent: Bool)?>(nil)
-            Task(executorPreference: thread) {
-                defer { thread.close() }
-                let result = await LentThread.$current.withValue(thread) { () async -> (Result<FetchHead, FetchError>, onLent: Bool) in
-                    let here = onLentThread()
-                    do throws(FetchError) { return (.success(try await client.send("GET", lentURL, into: a)), here) } catch { return (.failure(error), here) }
-                }
-                box.withLock { $0 = result }
+            _ = thread.start {
+                let here = onLentThread()
+                let result: Result<FetchHead, FetchError>
+                do throws(FetchError) { result = .success(try await client.send("GET", lentURL, into: a)) } catch { result = .failure(error) }
+                box.withLock { $0 = (result, here) }
             }
             thread.run()
             return box.withLock { $0 }!
