@@ -8,9 +8,9 @@ internal import CCurl
 /// so does a Content-Length over its limit; a cancelled task aborts from the progress callback.
 /// One easy handle per client, used by one transfer at a time (`handleLock`): a transfer runs on
 /// the client's queue, or on the calling thread when that is a blocked caller's `LentThread`
-/// (`PatchClient.syncBlocking`), which saves the queue's two thread wake-ups per request. Connections (and DNS answers) live in the process's
-/// `CurlShare`, so a new client to the same server reuses an idle connection an earlier one
-/// left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
+/// (`PatchClient.syncBlocking`), which saves the queue's two thread wake-ups per request.
+/// Connections (and DNS answers) live in the process's `CurlShare`, so a new client to the
+/// same server reuses an idle connection an earlier one left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
 /// client that requires HTTP/2 (APNs) keeps its connections to itself: it multiplexes its
 /// own streams, and libcurl's easy interface does not multiplex across handles.
 public final class HTTPClient: @unchecked Sendable {

@@ -7,8 +7,9 @@ import Foundation
 /// caller's, so blocking it in libcurl starves no pool thread. Each hop it saves was a thread
 /// wake-up (futex calls and a context switch); a cold sync made ~26 futex calls (issue 23).
 ///
-/// The thread serves jobs from `run()` until `close()`; a job that comes later (nothing of a
-/// sync should, but a task executor cannot refuse one) goes to the global executor.
+/// The thread serves jobs from `run()` until the task `start` made is done; a job that comes
+/// later (nothing of a sync should, but a task executor cannot refuse one) goes to the global
+/// executor. A task on a pool thread that inherits `current` is told apart by `isRunningHere`.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class LentThread: TaskExecutor, @unchecked Sendable {
     // @unchecked: `jobs` and `open` are only touched under `condition`; `thread` is set once.
@@ -40,7 +41,7 @@ final class LentThread: TaskExecutor, @unchecked Sendable {
     }
 
     /// Runs the jobs given to this executor on the calling thread (the one that made it) until
-    /// `close()`, and the ones already queued then.
+    /// the task `start` made is done, and the ones already queued then.
     func run() {
         let executor = asUnownedTaskExecutor()
         while true {
