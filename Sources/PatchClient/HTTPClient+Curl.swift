@@ -6,16 +6,18 @@ internal import CCurl
 /// The libcurl side of `HTTPClient` (HTTPClient.swift): the write callback aborts the
 /// transfer the moment the `DownloadBody` refuses a chunk (the TUF "endless data" attack), and
 /// so does a Content-Length over its limit; a cancelled task aborts from the progress callback.
-/// One easy handle per client; transfers run one at a time on the client's queue, so the handle
-/// is never used by two threads at once. Connections (and DNS answers) live in the process's
-/// `CurlShare`, so a new client to the same server reuses an idle connection an earlier one
-/// left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
+/// One easy handle per client, used by one transfer at a time (`handleLock`): a transfer runs on
+/// the client's queue, or on the calling thread when that is a blocked caller's `LentThread`
+/// (`PatchClient.syncBlocking`), which saves the queue's two thread wake-ups per request.
+/// Connections (and DNS answers) live in the process's `CurlShare`, so a new client to the
+/// same server reuses an idle connection an earlier one left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
 /// client that requires HTTP/2 (APNs) keeps its connections to itself: it multiplexes its
 /// own streams, and libcurl's easy interface does not multiplex across handles.
 public final class HTTPClient: @unchecked Sendable {
-    // @unchecked: `handle` is only touched on `queue`.
+    // @unchecked: `handle` is only touched under `handleLock`.
     public let configuration: Configuration
     private let queue = DispatchQueue(label: "hotpatch.http-client")
+    private let handleLock = NSLock()
     private let handle: UnsafeMutableRawPointer?  // CURL*; nil when libcurl cannot start
 
     /// Once per process, before the first handle: PushSender opens its clients on several
@@ -42,13 +44,22 @@ public final class HTTPClient: @unchecked Sendable {
         let transfer = Transfer(body: answer)
         let upload = HTTPClient.upload(method, body)
         let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                queue.async { continuation.resume(returning: self.perform(method, url, headers: headers, upload: upload, transfer: transfer)) }
+            // A lent thread is the blocked caller's own: the transfer may block it. A pool
+            // thread must not block on the network, so it hands the transfer to the queue.
+            if onLentThread() { return self.performLocked(method, url, headers: headers, upload: upload, transfer: transfer) }
+            return await withCheckedContinuation { continuation in
+                queue.async { continuation.resume(returning: self.performLocked(method, url, headers: headers, upload: upload, transfer: transfer)) }
             }
         } onCancel: {
             transfer.cancel()
         }
         return try result.get()
+    }
+
+    private func performLocked(_ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
+        handleLock.lock()
+        defer { handleLock.unlock() }
+        return perform(method, url, headers: headers, upload: upload, transfer: transfer)
     }
 
     private func perform(_ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
@@ -183,7 +194,7 @@ private let unlockShare: hp_curl_unlock_callback = { _, data, context in
 
 /// The state of one transfer, reached from the C callbacks through their context pointer.
 private final class Transfer: @unchecked Sendable {
-    // @unchecked: `headers` is only touched by curl's callbacks on the client's queue,
+    // @unchecked: `headers` is only touched by curl's callbacks, during the transfer,
     // `cancelled` under `lock`, and `body` guards itself.
     let body: DownloadBody
     var headers: [String: String] = [:]

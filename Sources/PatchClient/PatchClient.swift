@@ -76,16 +76,30 @@ public actor PatchClient {
     }
 
     /// `sync` for synchronous callers (command-line tools): blocks the calling thread, which
-    /// must not be one of Swift concurrency's own.
+    /// must not be one of Swift concurrency's own. A sync this call starts runs on that thread
+    /// (`LentThread`), its transfers too, instead of waking pool threads and the HTTP client's
+    /// queue for each step; joining one under way just waits for it.
     public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
-        startOrJoin(force: force, now: Date()).wait()
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+            let lent = LentThread()
+            var started = false
+            let run = startOrJoin(force: force, now: Date()) { body in
+                started = true
+                return lent.start(body)
+            }
+            if started { lent.run() }
+            return run.wait()
+        }
+        return startOrJoin(force: force, now: Date()).wait()
     }
 
-    /// The sync under way, or a new one: its task, with the sync's deadline armed.
-    private nonisolated func startOrJoin(force: Bool, now: Date) -> SyncRun {
+    /// The sync under way, or a new one: its task (`start` makes it from the sync's body), with
+    /// the sync's deadline armed.
+    private nonisolated func startOrJoin(force: Bool, now: Date,
+                                         start: (@escaping @Sendable () async -> SyncOutcome) -> Task<SyncOutcome, Never> = { body in Task { await body() } }) -> SyncRun {
         running.join {
             let run = SyncRun()
-            run.task = Task { await self.runSync(run, force: force, now: now) }
+            run.task = start { await self.runSync(run, force: force, now: now) }
             run.arm(deadline: configuration.syncTimeout)
             return run
         }
