@@ -87,7 +87,7 @@ final class UpkeepStatus: Sendable {
 
     func countFailure(app: AppName, _ error: RegistryError) {
         let reason = switch error {
-        case .keys: "keys"
+        case .keys, .signaturesNeeded: "keys"
         case .storage: "storage"
         case .crypto: "crypto"
         default: "other"
@@ -109,7 +109,9 @@ final class UpkeepStatus: Sendable {
     func render(now: Date = Date()) -> String {
         let state = state.withLock { $0 }
         var out = "# HELP hotpatch_upkeep_lease_held 1 while this instance holds the upkeep lease (re-signing, guards, pruning run here); always 1 on SQLite.\n# TYPE hotpatch_upkeep_lease_held gauge\n"
-        out += "hotpatch_upkeep_lease_held \(state.leaseHeld == true ? 1 : 0)\n"
+        // Absent until the first pass has asked: a 0 before it would say "another instance
+        // holds it" when nothing was asked yet (test_upkeep_lease read that 0 once on SQLite).
+        if let held = state.leaseHeld { out += "hotpatch_upkeep_lease_held \(held ? 1 : 0)\n" }
         out += "# HELP hotpatch_upkeep_apps_without_keys Apps whose snapshot or timestamp key is missing from this instance's key directory.\n# TYPE hotpatch_upkeep_apps_without_keys gauge\n"
         out += "hotpatch_upkeep_apps_without_keys \(state.appsWithoutKeys)\n"
         out += "# HELP hotpatch_metadata_expires_in_seconds Seconds until the newest metadata of each role expires (negative: expired).\n# TYPE hotpatch_metadata_expires_in_seconds gauge\n"
