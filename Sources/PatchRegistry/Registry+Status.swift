@@ -191,7 +191,7 @@ extension Registry {
             }
             let versions = VersionServing.grouped(try patches(app: record.name, appVersion: nil, activeOnly: false))
             var status = AppStatus(app: record.name, metadata: metadata, versions: versions)
-            status.pending = try pendingChanges(app: record.name)
+            status.pending = try pendingRows(app: record.name, where: "state = 'pending'", [])
             result.append(status)
         }
         return result

@@ -222,4 +222,10 @@ final class SigningContext: @unchecked Sendable {
         self.commitTime = commitTime
         self.captured = approval?.captured
     }
+
+    /// A context for a part of the change `outer` is bound for (nil: a change of its own),
+    /// signing with `keys` as well as `outer`'s.
+    convenience init(inheriting outer: SigningContext?, adding keys: [SigningKey] = []) {
+        self.init(keys: (outer?.keys ?? []) + keys, approval: outer?.approval, commitTime: outer?.commitTime)
+    }
 }

@@ -18,7 +18,7 @@ extension Registry {
     public static func signing<T>(with keys: [SigningKey], _ body: () throws(RegistryError) -> T) throws(RegistryError) -> T {
         guard !keys.isEmpty else { return try body() }
         let outer = SigningContext.current
-        let context = SigningContext(keys: (outer?.keys ?? []) + keys, approval: outer?.approval, commitTime: outer?.commitTime)
+        let context = SigningContext(inheriting: outer, adding: keys)
         // What the inner part of a change captured and used is the change's (`proposing`
         // stores it with a pending change).
         defer {
@@ -40,7 +40,7 @@ extension Registry {
     func proposing<T>(_ change: ReleaseChange, app: AppName, dryRun: Bool, actor: Actor, now: Date,
                       _ body: () throws(RegistryError) -> T) throws(RegistryError) -> T {
         let outer = SigningContext.current
-        let context = SigningContext(keys: outer?.keys ?? [], approval: outer?.approval, commitTime: outer?.commitTime)
+        let context = SigningContext(inheriting: outer)
         do {
             return try Registry.bound(context, body)
         } catch .signaturesNeeded(let request) {
@@ -108,7 +108,8 @@ extension Registry {
         return change
     }
 
-    private func pendingRows(app: AppName, where condition: String, _ bindings: [SQLValue]) throws(RegistryError) -> [PendingChange] {
+    /// The app's changes matching `condition` (SQL over pending_changes), oldest first; the app is not looked up.
+    func pendingRows(app: AppName, where condition: String, _ bindings: [SQLValue]) throws(RegistryError) -> [PendingChange] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
                 SELECT id, role, change, bundle, captured, signed, keyids, threshold, signatures, proposed_at, proposed_by, state

@@ -139,10 +139,8 @@ extension Registry {
             bytes = presigned
             expires = file.body.expires
         } else {
-            let signers = try roleSigners(app: app, role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(), threshold: record.threshold,
-                                          keys: record.keys) { keyID throws(RegistryError) in
-                try keys.storedDelegatedKey(app: app, record, keyID: keyID)
-            }
+            let signers = try roleSigners(app: app, role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(),
+                                          threshold: record.threshold, keys: record.keys)
             do { bytes = try SignedTargets(signing: body, with: signers).bytes } catch { throw .wrapping(error) }
             expires = body.common.expires
             context?.captured = bytes
@@ -172,11 +170,20 @@ extension KeyStore {
         return url
     }
 
-    /// One of the role's keys from the key store; nil when it does not hold it.
-    func storedDelegatedKey(app: AppName, _ record: DelegationRecord, keyID: String) throws(RegistryError) -> SigningKey? {
-        let url = delegatedKeyURL(app: app, role: record.name, keyID: keyID)
+    /// Where the store keeps a key of a role that signs targets metadata: top-level
+    /// targets' (`targets.KEYID.pem`) or a delegated role's.
+    func signerURL(app: AppName, role: String, keyID: String) -> URL {
+        role == Role.targets.rawValue ? signingKeyURL(app: app, role: .targets, keyID: keyID) : delegatedKeyURL(app: app, role: role, keyID: keyID)
+    }
+
+    /// That key when the store holds it, nil when it does not (the key is elsewhere: the
+    /// change waits for its holder); a key file that is there but unreadable, open to
+    /// others or not the key its name says is an error.
+    func storedSigner(app: AppName, role: String, keyID: String) throws(RegistryError) -> SigningKey? {
+        let url = signerURL(app: app, role: role, keyID: keyID)
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        let pem = try SecretFile.read(url, what: "the \(record.name) key of \(app)")
+        if role == Role.targets.rawValue { return try signingKey(app: app, role: .targets, keyID: keyID) }
+        let pem = try SecretFile.read(url, what: "the \(role) key of \(app)")
         do { return try SigningKey(pem: pem) } catch { throw .keys("\(url.path): \(error)") }
     }
 }

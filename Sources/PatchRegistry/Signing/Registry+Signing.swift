@@ -107,11 +107,8 @@ extension Registry {
                 case .targets:
                     let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations)
                     guard let entry = root.roles[.targets] else { throw RegistryError.internalError("root lists no targets role") }
-                    let signers = try roleSigners(app: app, role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs, threshold: entry.threshold,
-                                                  keys: root.keys) { keyID throws(RegistryError) in
-                        guard FileManager.default.fileExists(atPath: keys.signingKeyURL(app: app, role: .targets, keyID: keyID).path) else { return nil }
-                        return try keys.signingKey(app: app, role: .targets, keyID: keyID)
-                    }
+                    let signers = try roleSigners(app: app, role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs,
+                                                  threshold: entry.threshold, keys: root.keys)
                     bytes = try SignedTargets(signing: tb, with: signers).bytes
                 case .snapshot:
                     let signingKeys = try keys.signingKeys(app: app, role: role, root: root)
@@ -142,8 +139,8 @@ extension Registry {
     }
 
     /// Who signs a role's next metadata (`signed`), which `threshold` of `keyIDs` must sign:
-    /// the keys given for this change (`SigningContext`), the key store's (`stored`, nil when
-    /// this machine does not hold that key), and, when a pending change is being applied, the
+    /// the keys given for this change (`SigningContext`), the key store's (`storedSigner`, nil
+    /// when this machine does not hold that key), and, when a pending change is being applied, the
     /// signatures its key holders gave, which are over exactly the metadata the change made
     /// when it was proposed. Fewer than `threshold`: `signaturesNeeded`, with the signatures
     /// the keys here made, so the change can wait for the rest (`Registry.proposing`).
@@ -151,8 +148,8 @@ extension Registry {
     /// A given key of another of the app's roles is left for that role (`keys delegate` on
     /// a two-person app signs the delegated role with its keys and targets with the release
     /// keys); a given key no role of the app lists is refused.
-    func roleSigners(app: AppName, role: String, signed: JSON, keyIDs: [String], threshold: Int, keys: [String: TUFKey],
-                     stored: (String) throws(RegistryError) -> SigningKey?) throws(RegistryError) -> [any TUFSigner] {
+    func roleSigners(app: AppName, role: String, signed: JSON, keyIDs: [String], threshold: Int,
+                     keys: [String: TUFKey]) throws(RegistryError) -> [any TUFSigner] {
         let context = SigningContext.current
         let listed = Set(keyIDs)
         let strays = (context?.keys ?? []).filter { !listed.contains($0.tufKey.keyID) }
@@ -181,7 +178,7 @@ extension Registry {
             context?.used.insert(key.tufKey.keyID)
         }
         for keyID in keyIDs.sorted() where signers[keyID] == nil {
-            if let key = try stored(keyID) { signers[keyID] = key }
+            if let key = try self.keys.storedSigner(app: app, role: role, keyID: keyID) { signers[keyID] = key }
         }
         // Signed by exactly a threshold, the approvals first, then the keys given, then the
         // store's: more signatures verify no better and cost a signing each.
@@ -208,17 +205,14 @@ extension Registry {
     /// before such a change, inside its caller's transaction: a change that found out only at
     /// signing would have written its rows already.
     func holdsSigningKeys(app: AppName, channel: ChannelName) throws(RegistryError) -> Bool {
+        let role: String, keyIDs: [String], threshold: Int
         if let record = try delegations(app: app).first(where: { $0.channel == channel }) {
-            var held = 0
-            for keyID in record.keys.keys where FileManager.default.fileExists(atPath: keys.delegatedKeyURL(app: app, role: record.name, keyID: keyID).path) {
-                held += 1
-            }
-            return held >= record.threshold
+            (role, keyIDs, threshold) = (record.name, Array(record.keys.keys), record.threshold)
+        } else {
+            guard let entry = try signingRoot(app: app).roles[.targets] else { return false }
+            (role, keyIDs, threshold) = (Role.targets.rawValue, entry.keyIDs, entry.threshold)
         }
-        let root = try signingRoot(app: app)
-        guard let entry = root.roles[.targets] else { return false }
-        let held = entry.keyIDs.filter { FileManager.default.fileExists(atPath: keys.signingKeyURL(app: app, role: .targets, keyID: $0).path) }.count
-        return held >= entry.threshold
+        return keyIDs.filter { FileManager.default.fileExists(atPath: keys.signerURL(app: app, role: role, keyID: $0).path) }.count >= threshold
     }
 
     /// The root that signs (`signingRoot`) and the newest stored version of each role but
