@@ -66,15 +66,13 @@ enum CacheFiles {
         try write(bytes, toPath: url.path, sync: sync)
     }
 
-    static func write(_ bytes: [UInt8], toPath path: String, sync: Bool = true) throws(PatchClientError) {
+    static func write(_ bytes: [UInt8], toPath path: String, sync: Bool = true, syncDirectory: Bool = true) throws(PatchClientError) {
         let directory = DurableFile.directory(of: path)
         // One access(2) where the directory is there (every write but a cache's first).
         if access(directory, F_OK) != 0 {
-            do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-                throw .storage("cannot create \(directory): \(error.localizedDescription)")
-            }
+            do { try DurableFile.makeDirectories(atPath: directory) } catch { throw .storage(error.message) }
         }
-        do { try DurableFile.replace(atPath: path, with: bytes, mode: 0o600, sync: sync) } catch { throw .storage(error.message) }
+        do { try DurableFile.replace(atPath: path, with: bytes, mode: 0o600, sync: sync, syncDirectory: syncDirectory) } catch { throw .storage(error.message) }
     }
 
     static func remove(_ url: URL) { unlink(url.path) }

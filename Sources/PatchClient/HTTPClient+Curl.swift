@@ -5,7 +5,8 @@ internal import CCurl
 
 /// The libcurl side of `HTTPClient` (HTTPClient.swift): the write callback aborts the
 /// transfer the moment the `DownloadBody` refuses a chunk (the TUF "endless data" attack), and
-/// so does a Content-Length over its limit; a cancelled task aborts from the progress callback.
+/// so does a Content-Length over its limit; a cancelled task aborts from the progress callback,
+/// and the sync's deadline (`HTTPClient.deadline`) bounds the request's total time.
 /// One easy handle per client, used by one transfer at a time (`handleLock`): a transfer runs on
 /// the client's queue, or on the calling thread when that is a blocked caller's `LentThread`
 /// (`PatchClient.syncBlocking`), which saves the queue's two thread wake-ups per request.
@@ -41,7 +42,9 @@ public final class HTTPClient: @unchecked Sendable {
     /// caller reads the cut-off from `answer.isOverLimit`.
     public func send(_ method: String, _ url: URL, headers: [String: String] = [:], body: [UInt8]? = nil,
                      into answer: DownloadBody) async throws(FetchError) -> FetchHead {
-        let transfer = Transfer(body: answer)
+        // Read here, in the caller's task: the queue's thread does not see task-locals.
+        guard let milliseconds = HTTPClient.allowedMilliseconds(configuration.resourceTimeout) else { throw .timeout }
+        let transfer = Transfer(body: answer, milliseconds: milliseconds)
         let upload = HTTPClient.upload(method, body)
         let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {
             // A lent thread is the blocked caller's own: the transfer may block it. A pool
@@ -88,7 +91,8 @@ public final class HTTPClient: @unchecked Sendable {
         // The idle timeout: abort when under 1 byte/s for requestTimeout seconds.
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
         _ = hp_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
-        _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, Int(configuration.resourceTimeout * 1000)))
+        // The whole request: resourceTimeout, or what is left of the sync's deadline.
+        _ = hp_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, transfer.milliseconds)
         _ = hp_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
         if let upload {
             // The size first, so COPYPOSTFIELDS copies that many bytes rather than up to a NUL.
@@ -197,11 +201,16 @@ private final class Transfer: @unchecked Sendable {
     // @unchecked: `headers` is only touched by curl's callbacks, during the transfer,
     // `cancelled` under `lock`, and `body` guards itself.
     let body: DownloadBody
+    /// How long the request may take in all (CURLOPT_TIMEOUT_MS).
+    let milliseconds: Int
     var headers: [String: String] = [:]
     private let lock = NSLock()
     private var cancelled = false
 
-    init(body: DownloadBody) { self.body = body }
+    init(body: DownloadBody, milliseconds: Int) {
+        self.body = body
+        self.milliseconds = milliseconds
+    }
 
     func cancel() {
         lock.lock()

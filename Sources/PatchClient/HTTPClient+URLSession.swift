@@ -40,6 +40,7 @@ public final class HTTPClient: @unchecked Sendable {
             throw .network("a CA file (\(caFile)) cannot be trusted through URLSession; trust the certificate in the keychain instead")
         }
         if configuration.httpsOnly, url.scheme?.lowercased() != "https" { throw .network("\(url.absoluteString) is not an https:// URL") }
+        guard let milliseconds = HTTPClient.allowedMilliseconds(configuration.resourceTimeout) else { throw .timeout }
         var request = URLRequest(url: url)
         request.httpMethod = method
         if let upload = HTTPClient.upload(method, body) { request.httpBody = Data(upload) }
@@ -47,7 +48,16 @@ public final class HTTPClient: @unchecked Sendable {
         let download = CappedDownload(body: answer, requireHTTP2: configuration.requireHTTP2)
         let task = session.dataTask(with: request)
         router.register(download, for: task)
-        defer { router.remove(task) }
+        // Within a sync, what is left of its deadline (the session's resource timeout is one
+        // figure for every request, and bounds the others).
+        let expiry = DispatchWorkItem { download.abort(.failure(.timeout)) }
+        if HTTPClient.deadline != nil {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: expiry)
+        }
+        defer {
+            expiry.cancel()
+            router.remove(task)
+        }
         // Cancelling the task (the sync's deadline) answers at once; the transfer is torn down
         // behind it.
         let result: Result<FetchHead, FetchError> = await withTaskCancellationHandler {

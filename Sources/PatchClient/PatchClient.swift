@@ -31,9 +31,6 @@ public actor PatchClient {
     /// and `syncBlocking` waits on it without a task of its own (issue 23).
     private nonisolated let running = RunningSync()
     nonisolated var inFlightSync: Task<SyncOutcome, Never>? { running.current?.task }
-    /// The outcome of the running sync once decided, before its reports request: a deadline
-    /// passing during that request does not turn a done sync into a timeout.
-    private var decided: SyncOutcome?
     /// The patch the running sync is downloading: a refusal names it.
     private(set) var attempting: Int?
     /// Whether the running sync got past the local interval checks and asked the server.
@@ -93,35 +90,24 @@ public actor PatchClient {
         return startOrJoin(force: force, now: Date()).wait()
     }
 
-    /// The sync under way, or a new one: its task (`start` makes it from the sync's body), with
-    /// the sync's deadline armed.
+    /// The sync under way, or a new one: its task (`start` makes it from the sync's body).
     private nonisolated func startOrJoin(force: Bool, now: Date,
                                          start: (@escaping @Sendable () async -> SyncOutcome) -> Task<SyncOutcome, Never> = { body in Task { await body() } }) -> SyncRun {
         running.join {
             let run = SyncRun()
             run.task = start { await self.runSync(run, force: force, now: now) }
-            run.arm(deadline: configuration.syncTimeout)
             return run
         }
     }
 
     private func runSync(_ run: SyncRun, force: Bool, now: Date) async -> SyncOutcome {
-        decided = nil
         observedLastError = nil
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
-        // client past it, however it paces its bytes): when it passes, the run's timer cancels
-        // this task, which ends the transfer under way. Whichever comes first wins: the sync's
-        // end or the deadline (`finish` tells which, under the run's lock).
-        let done = await syncAndReport(force: force, now: now)
-        let outcome: SyncOutcome
-        if run.finish() {
-            outcome = done
-        } else if let decided {
-            outcome = decided
-        } else {
-            record(failure: .timeout, patch: attempting, now: now)
-            outcome = .failed(.timeout)
-        }
+        // client past it, however it paces its bytes): every transfer of the sync ends by it
+        // (`HTTPClient.deadline`), and one asked for after it is refused as `.timeout`. The
+        // reports request after the outcome is decided is cut the same way and changes nothing.
+        let deadline = ContinuousClock.now + .seconds(configuration.syncTimeout)
+        let outcome = await HTTPClient.$deadline.withValue(deadline) { await syncAndReport(force: force, now: now) }
         remember(outcome, now: now)
         running.end(run, outcome)
         return outcome
@@ -134,12 +120,11 @@ public actor PatchClient {
         askedServer = false
         let outcome: SyncOutcome
         do throws(PatchClientError) { outcome = try await performSync(force: force, now: now) } catch {
-            // A cancelled transfer reads as a timeout to the fetcher; the deadline is decided above.
+            // A cancelled transfer reads as a timeout to the fetcher.
             if Task.isCancelled { return .failed(.cancelled) }
             record(failure: error, patch: attempting, now: now)
             outcome = .failed(error)
         }
-        decided = outcome
         if askedServer, Self.serverReachable(outcome) { await sendReports() }
         return outcome
     }
@@ -262,7 +247,11 @@ public actor PatchClient {
         var state = CacheFiles.loadState(atPath: paths.statePath)
         state.installing = patch
         try CacheFiles.saveState(state, toPath: paths.statePath)
-        try CacheFiles.write(plaintext, toPath: paths.scriptPath)
+        // The script's contents are fsynced before its rename; the rename itself is made
+        // durable by the state save below, which fsyncs the same directory. A power cut before
+        // that leaves `installing` set, and `reconcile` keeps the new patch only when the
+        // script on disk has its digest (one directory fsync fewer per install; issue 23).
+        try CacheFiles.write(plaintext, toPath: paths.scriptPath, syncDirectory: false)
         state.installing = nil
         state.installed = patch
         state.lastCheck = now.timeIntervalSince1970
@@ -395,44 +384,13 @@ final class RunningSync: @unchecked Sendable {
     }
 }
 
-/// One sync: its task, the timer of its deadline, and its outcome for blocking waiters.
+/// One sync: its task, and its outcome for blocking waiters.
 final class SyncRun: @unchecked Sendable {
     // @unchecked: `task` is set once, before the run is shared (under RunningSync's lock);
-    // the rest is only touched under `condition`.
+    // `outcome` is only touched under `condition`.
     var task: Task<SyncOutcome, Never>!
     private let condition = NSCondition()
-    private var finished = false
-    private var deadlinePassed = false
-    private var timer: DispatchWorkItem?
     private var outcome: SyncOutcome?
-
-    /// One timer, not a task: when it fires before `finish`, the sync's task is cancelled.
-    func arm(deadline seconds: TimeInterval) {
-        let item = DispatchWorkItem { [weak self] in self?.expire() }
-        condition.lock()
-        timer = item
-        condition.unlock()
-        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds), execute: item)
-    }
-
-    private func expire() {
-        condition.lock()
-        let passed = !finished
-        if passed { deadlinePassed = true }
-        condition.unlock()
-        if passed { task.cancel() }
-    }
-
-    /// The sync is done: true when it finished before its deadline (the timer is then
-    /// disarmed), false when the deadline came first.
-    func finish() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        finished = true
-        timer?.cancel()
-        timer = nil
-        return !deadlinePassed
-    }
 
     func deliver(_ value: SyncOutcome) {
         condition.lock()

@@ -81,6 +81,32 @@ struct HTTPClientTests {
         #expect(endless.streamsReadToCap == 0)
     }
 
+    @Test("a sync's deadline (HTTPClient.deadline) cuts a slow answer and refuses a request once passed; outside a sync the client's own timeouts apply")
+    func deadline() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/slow"] = .ok(Array("late".utf8))
+        mirror.delay = 5
+        let client = HTTPClient(HTTPClient.Configuration(requestTimeout: 20, resourceTimeout: 60))
+        let url = mirror.url.appendingPathComponent("slow")
+        let started = ContinuousClock.now
+        let cut: FetchError? = await HTTPClient.$deadline.withValue(started + .milliseconds(400)) {
+            do throws(FetchError) { _ = try await client.send("GET", url, into: DownloadBody(limit: 64)); return nil } catch { return error }
+        }
+        let elapsed = started.duration(to: .now)
+        #expect(cut == .timeout)
+        #expect(elapsed < .seconds(4), "the 5 s answer was waited for: \(elapsed)")
+        let refused: FetchError? = await HTTPClient.$deadline.withValue(ContinuousClock.now - .milliseconds(1)) {
+            do throws(FetchError) { _ = try await client.send("GET", url, into: DownloadBody(limit: 64)); return nil } catch { return error }
+        }
+        #expect(refused == .timeout)
+        #expect(HTTPClient.allowedMilliseconds(60) == 60_000)
+        HTTPClient.$deadline.withValue(ContinuousClock.now + .seconds(2)) {
+            #expect((1...2000).contains(HTTPClient.allowedMilliseconds(60) ?? 0))
+            #expect(HTTPClient.allowedMilliseconds(0.5) == 500)
+        }
+    }
+
     @Test("requiring HTTP/2 refuses an HTTP/1.1-only server over TLS (trusted through the CA file); without the requirement it answers")
     func http2Required() async throws {
         let tls = try SelfSigned()

@@ -38,4 +38,18 @@ struct ExactBytesTests {
         #expect(FileContents.read(atPath: path) == [])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["f"], "no temporary file left")
     }
+
+    @Test("makeDirectories creates the missing parents, accepts what is there, and names the path it cannot create")
+    func makeDirectories() throws {
+        let top = FileManager.default.temporaryDirectory.appendingPathComponent("make-dirs-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: top) }
+        try DurableFile.makeDirectories(atPath: top + "/a/b/c/")
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: top + "/a/b/c", isDirectory: &isDirectory) && isDirectory.boolValue)
+        try DurableFile.makeDirectories(atPath: top + "/a/b/c")
+        try DurableFile.makeDirectories(atPath: top + "/a")
+        try DurableFile.replace(atPath: top + "/file", with: [1])
+        #expect(throws: DurableFile.Failure.self) { try DurableFile.makeDirectories(atPath: top + "/file/x/y") }
+        do { try DurableFile.makeDirectories(atPath: top + "/file/x/y") } catch { #expect(error.message.contains(top + "/file/x")) }
+    }
 }

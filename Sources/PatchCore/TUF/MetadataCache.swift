@@ -34,9 +34,7 @@ public struct MetadataCache: Sendable {
     func write(_ name: String, _ bytes: [UInt8]) throws(UpdateError) {
         // One access(2) where the directory is there (every write but a cache's first).
         if access(base, F_OK) != 0 {
-            do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
-                throw .storage("cannot create \(directory.path): \(error.localizedDescription)")
-            }
+            do { try DurableFile.makeDirectories(atPath: base) } catch { throw .storage(error.message) }
         }
         do { try DurableFile.replace(atPath: path(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
     }
