@@ -182,6 +182,22 @@ extension PatchService {
 
     // MARK: The simple check
 
+    /// The list an `If-None-Match` sends, each tag trimmed of whitespace. An ASCII value (every
+    /// real ETag) is trimmed on its bytes: Foundation's trim goes through UTF-16 and was the
+    /// largest cost of a 304. In ASCII, `.whitespaces` is space and tab; any other value is
+    /// trimmed by Foundation as before.
+    static func entityTags(_ header: String?) -> [String] {
+        guard let header, !header.isEmpty else { return [] }
+        let bytes = header.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return header.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        // ASCII: a comma is a Character of its own, so splitting the bytes splits the same.
+        return bytes.split(separator: UInt8(ascii: ",")).map { tag in
+            let isBlank = { (b: UInt8) in b == space || b == tab }
+            guard let first = tag.firstIndex(where: { !isBlank($0) }), let last = tag.lastIndex(where: { !isBlank($0) }) else { return "" }
+            return String(decoding: tag[first...last], as: UTF8.self)
+        }
+    }
+
     func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
         return try answer(request, PublishedFile(app: app, kind: .simpleCheck(version: try appVersion(p["appVersion"]).rawValue)))
@@ -191,7 +207,7 @@ extension PatchService {
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         try throttleDevice(request, catalog: app, scope: (version, channel))
-        let tags = (request.header("If-None-Match") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let tags = PatchService.entityTags(request.header("If-None-Match"))
         guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
                                     osVersion: request.header("X-OS-Version"), etags: tags) else {
             return PatchService.noPatch

@@ -350,9 +350,15 @@ final class Connection {
         }
         if loop.draining { after = .close }
         turn.requests += 1
-        var head = ResponseHead.of(response).bytes
-        head += loop.date.refresh()
-        head += Array((after == .close ? "Connection: close\r\n\r\n" : "\r\n").utf8)
+        let prepared = ResponseHead.of(response).bytes
+        let date = loop.date.refresh()
+        // Sized once: appending to the shared prepared bytes would copy them and then grow
+        // the copy again for Date and Connection.
+        var head: [UInt8] = []
+        head.reserveCapacity(prepared.count + date.count + 21)
+        head += prepared
+        head += date
+        head.append(contentsOf: (after == .close ? "Connection: close\r\n\r\n" : "\r\n").utf8)  // no array built to append
         output = Output(head: head, response: isHead || response.body.isEmpty ? nil : response)
         phase = .writing
         deadline = loop.now + loop.shared.configuration.idleTimeout

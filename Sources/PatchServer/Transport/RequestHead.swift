@@ -85,12 +85,15 @@ struct RequestHead: Sendable {
             throw .malformed("the request target must be visible ASCII without spaces or control bytes")
         }
         let parsedVersion: Version
-        switch Array(version) {
-        case Array("HTTP/1.1".utf8): parsedVersion = .http11
-        case Array("HTTP/1.0".utf8): parsedVersion = .http10
-        case let v where v.count == 8 && v.starts(with: Array("HTTP/".utf8)) && isDigit(v[5]) && v[6] == UInt8(ascii: ".") && isDigit(v[7]):
-            throw .versionNotSupported
-        default: throw .malformed("the HTTP version must be HTTP/1.1 or HTTP/1.0")
+        // Read in the receive buffer: no array is built per request to compare with.
+        let v = version
+        guard v.count == 8, v.starts(with: "HTTP/".utf8), isDigit(v[5]), v[6] == UInt8(ascii: "."), isDigit(v[7]) else {
+            throw .malformed("the HTTP version must be HTTP/1.1 or HTTP/1.0")
+        }
+        switch (v[5], v[7]) {
+        case (UInt8(ascii: "1"), UInt8(ascii: "1")): parsedVersion = .http11
+        case (UInt8(ascii: "1"), UInt8(ascii: "0")): parsedVersion = .http10
+        default: throw .versionNotSupported
         }
         return (String(decoding: method, as: UTF8.self), Array(target), parsedVersion)
     }
@@ -173,7 +176,13 @@ struct RequestHead: Sendable {
         guard value.allSatisfy({ $0 == tab || ($0 >= 0x20 && $0 != 0x7F) }) else {
             throw .malformed("a header value has a control byte")
         }
-        return (String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self))
+        // The name is lowercased while it is copied out of the receive buffer (tokens are
+        // ASCII): one String per name, not one decoded and a second lowercased from it.
+        let lowered = String(unsafeUninitializedCapacity: name.count) { out in
+            for (i, b) in name.enumerated() { out[i] = b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }
+            return name.count
+        }
+        return (lowered, String(decoding: value, as: UTF8.self))
     }
 
     /// Every value of field `name` (lowercase), in order.
@@ -310,7 +319,12 @@ func isUnreserved(_ b: UInt8) -> Bool {
 func isTokenByte(_ b: UInt8) -> Bool {
     switch b {
     case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), 0x30...0x39: return true
-    default: return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
+    // Spelt as cases, not looked up in an array built per call: every byte of every method
+    // and header name comes here, and `-` is in most names.
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+         UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+         UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): return true
+    default: return false
     }
 }
 
