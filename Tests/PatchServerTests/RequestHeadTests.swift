@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PatchServer
 
@@ -294,5 +295,24 @@ struct RequestHeadTests {
         #expect(try Self.decode("00000000000000000000" + "fffffffffffffff" + "\r\n", limit: Int.max).done == false, "15 digits wait for data")
         #expect(throws: FramingError.chunkTooLarge(Int.max)) { try Self.decode("0001000000000000000\r\n", limit: Int.max) }
         #expect(throws: FramingError.chunkTooLarge(10)) { try Self.decode("000000000000000000000b\r\n", limit: 10) }
+    }
+
+    @Test("If-None-Match splits at commas and trims space and tab, on ASCII bytes as Foundation's trim would; empty tags are dropped")
+    func entityTags() {
+        let values = [nil, "", "\"a\"", " \"a\" ,\t\"b\"\t", "\"a\",,\"b\"", "W/\"x\", *", " , ", "\"é\" , \"b\"", "\u{00A0}\"a\"\u{00A0}"]
+        for value in values {
+            let foundation = (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(PatchService.entityTags(value) == foundation, "\(String(describing: value))")
+        }
+        #expect(PatchService.entityTags(" \"a\" ,\t\"b\"\t") == ["\"a\"", "\"b\""])
+    }
+
+    @Test("the HTTP version: 1.1 and 1.0 parse, another well-formed version is 505, anything else 400")
+    func versions() throws {
+        #expect(try Self.parse("GET / HTTP/1.0\r\nHost: h\r\n\r\n")?.version == .http10)
+        #expect(Self.status("GET / HTTP/1.2\r\nHost: h\r\n\r\n") == 505)
+        for bad in ["HTTP/1.", "HTTP/1.1x", "HTTP/a.1", "HTTX/1.1", "HTTP/1,1", "http/1.1"] {
+            #expect(Self.status("GET / \(bad)\r\nHost: h\r\n\r\n") == 400, "\(bad)")
+        }
     }
 }
