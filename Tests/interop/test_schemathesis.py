@@ -24,6 +24,11 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
     token = ws.token("--all", "--name", "schemathesis")
     server = Patchd(ws)
     try:
+        # One worker: schemathesis's workers are threads, and hypothesis describes a strategy's
+        # lambdas with ast.parse, whose constructor keeps its recursion depth in interpreter-wide
+        # state in CPython 3.11 (python/cpython#106905). Two threads parsing at once fail one
+        # run in a few with "SystemError: AST constructor recursion depth mismatch" inside
+        # schemathesis, before any request: a red run that says nothing about patchd.
         # The "coverage" phase is left out: in this schemathesis release it fails with an
         # internal error (a KeyError inside its own schema walker) before sending anything.
         cli = Path(sys.executable).with_name("schemathesis")
@@ -31,7 +36,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
         seeding = [] if seed == "random" else ["--seed", seed]
         result = subprocess.run(
             [str(cli), "--config-file", str(Path(__file__).with_name("schemathesis.toml")), "run", str(REPO_ROOT / "docs" / "openapi.yaml"), "--url", server.url,
-             "--header", f"Authorization: Bearer {token}", "--checks", "all", "--workers", "2",
+             "--header", f"Authorization: Bearer {token}", "--checks", "all", "--workers", "1",
              "--phases", "examples,fuzzing,stateful", "--max-time", os.environ.get("SCHEMATHESIS_SECONDS", "30"), *seeding],
             capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
