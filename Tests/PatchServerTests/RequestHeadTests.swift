@@ -315,4 +315,77 @@ struct RequestHeadTests {
             #expect(Self.status("GET / \(bad)\r\nHost: h\r\n\r\n") == 400, "\(bad)")
         }
     }
+
+    /// The byte-at-a-time rule `HeadScanner.lineEnd` must keep (it finds lines with memchr):
+    /// from `start`, the first CR or LF decides. A LF first is a bare LF, a CR followed by
+    /// anything but LF a bare CR, a CR as the last byte received a line not yet whole.
+    static func byteRule(_ bytes: [UInt8], from start: Int) -> (end: Int?, refusal: String?) {
+        var i = start
+        while i < bytes.count {
+            if bytes[i] == lf { return (nil, "bare LF") }
+            if bytes[i] == cr {
+                if i + 1 == bytes.count { return (nil, nil) }
+                return bytes[i + 1] == lf ? (i, nil) : (nil, "bare CR")
+            }
+            i += 1
+        }
+        return (nil, nil)
+    }
+
+    /// What the head `GET / HTTP/1.1 CRLF Host: h CRLF X: ` + `rest` is under that rule: the
+    /// X field's value once the head's empty line arrives, or the first refusal.
+    static func byteRuleOutcome(_ rest: [UInt8]) -> String {
+        var i = 0, value: String?
+        while true {
+            let (end, refusal) = byteRule(rest, from: i)
+            if let refusal { return refusal }
+            guard let end else { return "incomplete" }
+            if value != nil, end == i { return "ok \(value!)" }
+            let line = rest[i..<end]
+            if value == nil { value = String(decoding: line, as: UTF8.self) } else if !line.contains(UInt8(ascii: ":")) { return "no colon" }
+            i = end + 2
+        }
+    }
+
+    @Test("header lines end where the byte-at-a-time CRLF rule says, for every value of up to 6 bytes of a, CR and LF")
+    func lineEnds() throws {
+        let prefix = Array("GET / HTTP/1.1\r\nHost: h\r\nX: ".utf8)
+        var lines: [[UInt8]] = [[]], last: [[UInt8]] = [[]]
+        for _ in 1...6 {
+            last = last.flatMap { l in [l + [UInt8(ascii: "a")], l + [cr], l + [lf]] }
+            lines += last
+        }
+        #expect(lines.count == 1093)
+        for line in lines {
+            let rest = line + Array("\r\n\r\n".utf8)
+            let got: String
+            do throws(FramingError) {
+                if let head = try Self.parse(prefix + rest) {
+                    got = "ok \(head.fields.first { $0.name == "x" }?.value ?? "?")"
+                } else {
+                    got = "incomplete"
+                }
+            } catch .malformed(let message) {
+                got = message.contains("bare LF") ? "bare LF" : message.contains("bare CR") ? "bare CR" : message.contains("no colon") ? "no colon" : message
+            } catch {
+                got = "\(error)"
+            }
+            #expect(got == Self.byteRuleOutcome(rest), "\(line)")
+        }
+    }
+
+    @Test("header names match in any case without being lowercased per lookup; a name must match whole; X-Device-ID is read once")
+    func headerLookups() throws {
+        let head = try #require(try Self.parse("GET / HTTP/1.1\r\nHost: h\r\nX-Device-ID: a\r\nX-Device-IDs: b\r\nx-device-id: c\r\n\r\n"))
+        let request = try head.request(peer: .loopback, declaredBody: .none)
+        #expect(request.header("x-DEVICE-id") == "a")
+        #expect(request.header("X-Device-I") == nil)
+        #expect(request.header("X-Device-IDz") == nil)
+        #expect(request.headerLines("X-DEVICE-ID") == ["a", "c"])
+        #expect(request.singleHeader("X-Device-ID")! == ("a", true))
+        #expect(request.singleHeader("X-Device-IDs")! == ("b", false))
+        #expect(request.singleHeader("X-Other") == nil)
+        let inProcess = HTTPRequest(method: "GET", path: "/", headers: ["If-None-Match": "\"t\""])
+        #expect(inProcess.header("if-none-match") == "\"t\"")
+    }
 }

@@ -82,15 +82,21 @@ public enum Selection {
     /// rollback restored an older confirmed patch) while the patch rolled back from is listed.
     /// The kept patch wins unless a higher number is offered: no downgrade while listed.
     public static func choose(_ listed: [Candidate], for device: Device, running: Running?, rolledBackThrough: Int = 0) -> Choice {
-        let admitted = listed.filter(device.admits)
-        let offered = admitted.filter { $0.number > rolledBackThrough && device.offered($0) }.max { $0.number < $1.number }
-        let kept = running.flatMap { running -> Int? in
-            if admitted.contains(where: { $0.number == running.number && $0.digest == running.digest }) { return running.number }
-            if running.number < rolledBackThrough, admitted.contains(where: { $0.number == rolledBackThrough }) { return running.number }
-            return nil
+        // One pass, nothing allocated: the simple check applies this on every request.
+        var offered: Int?
+        var runningListed = false, rolledBackListed = false
+        for candidate in listed where device.admits(candidate) {
+            let number = candidate.number
+            if number > rolledBackThrough, number > (offered ?? Int.min), device.offered(candidate) { offered = number }
+            if let running, number == running.number, candidate.digest == running.digest { runningListed = true }
+            if number == rolledBackThrough { rolledBackListed = true }
         }
-        if let kept, (offered?.number ?? 0) <= kept { return .keep(kept) }
-        if let offered { return .install(offered.number) }
+        var kept: Int?
+        if let running {
+            if runningListed { kept = running.number } else if running.number < rolledBackThrough, rolledBackListed { kept = running.number }
+        }
+        if let kept, (offered ?? 0) <= kept { return .keep(kept) }
+        if let offered { return .install(offered) }
         return .none
     }
 }

@@ -19,6 +19,18 @@ public struct AppCatalog: Sendable {
         var candidate: Selection.Candidate { Selection.Candidate(number: number, rollout: rollout, conditions: conditions, digest: etag) }
     }
 
+    /// The entries of one app version and channel, newest first, and the candidates
+    /// `Selection.choose` reads of them: grouped once per catalog rather than per check.
+    struct CheckList: Sendable {
+        let entries: [CheckEntry]
+        let candidates: [Selection.Candidate]
+    }
+
+    struct CheckScope: Hashable, Sendable {
+        let appVersion: String
+        let channel: ChannelName
+    }
+
     public let app: AppName
     public let rules: ThrottleRules
     public let metadata: [String: HTTPResponse]
@@ -31,6 +43,25 @@ public struct AppCatalog: Sendable {
     public let jspatchFailure: RegistryError?
     /// The version of the timestamp served: what a push announces (DeviceThrottle.noteTimestamp).
     public let timestampVersion: Int64
+    /// `versions` by app version and channel, for the simple check.
+    let checks: [CheckScope: CheckList]
+
+    init(app: AppName, rules: ThrottleRules, metadata: [String: HTTPResponse], targets: [String: ServedTarget], versions: [String: [CheckEntry]],
+         jspatch: JSPatchCatalog?, jspatchFailure: RegistryError?, timestampVersion: Int64) {
+        self.app = app
+        self.rules = rules
+        self.metadata = metadata
+        self.targets = targets
+        self.versions = versions
+        self.jspatch = jspatch
+        self.jspatchFailure = jspatchFailure
+        self.timestampVersion = timestampVersion
+        var grouped: [CheckScope: [CheckEntry]] = [:]
+        for (version, entries) in versions {
+            for entry in entries { grouped[CheckScope(appVersion: version, channel: entry.channel), default: []].append(entry) }
+        }
+        checks = grouped.mapValues { CheckList(entries: $0, candidates: $0.map(\.candidate)) }
+    }
 
     static let immutable = ("Cache-Control", "public, max-age=31536000, immutable")
     /// How many snapshot/targets versions (the newest included) stay servable, with the
@@ -205,12 +236,12 @@ public struct AppCatalog: Sendable {
     /// conditional patches out (the JSPatch Loader, which cannot say what OS it runs on).
     public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?, osVersion: String? = nil,
                       conditional: Bool = true, etags: [String] = []) -> CheckEntry? {
-        guard let entries = versions[appVersion]?.filter({ $0.channel == channel }), !entries.isEmpty else { return nil }
+        guard let list = checks[CheckScope(appVersion: appVersion, channel: channel)] else { return nil }
         let device = Selection.Device(app: app.rawValue, appVersion: appVersion, deviceID: deviceID, osVersion: osVersion, conditional: conditional)
         // Entries are newest first: a device presenting several tags runs the newest of them.
-        let running = entries.first { entry in etags.contains(entry.etag) }.map { Selection.Running(number: $0.number, digest: $0.etag) }
-        switch Selection.choose(entries.map(\.candidate), for: device, running: running) {
-        case .keep(let number), .install(let number): return entries.first { $0.number == number }
+        let running = etags.isEmpty ? nil : list.entries.first { entry in etags.contains(entry.etag) }.map { Selection.Running(number: $0.number, digest: $0.etag) }
+        switch Selection.choose(list.candidates, for: device, running: running) {
+        case .keep(let number), .install(let number): return list.entries.first { $0.number == number }
         case .none: return nil
         }
     }

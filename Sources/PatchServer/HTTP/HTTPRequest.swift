@@ -34,7 +34,7 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.declaredBody = body.isEmpty ? .none : .length(body.count)
         self.peer = IPAddress(remoteAddress) ?? .loopback
-        self.fields = fields.map { ($0.0.lowercased(), $0.1) }
+        self.fields = fields.map { (String(decoding: $0.0.utf8.map(HTTPRequest.asciiLowercase), as: UTF8.self), $0.1) }
         self.arguments = query.map { ($0.key, $0.value) }
     }
 
@@ -54,15 +54,38 @@ public struct HTTPRequest: Sendable {
 
     /// The first line of header `name`.
     public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return fields.first { $0.name == lowered }?.value
+        fields.first { HTTPRequest.fieldName($0.name, is: name) }?.value
     }
 
     /// Every line of header `name`, in order.
     public func headerLines(_ name: String) -> [String] {
-        let lowered = name.lowercased()
-        return fields.compactMap { $0.name == lowered ? $0.value : nil }
+        fields.compactMap { HTTPRequest.fieldName($0.name, is: name) ? $0.value : nil }
     }
+
+    /// The first line of header `name` and whether another line of it follows: what a header
+    /// that must be sent once needs, without collecting its lines.
+    public func singleHeader(_ name: String) -> (first: String, repeated: Bool)? {
+        guard let at = fields.firstIndex(where: { HTTPRequest.fieldName($0.name, is: name) }) else { return nil }
+        let repeated = fields[(at + 1)...].contains { HTTPRequest.fieldName($0.name, is: name) }
+        return (fields[at].value, repeated)
+    }
+
+    /// Whether a stored (lowercased) field name is `name` in any case. Field names are tokens,
+    /// ASCII (RFC 9110 section 5.1), so the fold is ASCII's; compared byte by byte, where
+    /// lowercasing `name` per lookup was a String built on every header read of every request.
+    static func fieldName(_ stored: String, is name: String) -> Bool {
+        // The length (known without reading the bytes) sets apart most of a head's other names.
+        guard stored.utf8.count == name.utf8.count else { return false }
+        var stored = stored, name = name
+        return stored.withUTF8 { a in
+            name.withUTF8 { b in
+                for i in 0..<a.count where a[i] != asciiLowercase(b[i]) { return false }
+                return true
+            }
+        }
+    }
+
+    static func asciiLowercase(_ b: UInt8) -> UInt8 { b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }
 
     /// Every line of a list-valued header joined with ", " (X-Forwarded-For: a proxy may add
     /// its own line after one the client sent).

@@ -279,9 +279,8 @@ public final class PatchService: HTTPResponder {
     /// Sent on two lines, which one counts would depend on who reads it (a proxy hashing the
     /// first for affinity, this server another): refused.
     func deviceID(_ request: HTTPRequest) throws(HTTPError) -> String? {
-        let lines = request.headerLines("X-Device-ID")
-        guard let device = lines.first else { return nil }
-        guard lines.count == 1 else { throw .badRequest("X-Device-ID must be sent once") }
+        guard let (device, repeated) = request.singleHeader("X-Device-ID") else { return nil }
+        guard !repeated else { throw .badRequest("X-Device-ID must be sent once") }
         guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
         return device
     }

@@ -179,7 +179,7 @@ struct RequestHead: Sendable {
         // The name is lowercased while it is copied out of the receive buffer (tokens are
         // ASCII): one String per name, not one decoded and a second lowercased from it.
         let lowered = String(unsafeUninitializedCapacity: name.count) { out in
-            for (i, b) in name.enumerated() { out[i] = b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }
+            for (i, b) in name.enumerated() { out[i] = HTTPRequest.asciiLowercase(b) }
             return name.count
         }
         return (lowered, String(decoding: value, as: UTF8.self))
@@ -342,6 +342,16 @@ private struct HeadScanner {
     func lineEnd(limit: Int) throws(FramingError) -> Int? {
         var i = index
         let stop = min(bytes.count, limit + 2)
+        // A whole line (nearly always) is found with two memchr: its LF, then the first CR
+        // before it, which must be the byte before the LF. The same answers as the loop below,
+        // which reads what is left when no LF has arrived yet.
+        if stop > i, let base = bytes.baseAddress, let found = memchr(base + i, Int32(lf), stop - i) {
+            let lfAt = base.distance(to: UnsafeRawPointer(found))
+            guard let crFound = memchr(base + i, Int32(cr), lfAt - i) else { throw .malformed("lines must end with CRLF, not a bare LF") }
+            let crAt = base.distance(to: UnsafeRawPointer(crFound))
+            guard crAt == lfAt - 1 else { throw .malformed("a bare CR in the request head") }
+            return crAt
+        }
         while i < stop {
             let b = bytes[i]
             if b == lf { throw .malformed("lines must end with CRLF, not a bare LF") }
@@ -367,7 +377,10 @@ extension RequestHead {
         let question = target[pathStart...].firstIndex(of: UInt8(ascii: "?"))
         let rawPath = target[pathStart..<(question ?? target.endIndex)]
         // An absolute-form target may have an empty path: it is "/" (RFC 9112 §3.2.1).
-        let path = rawPath.isEmpty ? "/" : String(decoding: RequestHead.percentDecoded(rawPath, plusIsSpace: false), as: UTF8.self)
+        // Without a `%` (nearly every path) the bytes are the path: no decoded copy.
+        let path = rawPath.isEmpty ? "/"
+            : RequestHead.firstIndex(of: UInt8(ascii: "%"), in: rawPath) == nil ? String(decoding: rawPath, as: UTF8.self)
+            : String(decoding: RequestHead.percentDecoded(rawPath, plusIsSpace: false), as: UTF8.self)
         var arguments: [(name: String, value: String)] = []
         if let question {
             for pair in target[(question + 1)...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
