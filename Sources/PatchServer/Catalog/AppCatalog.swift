@@ -4,7 +4,7 @@ import PatchRegistry
 
 /// Everything the server sends for one app, prepared once per registry change: metadata
 /// files, bundles under each hash, and the simple-check answers. Requests only look up.
-public struct AppCatalog: Sendable {
+public final class AppCatalog: Sendable {
     /// One patch a device of its app version and channel may get, newest first in `versions`.
     public struct CheckEntry: Sendable {
         public let number: Int

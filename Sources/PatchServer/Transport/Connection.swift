@@ -136,18 +136,24 @@ final class Connection {
             guard room > 0 else { return }
             // Into the loop's scratch buffer, then only the bytes received are kept: no
             // per-read allocation or zero-filling.
-            let result = loop.scratch.withUnsafeMutableBytes { receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<min(room, $0.count)])) }
+            let asked = min(room, loop.scratch.count)
+            let result = loop.scratch.withUnsafeMutableBytes { receive(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<asked])) }
             switch result {
             case .bytes(let n):
                 turn.bytes += n
                 loop.scratch.withUnsafeBytes { input.append(contentsOf: $0[..<n]) }
+                process(loop)
+                // Fewer bytes than asked for: the socket was empty when read. The loop's epoll
+                // set is level-triggered, so bytes arriving later (or a FIN) report it readable
+                // again; reading on would be one more recv per request that only says EAGAIN.
+                // Not for TLS: OpenSSL may hold decrypted bytes the socket will not signal.
+                if tls == nil, n < asked { return }
             case .wouldBlock:
                 return
             case .closed:
                 close(loop)
                 return
             }
-            process(loop)
         }
     }
 
