@@ -102,6 +102,28 @@ struct FrontDoorBoundsTests {
         #expect(kept.read(until: "ok").text.hasPrefix("HTTP/1.1 200"), "idle between requests: the idle timeout applies")
     }
 
+    @Test("connections opened at once are spread over the loops, one apart at most, and each is served; closed, they count no more")
+    func connectionsSpread() throws {
+        let server = try FrontDoorTests.server {
+            $0.threads = 2
+            $0.maxNewConnectionsPerIPPerSecond = 0
+        }
+        // Opened back to back before any sends a byte: one loop's accept batch takes all that
+        // are waiting, which before placement left the other loop (and core) without any.
+        var connections: [RawConnection] = []
+        for i in 0..<40 { connections.append(try RawConnection(port: server.port, from: "127.0.1.\(10 + i)", timeout: 5)) }
+        for _ in 0..<400 where server.openConnections != 40 { usleep(5_000) }
+        #expect(server.openConnections == 40)
+        let perLoop = server.connectionsPerLoop
+        #expect(perLoop.reduce(0, +) == 40 && perLoop.max()! - perLoop.min()! <= 1, "\(perLoop)")
+        for c in connections {
+            c.send("GET /healthz HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            #expect(c.read(until: "ok").text.hasPrefix("HTTP/1.1 200"))
+        }
+        for _ in 0..<400 where server.openConnections != 0 { usleep(5_000) }
+        #expect(server.connectionsPerLoop == [0, 0])
+    }
+
     @Test("at the connection cap the oldest idle connection is closed to admit a newcomer")
     func shedsOldestIdle() throws {
         let server = try FrontDoorTests.server {

@@ -106,6 +106,7 @@ public final class HTTPServer: Sendable {
         self.loops = loops
         self.port = port
         self.scheme = tls == nil ? "http" : "https"
+        for loop in loops { loop.peers = loops.filter { $0 !== loop } }
         for (index, loop) in loops.enumerated() {
             let thread = Thread { loop.run() }
             thread.name = "patchd-http-\(index)"
@@ -137,10 +138,15 @@ public final class HTTPServer: Sendable {
         shared.state.store(2, ordering: .releasing)
         for loop in loops { loop.signal() }
         for loop in loops { loop.finished.wait() }
+        // The loops refer to each other (`peers`): no longer, so they can be freed.
+        for loop in loops { loop.peers = [] }
     }
 
     /// Open connections; 0 once stopped.
     public var openConnections: Int { shared.open.load(ordering: .relaxed) }
+
+    /// Connections placed on each event loop (`EventLoop.place`), for tests.
+    var connectionsPerLoop: [Int] { loops.map { $0.load.load(ordering: .relaxed) } }
 
     /// Request-body bytes reserved right now.
     public var bodyBytesReserved: Int { shared.budget.inUse }
