@@ -1330,8 +1330,16 @@ class Fmt(string.Formatter):
         return super().format_field(value, spec)
 
 
+class Figures(types.SimpleNamespace):
+    """A row's figures: one a run predates (a field added to the row since) renders as "?"."""
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
 def ns(d):
-    return types.SimpleNamespace(**(d or {}))
+    return Figures(**(d or {}))
 
 
 def ratios_of(spec, h, r, c):
