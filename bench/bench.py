@@ -1195,7 +1195,7 @@ SPECS = {
     "3": {**CMP, "fn": r3, "what": "3. Simple check, a new X-Device-ID per request (200 with the {c.bundle_bytes} B bundle; throttle table growing), vs nginx 200 on the same bytes, median of 5 alternating rounds",
           "goals": check_goals(3, "simple check from a new device per request")},
     "18": {**CMP, "fn": r18,
-           "what": "18. Row 1's `timestamp.json` at the same offered load for both (bench/paced.lua: each of the 64 connections waits 2 ms before each request, about 32k req/s, below nginx's most), median of 3 alternating rounds",
+           "what": "18. Row 1's `timestamp.json` at the same offered load for both (bench/paced.lua: each of the 64 connections waits 2 ms before each request: at most 32k req/s offered, about 24k served by either, below nginx's most), median of 3 alternating rounds",
            "goals": [("p99 no worse than nginx's at the same offered load, `timestamp.json` — p99 {h.p99:.2f} ms vs nginx {r.p99:.2f} ms (row 18).",
                       lambda h, r, c, x: h.p99 <= r.p99)]},
     "17a": {**CMP, "fn": r17a, "reference": "refserver: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk"],

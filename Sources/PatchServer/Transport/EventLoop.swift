@@ -82,7 +82,7 @@ final class EventLoop: @unchecked Sendable {
         let peer: IPAddress
         let counted: IPAddress?
     }
-    /// Connections handed to this loop (`hand`), taken at the start of its next turn; closed
+    /// Connections handed to this loop (`hand`), taken when its `wake` is reported; closed
     /// to new ones once the loop has stopped.
     private let arrivals = Locked<(open: Bool, list: [Arrival])>((true, []))
 
@@ -119,7 +119,6 @@ final class EventLoop: @unchecked Sendable {
             let n = hp_epoll_wait(epoll, &fds, &events, Int32(fds.count), resuming.isEmpty ? 250 : 0)
             now = IPRateLimiter.monotonicTime()
             turn &+= 1
-            for arrival in arrivals.withLock({ state in defer { state.list.removeAll() }; return state.list }) { serve(arrival) }
             for connection in resuming where !connection.closed {
                 connection.resume(self)
                 if !connection.closed { watch(connection) }
@@ -133,6 +132,9 @@ final class EventLoop: @unchecked Sendable {
                 if fd == wake {
                     var value: UInt64 = 0
                     _ = read(wake, &value, 8)
+                    // A loop hands a connection over before it signals: taken on that wake,
+                    // not by a lock on every turn.
+                    for arrival in arrivals.withLock({ state in defer { state.list.removeAll() }; return state.list }) { serve(arrival) }
                 } else if fd == shared.listener {
                     continue
                 } else if let connection = connections[fd] {

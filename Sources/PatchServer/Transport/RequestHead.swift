@@ -340,29 +340,25 @@ private struct HeadScanner {
     /// The index of the CR of the next CRLF at or after `index`; nil if none within the first
     /// `limit` bytes of the buffer yet.
     func lineEnd(limit: Int) throws(FramingError) -> Int? {
-        var i = index
         let stop = min(bytes.count, limit + 2)
-        // A whole line (nearly always) is found with two memchr: its LF, then the first CR
-        // before it, which must be the byte before the LF. The same answers as the loop below,
-        // which reads what is left when no LF has arrived yet.
-        if stop > i, let base = bytes.baseAddress, let found = memchr(base + i, Int32(lf), stop - i) {
+        guard stop > index, let base = bytes.baseAddress else { return nil }
+        let start = base + index
+        // The first CR or LF decides, found with memchr. With a LF in reach (nearly always):
+        // the first CR before it must be the byte before it.
+        if let found = memchr(start, Int32(lf), stop - index) {
             let lfAt = base.distance(to: UnsafeRawPointer(found))
-            guard let crFound = memchr(base + i, Int32(cr), lfAt - i) else { throw .malformed("lines must end with CRLF, not a bare LF") }
+            guard let crFound = memchr(start, Int32(cr), lfAt - index) else { throw .malformed("lines must end with CRLF, not a bare LF") }
             let crAt = base.distance(to: UnsafeRawPointer(crFound))
             guard crAt == lfAt - 1 else { throw .malformed("a bare CR in the request head") }
             return crAt
         }
-        while i < stop {
-            let b = bytes[i]
-            if b == lf { throw .malformed("lines must end with CRLF, not a bare LF") }
-            if b == cr {
-                guard i + 1 < bytes.count else { return nil }
-                guard bytes[i + 1] == lf else { throw .malformed("a bare CR in the request head") }
-                return i
-            }
-            i += 1
-        }
-        return nil
+        // No LF in reach: a CR there ends the line only if a LF follows it (just past `stop`),
+        // waits for the next byte at the end of what has arrived, and is bare otherwise.
+        guard let crFound = memchr(start, Int32(cr), stop - index) else { return nil }
+        let crAt = base.distance(to: UnsafeRawPointer(crFound))
+        guard crAt + 1 < bytes.count else { return nil }
+        guard bytes[crAt + 1] == lf else { throw .malformed("a bare CR in the request head") }
+        return crAt
     }
 }
 
