@@ -311,14 +311,19 @@ class Server(types.SimpleNamespace):
         return f"http://127.0.0.1:{self.port}"
 
 
-def start_patchd(label, data, keys, *extra):
+def pinned(cpu):
+    """The command prefix that runs a process on CPU `cpu` alone (none: where the kernel likes)."""
+    return [] if cpu is None else ["taskset", "-c", str(cpu)]
+
+
+def start_patchd(label, data, keys, *extra, cpu=None):
     """patchd on a free port; started_ms is spawn to its "patchd listening on" line. DATA is
     a data directory (SQLite) or a postgres:// URL (--database)."""
     where = ["--database", data] if data.startswith(("postgres://", "postgresql://")) else ["--data", data]
     port = free_port()
     err = open(CTX.path(f"{label}.err"), "ab")
     t0 = time.perf_counter()
-    p = CTX.spawn([f"{BIN}/patchd", *where, "--keys", keys, "--listen", f"127.0.0.1:{port}", *extra],
+    p = CTX.spawn([*pinned(cpu), f"{BIN}/patchd", *where, "--keys", keys, "--listen", f"127.0.0.1:{port}", *extra],
                   stdout=subprocess.PIPE, stderr=err)
     lines = queue.Queue()
 
@@ -341,10 +346,10 @@ def start_patchd(label, data, keys, *extra):
     return Server(proc=p, pid=p.pid, port=port, started_ms=round((t1 - t0) * 1000, 1))
 
 
-def start_nginx(site, name="nginx"):
+def start_nginx(site, name="nginx", workers=2, cpu=None):
     """Configured like a tuned static server: 2 workers (one per core, as patchd's 2 threads),
     no access log, sendfile, keep-alive connections never closed for a request count; /healthz
-    answers 200 as patchd's does, for haproxy's checks (row 16)."""
+    answers 200 as patchd's does, for haproxy's checks (row 16). Row 19: 1 worker on `cpu`."""
     d = CTX.path(name)
     os.makedirs(f"{d}/tmp", exist_ok=True)
     port = free_port()
@@ -353,7 +358,7 @@ def start_nginx(site, name="nginx"):
         import grp
         import pwd
         user = f"user {pwd.getpwuid(0).pw_name} {grp.getgrgid(0).gr_name};"
-    conf = f"""worker_processes 2;
+    conf = f"""worker_processes {workers};
 {user}
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;
@@ -381,7 +386,7 @@ http {{
         f.write(conf)
     base = ["nginx", "-p", f"{d}/", "-c", f"{d}/nginx.conf", "-e", f"{d}/error.log"]
     run(base[:1] + ["-q", "-t"] + base[1:], f"nginx -t ({d}/nginx.conf)")
-    p = CTX.spawn(base + ["-g", "daemon off;"])
+    p = CTX.spawn(pinned(cpu) + base + ["-g", "daemon off;"])
     s = Server(proc=p, pid=p.pid, port=port)
     for _ in range(100):
         try:
@@ -447,11 +452,17 @@ def tracked_devices(port):
 
 # -- wrk -------------------------------------------------------------------------------------------
 
-def run_wrk(args, name):
-    """wrk with 2 threads, 64 connections, --latency, ARGS (which carry -d). Socket errors fail
-    the measurement; unexpected statuses are kept for the row to report."""
+# How wrk runs: 2 threads on both cores, beside the server (rows 1-3, 17, 18); row 19 gives it
+# one thread on CPU 1 alone, the server being on CPU 0.
+WRK_SHARED = ["wrk", "-t2"]
+WRK_OWN_CORE = ["taskset", "-c", "1", "wrk", "-t1"]
+
+
+def run_wrk(args, name, wrk=WRK_SHARED):
+    """wrk (WRK_SHARED unless told), 64 connections, --latency, ARGS (which carry -d). Socket
+    errors fail the measurement; unexpected statuses are kept for the row to report."""
     try:
-        p = subprocess.run(["timeout", "-k", "5", "150", "wrk", "-t2", "-c64", "--latency", *args],
+        p = subprocess.run(["timeout", "-k", "5", "150", *wrk, "-c64", "--latency", *args],
                            capture_output=True, text=True, cwd=REPO)
     except OSError as e:
         raise Failed(f"wrk: {e}")
@@ -467,18 +478,18 @@ def run_wrk(args, name):
     return parse_wrk(out)
 
 
-def compare(label, rounds, hp_args, ng_args):
+def compare(label, rounds, hp_args, ng_args, wrk=WRK_SHARED):
     """Alternates the two sides (hotpatch first) after one discarded 1 s warm-up run against
     each; per figure the median over the rounds (bad: the sum). ARGS are word lists in which
     @D@ is the duration and @ROUND@ a name for the run (bench/distinct-devices.lua's prefix)."""
     def args(words, d, rnd):
         return [w.replace("@D@", d).replace("@ROUND@", rnd) for w in words]
-    run_wrk(args(hp_args, "-d1s", f"{label}-warmup-hp"), f"{label}-warmup-hp")
-    run_wrk(args(ng_args, "-d1s", f"{label}-warmup-ng"), f"{label}-warmup-ng")
+    run_wrk(args(hp_args, "-d1s", f"{label}-warmup-hp"), f"{label}-warmup-hp", wrk)
+    run_wrk(args(ng_args, "-d1s", f"{label}-warmup-ng"), f"{label}-warmup-ng", wrk)
     runs = {"hp": [], "ng": []}
     for r in range(1, rounds + 1):
         for side, words in (("hp", hp_args), ("ng", ng_args)):
-            w = run_wrk(args(words, f"-d{CTX.wrk_s}s", f"{label}-{side}-{r}"), f"{label}-{side}-{r}")
+            w = run_wrk(args(words, f"-d{CTX.wrk_s}s", f"{label}-{side}-{r}"), f"{label}-{side}-{r}", wrk)
             runs[side].append(w)
             say(f"  {label} round {r} {side}: {w['rps']} req/s, p50 {w['p50']:.3f} ms, p99 {w['p99']:.3f} ms, {w['mbps']} MB/s")
     out = {}
@@ -550,13 +561,21 @@ def registry():
     return CTX.once("registry", make)
 
 
-def main_servers():
-    """patchd and nginx on the bench registry, both answering the same bytes (rows 1-4, 7)."""
+def main_servers(own_core=False):
+    """patchd and nginx on the bench registry, both answering the same bytes (rows 1-4, 7).
+    own_core (row 19): a second pair, patchd with one event loop and nginx with one worker,
+    both on CPU 0, so that wrk (WRK_OWN_CORE) has CPU 1 to itself."""
     def make():
         g = registry()
-        hp = start_patchd("main", g.reg, g.keys)
-        ng = start_nginx(g.site)
-        say(f"patchd on {hp.url} (pid {hp.pid}), nginx on {ng.url} (pid {ng.pid})")
+        if own_core:
+            if (os.cpu_count() or 1) < 2:
+                raise Failed("row 19 needs 2 CPUs: the servers on one, wrk on the other")
+            hp = start_patchd("own-core", g.reg, g.keys, "--threads", "1", cpu=0)
+            ng = start_nginx(g.site, "nginx-own-core", workers=1, cpu=0)
+        else:
+            hp = start_patchd("main", g.reg, g.keys)
+            ng = start_nginx(g.site)
+        say(f"patchd on {hp.url} (pid {hp.pid}), nginx on {ng.url} (pid {ng.pid}){', both on CPU 0' if own_core else ''}")
         P, N = hp.url, ng.url
         same_body(f"{P}/v1/apps/demo/metadata/timestamp.json", f"{N}/v1/apps/demo/metadata/timestamp.json")
         same_body(f"{P}/v1/apps/big/{g.big_target}", f"{N}/v1/apps/big/{g.big_target}")
@@ -568,7 +587,7 @@ def main_servers():
         if http(f"{N}/v1/apps/fleet/{g.bundle_target}", {"If-None-Match": ng_etag})[0] != 304:
             raise Failed(f"nginx does not answer 304 to If-None-Match {ng_etag}")
         return types.SimpleNamespace(P=P, N=N, hp_etag=hp_etag, ng_etag=ng_etag)
-    return CTX.once("servers:main", make)
+    return CTX.once("servers:own-core" if own_core else "servers:main", make)
 
 
 def pg():
@@ -608,28 +627,33 @@ def pg_registry():
 
 # -- the measurements -------------------------------------------------------------------------------
 
-def m_nginx(label):
-    """Rows 1-4: patchd vs nginx on the same bytes."""
+def m_nginx(label, own_core=False):
+    """Rows 1-4 and 18: patchd vs nginx on the same bytes; own_core: rows 1-3 as row 19
+    runs them (the servers on CPU 0, wrk on CPU 1)."""
     def make():
-        s, g, d = main_servers(), registry(), "@D@"
+        s, g, d = main_servers(own_core), registry(), "@D@"
         P, N = s.P, s.N
+        wrk, row = (WRK_OWN_CORE, {"ts": "19a", "nm": "19b", "dd": "19c"}) if own_core else (WRK_SHARED, {"ts": "1", "nm": "2", "dd": "3"})
+        tag = "own-" if own_core else ""
         if label == "ts":
-            say(f"row 1: timestamp.json, 3 alternating rounds of wrk -t2 -c64 -d{CTX.wrk_s}s each")
-            return compare("ts", 3, [d, f"{P}/v1/apps/demo/metadata/timestamp.json"], [d, f"{N}/v1/apps/demo/metadata/timestamp.json"])
+            say(f"row {row['ts']}: timestamp.json, 3 alternating rounds of {' '.join(wrk)} -c64 -d{CTX.wrk_s}s each")
+            return compare(f"{tag}ts", 3, [d, f"{P}/v1/apps/demo/metadata/timestamp.json"], [d, f"{N}/v1/apps/demo/metadata/timestamp.json"], wrk)
         if label == "nm":
-            say("row 2: simple check answered 304 vs nginx 304")
-            return compare("nm", 3, [d, "-H", "X-Device-ID:bench-304", "-H", f"If-None-Match:{s.hp_etag}", f"{P}/v1/apps/demo/versions/2.3/patch"],
-                           [d, "-H", f"If-None-Match:{s.ng_etag}", f"{N}/v1/apps/fleet/{g.bundle_target}"])
-        if label == "paced":
-            say("row 18: timestamp.json at the same offered load (64 connections, a request every 2 ms each), 3 alternating rounds")
-            return compare("paced", 3, [d, "-s", PACED, f"{P}/v1/apps/demo/metadata/timestamp.json"], [d, "-s", PACED, f"{N}/v1/apps/demo/metadata/timestamp.json"])
+            say(f"row {row['nm']}: simple check answered 304 vs nginx 304")
+            return compare(f"{tag}nm", 3, [d, "-H", "X-Device-ID:bench-304", "-H", f"If-None-Match:{s.hp_etag}", f"{P}/v1/apps/demo/versions/2.3/patch"],
+                           [d, "-H", f"If-None-Match:{s.ng_etag}", f"{N}/v1/apps/fleet/{g.bundle_target}"], wrk)
+        if label.startswith("paced"):
+            pause = label.removeprefix("paced")  # whole milliseconds between requests, per connection
+            say(f"row {PACED_ROWS[pause]}: timestamp.json at the same offered load (64 connections, each waiting {pause} ms before each request), 3 alternating rounds")
+            return compare(label, 3, [d, "-s", PACED, f"{P}/v1/apps/demo/metadata/timestamp.json", "--", pause],
+                           [d, "-s", PACED, f"{N}/v1/apps/demo/metadata/timestamp.json", "--", pause])
         if label == "dd":
-            say("row 3: simple check with a new X-Device-ID per request vs nginx 200, 5 alternating rounds")
-            return compare("dd", 5, [d, "-s", LUA, f"{P}/v1/apps/fleet/versions/2.3/patch", "--", "@ROUND@"],
-                           [d, "-s", LUA, f"{N}/v1/apps/fleet/{g.bundle_target}", "--", "@ROUND@"])
+            say(f"row {row['dd']}: simple check with a new X-Device-ID per request vs nginx 200, 5 alternating rounds")
+            return compare(f"{tag}dd", 5, [d, "-s", LUA, f"{P}/v1/apps/fleet/versions/2.3/patch", "--", "@ROUND@"],
+                           [d, "-s", LUA, f"{N}/v1/apps/fleet/{g.bundle_target}", "--", "@ROUND@"], wrk)
         say("row 4: 200 KB target download")
         return compare("dl", 3, [d, f"{P}/v1/apps/big/{g.big_target}"], [d, f"{N}/v1/apps/big/{g.big_target}"])
-    return CTX.once(f"nginx:{label}", make)
+    return CTX.once(f"nginx:{'own-core:' if own_core else ''}{label}", make)
 
 
 REFSERVER = os.path.join(REPO, ".build", "refserver")
@@ -981,11 +1005,16 @@ def m_haproxy():
 
 def r1(): h, r, n = cmp_figures(m_nginx("ts"), "1"); return h, r, {"wrk_s": CTX.wrk_s}, n
 def r2(): h, r, n = cmp_figures(m_nginx("nm"), "2"); return h, r, {}, n
-def r18(): h, r, n = cmp_figures(m_nginx("paced"), "18"); return h, r, {}, n
+PACED_ROWS = {"2": "18", "1": "18b"}  # pause (ms) → row
+def r18(): h, r, n = cmp_figures(m_nginx("paced2"), "18"); return h, r, {}, n
+def r18b(): h, r, n = cmp_figures(m_nginx("paced1"), "18b"); return h, r, {}, n
 def r3():
     h, r, n = cmp_figures(m_nginx("dd"), "3")
     return h, r, {"bundle_bytes": os.path.getsize(BUNDLE)}, n
 def r4(): h, r, n = cmp_figures(m_nginx("dl"), "4"); return h, r, {}, n
+def r19a(): h, r, n = cmp_figures(m_nginx("ts", own_core=True), "19a"); return h, r, {"wrk_s": CTX.wrk_s}, n
+def r19b(): h, r, n = cmp_figures(m_nginx("nm", own_core=True), "19b"); return h, r, {}, n
+def r19c(): h, r, n = cmp_figures(m_nginx("dd", own_core=True), "19c"); return h, r, {"bundle_bytes": os.path.getsize(BUNDLE)}, n
 def r17a(): h, r, n = cmp_figures(m_reference("ts"), "17a"); return h, r, {"wrk_s": CTX.wrk_s}, n
 def r17b(): h, r, n = cmp_figures(m_reference("nm"), "17b"); return h, r, {}, n
 def r17c(): h, r, n = cmp_figures(m_reference("dd"), "17c"); return h, r, {}, n
@@ -1175,6 +1204,13 @@ def check_goals(row, text):
             (f"aim: ≥ 1.3× nginx, {text} — {{x.main:x}}, {{x.aim:.0f}}% of the aim.", lambda h, r, c, x: x.main >= 1.3)]
 
 
+def own_core_goals(row, text):
+    """Row 19: the p99 goal of rows 1-3 where the load generator does not take the servers' CPU."""
+    return [(f"p99 no worse than nginx's at saturation with wrk on a core of its own, {text} — {{x.main:x}} req/s, p99 {{h.p99:.2f}} ms vs nginx {{r.p99:.2f}} ms (row {row}).",
+             lambda h, r, c, x: x.main >= 1.0 and h.p99 <= r.p99),
+            (f"aim: ≥ 1.3× nginx on one core, {text} — {{x.main:x}}.", lambda h, r, c, x: x.main >= 1.3)]
+
+
 def crypto_spec(label, name):
     return {"fn": None, "what": f"{label}: one 64 MB buffer vs `openssl speed -evp {{c.alg}} -bytes 67108864`; in 16 KB calls vs `-bytes 16384`",
             "hotpatch": "{h.mbps} MB/s (16 KB calls: {h.mbps_16k} MB/s)", "reference": "openssl: {r.mbps:.0f} MB/s (16 KB: {r.mbps_16k:.0f} MB/s)",
@@ -1198,6 +1234,19 @@ SPECS = {
            "what": "18. Row 1's `timestamp.json` at the same offered load for both (bench/paced.lua: each of the 64 connections waits 2 ms before each request: at most 32k req/s offered, about 24k served by either, below nginx's most), median of 3 alternating rounds",
            "goals": [("p99 no worse than nginx's at the same offered load, `timestamp.json` — p99 {h.p99:.2f} ms vs nginx {r.p99:.2f} ms (row 18).",
                       lambda h, r, c, x: h.p99 <= r.p99)]},
+    "18b": {**CMP, "fn": r18b,
+            "what": "18b. Row 18 at a higher load: each connection waits 1 ms (at most 64k req/s offered; 34k–39k served, about two thirds of the most nginx serves here), median of 3 alternating rounds",
+            "goals": [("p99 no worse than nginx's at the same offered load near nginx's most, `timestamp.json` — p99 {h.p99:.2f} ms vs nginx {r.p99:.2f} ms (row 18b).",
+                       lambda h, r, c, x: h.p99 <= r.p99)]},
+    "19a": {**CMP, "fn": r19a, "needs": ["wrk", "nginx", "taskset"],
+            "what": "19a. Row 1 with the load generator on a core of its own: patchd (`--threads 1`) and nginx (1 worker) on CPU 0, `wrk -t1 -c64 -d{c.wrk_s}s` on CPU 1 (taskset), median of 3 alternating rounds",
+            "goals": own_core_goals("19a", "`timestamp.json`")},
+    "19b": {**CMP, "fn": r19b, "needs": ["wrk", "nginx", "taskset"],
+            "what": "19b. Row 2's simple check answered 304, the servers on CPU 0 and wrk on CPU 1 as in row 19a, median of 3 alternating rounds",
+            "goals": own_core_goals("19b", "simple check answered 304")},
+    "19c": {**CMP, "fn": r19c, "needs": ["wrk", "nginx", "taskset"],
+            "what": "19c. Row 3's simple check from a new X-Device-ID per request ({c.bundle_bytes} B bundle), the servers on CPU 0 and wrk on CPU 1 as in row 19a, median of 5 alternating rounds",
+            "goals": own_core_goals("19c", "simple check from a new device per request")},
     "17a": {**CMP, "fn": r17a, "reference": "refserver: " + CMP_CELL.replace("s.", "r."), "needs": ["wrk"],
             "what": "17a. Row 1's `timestamp.json` vs the reference server (bench/refserver.c: one epoll loop per core, no parsing, patchd's own response bytes for every request), wrk -t2 -c64 -d{c.wrk_s}s, median of 3 alternating rounds",
             "goals": [("check path ≥ 0.8× the reference server, `timestamp.json` — {x.main:x} req/s; p99 {h.p99:.2f} ms (row 17a; row 1 compares p99 with nginx).", lambda h, r, c, x: x.main >= 0.8)]},
@@ -1305,7 +1354,7 @@ SPECS = {
 # The order rows are measured in (the table is in row order): the nginx rows and row 7 share a
 # patchd and an nginx; rows 14-16 share a PostgreSQL cluster and run before row 9, whose seeding
 # gets the time these leave.
-ORDER = ["1", "2", "3", "18", "17a", "17b", "17c", "4", "7a", "7b", "14", "15a", "15b", "16a", "16b", "5a", "5b", "6a", "6b", "6c", "8a", "8b",
+ORDER = ["1", "2", "3", "18", "18b", "19a", "19b", "19c", "17a", "17b", "17c", "4", "7a", "7b", "14", "15a", "15b", "16a", "16b", "5a", "5b", "6a", "6b", "6c", "8a", "8b",
          "9a", "9b", "9c", "10b", "10", "10c", "11", "11b", "11c", "11d", "11e", "12", "13"]
 assert sorted(ORDER) == sorted(SPECS)
 
@@ -1461,7 +1510,7 @@ def markdown_table(section):
 # -- running ----------------------------------------------------------------------------------------
 
 def missing_tools(spec):
-    need = {"wrk": "wrk", "nginx": "nginx", "haproxy": "haproxy", "openssl": "openssl"}
+    need = {"wrk": "wrk", "nginx": "nginx", "haproxy": "haproxy", "openssl": "openssl", "taskset": "taskset"}
     gone = [t for t in spec.get("needs", []) if t in need and not shutil.which(need[t])]
     if "postgres" in spec.get("needs", []) and not os.path.exists(os.path.join(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"), "postgres")):
         gone.append("PostgreSQL 15")
