@@ -9,7 +9,7 @@ extension AESGCM {
         guard nonce.count == nonceByteCount else { throw .invalidInput("a GCM nonce is 12 bytes, got \(nonce.count)") }
         guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.fromOpenSSL("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(ctx) }
-        guard EVP_EncryptInit_ex2(ctx, FetchedDigests.shared.aes256gcm, key, nonce, nil) == 1 else { throw CryptoError.fromOpenSSL("encrypt init") }
+        guard EVP_EncryptInit_ex2(ctx, FetchedAlgorithm.aes256gcm.pointer, key, nonce, nil) == 1 else { throw CryptoError.fromOpenSSL("encrypt init") }
 
         var length: Int32 = 0
         if !aad.isEmpty {

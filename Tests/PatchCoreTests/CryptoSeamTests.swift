@@ -101,6 +101,26 @@ struct CryptoSeamTests {
         }
     }
 
+    #if canImport(CCrypto)
+    @Test("OpenSSL: an Ed25519 key imported from its 32 bytes (the verifier's path) answers as the same key read from its DER; a key of 31 or 33 bytes is refused")
+    func ed25519RawImport() throws {
+        let vectors = try SeamVectors.load().signatures.filter { $0.algorithm == "ed25519" }
+        #expect(!vectors.isEmpty)
+        for vector in vectors {
+            let info = try SubjectPublicKeyInfo(der: bytes(hex: vector.spki))
+            let message = try bytes(hex: vector.message), signature = try bytes(hex: vector.signature)
+            let raw = OpenSSLVerifier(box: try PKeyBox(ed25519: info.publicKeyBytes)), der = OpenSSLVerifier(box: try PKeyBox(spki: info.der))
+            for (sig, text) in [(signature, message), (signature.flippingByte(at: 10), message), (signature, message + [1])] {
+                #expect(raw.isValidSignature(sig, for: text, algorithm: .ed25519) == der.isValidSignature(sig, for: text, algorithm: .ed25519))
+            }
+            #expect(raw.isValidSignature(signature, for: message, algorithm: .ed25519))
+        }
+        for count in [31, 33] {
+            #expect(throws: CryptoError.self) { try PKeyBox(ed25519: [UInt8](repeating: 7, count: count)) }
+        }
+    }
+    #endif
+
     @Test("AES-256-GCM open: each vector decrypts; a changed tag, ciphertext, AAD or key is .authenticationFailed")
     func aesGCM() throws {
         for vector in try SeamVectors.load().aesgcm {

@@ -7,45 +7,44 @@ extension DigestAlgorithm {
     /// which dominates the cost of hashing small metadata files (and of sealing small bundles).
     package var md: OpaquePointer {
         switch self {
-        case .md5: return FetchedDigests.shared.md5
-        case .sha256: return FetchedDigests.shared.sha256
-        case .sha384: return FetchedDigests.shared.sha384
-        case .sha512: return FetchedDigests.shared.sha512
+        case .md5: return FetchedAlgorithm.md5.pointer
+        case .sha256: return FetchedAlgorithm.sha256.pointer
+        case .sha384: return FetchedAlgorithm.sha384.pointer
+        case .sha512: return FetchedAlgorithm.sha512.pointer
         }
     }
 }
 
-/// Owns the fetched `EVP_MD` / `EVP_CIPHER` objects for the life of the process.
-package final class FetchedDigests: @unchecked Sendable {
-    package static let shared = FetchedDigests()
-    let md5: OpaquePointer
-    let sha256: OpaquePointer
-    let sha384: OpaquePointer
-    let sha512: OpaquePointer
-    package let aes256gcm: OpaquePointer
+/// One fetched `EVP_MD` or `EVP_CIPHER`, owned for the life of the process. Each is fetched
+/// the first time it is used, on its own: fetching AES-256-GCM with the digests cost the
+/// first sync of a process 3.2 M instructions (`EVP_CIPHER_fetch`) for a plain app that
+/// never decrypts.
+package final class FetchedAlgorithm: @unchecked Sendable {
+    // @unchecked: set once in init; OpenSSL's fetched objects are immutable and shared.
+    package let pointer: OpaquePointer
+    private let free: (OpaquePointer) -> Void
 
-    private init() {
-        // All are in OpenSSL 3's default provider; failing to fetch them means a broken
-        // installation, not bad input.
-        guard let md5 = EVP_MD_fetch(nil, "MD5", nil), let sha256 = EVP_MD_fetch(nil, "SHA256", nil),
-            let sha384 = EVP_MD_fetch(nil, "SHA384", nil), let sha512 = EVP_MD_fetch(nil, "SHA512", nil),
-            let gcm = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil) else {
-            fatalError("OpenSSL default provider lacks MD5/SHA-2/AES-256-GCM: \(CryptoError.fromOpenSSL("fetch"))")
-        }
-        self.md5 = md5
-        self.sha256 = sha256
-        self.sha384 = sha384
-        self.sha512 = sha512
-        self.aes256gcm = gcm
+    package static let md5 = FetchedAlgorithm(digest: "MD5")
+    package static let sha256 = FetchedAlgorithm(digest: "SHA256")
+    package static let sha384 = FetchedAlgorithm(digest: "SHA384")
+    package static let sha512 = FetchedAlgorithm(digest: "SHA512")
+    package static let aes256gcm = FetchedAlgorithm(cipher: "AES-256-GCM")
+
+    // All are in OpenSSL 3's default provider; failing to fetch one means a broken
+    // installation, not bad input.
+    private init(digest name: String) {
+        guard let md = EVP_MD_fetch(nil, name, nil) else { fatalError("OpenSSL's default provider lacks \(name): \(CryptoError.fromOpenSSL("fetch"))") }
+        pointer = md
+        free = { EVP_MD_free($0) }
     }
 
-    deinit {
-        EVP_MD_free(md5)
-        EVP_MD_free(sha256)
-        EVP_MD_free(sha384)
-        EVP_MD_free(sha512)
-        EVP_CIPHER_free(aes256gcm)
+    private init(cipher name: String) {
+        guard let cipher = EVP_CIPHER_fetch(nil, name, nil) else { fatalError("OpenSSL's default provider lacks \(name): \(CryptoError.fromOpenSSL("fetch"))") }
+        pointer = cipher
+        free = { EVP_CIPHER_free($0) }
     }
+
+    deinit { free(pointer) }
 }
 
 extension CryptoError {

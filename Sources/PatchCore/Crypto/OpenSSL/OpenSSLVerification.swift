@@ -20,7 +20,8 @@ public struct OpenSSLVerification: VerificationCrypto {
     }
 
     public func verifier(for key: SubjectPublicKeyInfo) throws(CryptoError) -> any SignatureVerifier {
-        OpenSSLVerifier(box: try PKeyBox(spki: key.der))
+        // Ed25519 (every key patchctl makes) from its raw bytes; other keys through the DER.
+        OpenSSLVerifier(box: key.algorithm == .ed25519 ? try PKeyBox(ed25519: key.publicKeyBytes) : try PKeyBox(spki: key.der))
     }
 
     public func openAESGCM(key: [UInt8], nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8], aad: [UInt8]) throws(CryptoError) -> [UInt8] {
@@ -33,7 +34,7 @@ public struct OpenSSLVerification: VerificationCrypto {
         var final: Int32 = 0
         var scratch = [UInt8](repeating: 0, count: 16)
         var tag = tag
-        let ok = EVP_DecryptInit_ex2(ctx, FetchedDigests.shared.aes256gcm, key, nonce, nil) == 1
+        let ok = EVP_DecryptInit_ex2(ctx, FetchedAlgorithm.aes256gcm.pointer, key, nonce, nil) == 1
             && (aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &length, aad, Int32(aad.count)) == 1)
             && (ciphertext.isEmpty || EVP_DecryptUpdate(ctx, &plaintext, &length, ciphertext, Int32(ciphertext.count)) == 1)
             && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(AESGCM.tagByteCount), &tag) == 1

@@ -26,6 +26,18 @@ package final class PKeyBox: @unchecked Sendable {
         self.init(pkey)
     }
 
+    /// An Ed25519 public key from its 32 bytes. The same key `init(spki:)` reads from the
+    /// SubjectPublicKeyInfo around them, without OpenSSL 3's decoder framework: `d2i_PUBKEY`
+    /// builds a decoder context over every provider's decoders each call, 53 µs against
+    /// 2 µs here (measured in a loop of 1,000 on this machine), and a root lists 4 or more keys.
+    package convenience init(ed25519 raw: [UInt8]) throws(CryptoError) {
+        guard raw.count == 32, let pkey = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count) else {
+            ERR_clear_error()
+            throw .invalidKey("OpenSSL refuses the Ed25519 public key")
+        }
+        self.init(pkey)
+    }
+
     /// `EVP_PKEY_ED25519`, `EVP_PKEY_EC`, `EVP_PKEY_RSA`…
     package var baseID: Int32 { EVP_PKEY_get_base_id(pointer) }
 
