@@ -753,21 +753,21 @@ def m_clients():
         tmp = client_tmp()
         say(f"row 7: client syncs (hotpatch-bench client, bench/python_client.py), 20 runs each, 4 alternating rounds on CPUs {CLIENT_CPUS * 2}, caches in {tmp}")
         root = CTX.path("demo.root.json")
-        hp_cmd = [f"{BIN}/hotpatch-bench", "client", "--server", s.P, "--app", "demo", "--app-version", "2.3", "--root", root, "--runs", "20"]
+        hp_base = [f"{BIN}/hotpatch-bench", "client", "--server", s.P, "--app", "demo", "--app-version", "2.3", "--root", root]
+        py_base = [PY, f"{REPO}/bench/python_client.py", "--server", s.P, "--app", "demo", "--target", g.demo_target_path, "--root", root]
+        hp_cmd, py_cmd = hp_base + ["--runs", "20"], py_base + ["--runs", "20"]
         hp, py = [], []
         for r, cpu in enumerate(CLIENT_CPUS * 2, 1):
             hp.append({**run_json(pinned(cpu) + hp_cmd, "hotpatch-bench client", env={"TMPDIR": tmp}), "cpu": cpu})
-            py.append({**run_json(pinned(cpu) + [PY, f"{REPO}/bench/python_client.py", "--server", s.P, "--app", "demo", "--target", g.demo_target_path,
-                                                  "--root", root, "--runs", "20"], "bench/python_client.py", env={"TMPDIR": tmp}), "cpu": cpu})
+            py.append({**run_json(pinned(cpu) + py_cmd, "bench/python_client.py", env={"TMPDIR": tmp}), "cpu": cpu})
             say(f"  client round {r} (CPU {cpu}): PatchClient {hp[-1]}, python-tuf {py[-1]}")
         # Row 7c: the first sync of a process (an app launch), each in a process of its own;
         # only the sync is timed, inside the process (not its start, nor python's imports).
         first_hp, first_py = [], []
-        py_cmd = [PY, f"{REPO}/bench/python_client.py", "--server", s.P, "--app", "demo", "--target", g.demo_target_path, "--root", root]
         for i in range(FIRST_SYNCS):
             cpu = CLIENT_CPUS[i % len(CLIENT_CPUS)]
-            first_hp.append(run_json(pinned(cpu) + hp_cmd[:-1] + ["1", "--only", "cold"], "hotpatch-bench client (first sync)", env={"TMPDIR": tmp}))
-            first_py.append(run_json(pinned(cpu) + py_cmd + ["--runs", "1"], "bench/python_client.py (first sync)", env={"TMPDIR": tmp}))
+            first_hp.append(run_json(pinned(cpu) + hp_base + ["--runs", "1", "--only", "cold"], "hotpatch-bench client (first sync)", env={"TMPDIR": tmp}))
+            first_py.append(run_json(pinned(cpu) + py_base + ["--runs", "1"], "bench/python_client.py (first sync)", env={"TMPDIR": tmp}))
         say(f"  first syncs of {FIRST_SYNCS} processes each: PatchClient median {statistics.median(r['cold_median_us'] for r in first_hp)} us, "
             f"python-tuf {statistics.median(r['cold_median_us'] for r in first_py)} us")
         disk = run_json(hp_cmd, "hotpatch-bench client (disk)", env={"TMPDIR": CTX.work})
