@@ -11,7 +11,7 @@ struct AdmissionTests {
     /// A head as the transport builds it: a body declared, none read yet.
     static func head(_ method: String, _ path: String, headers: [(String, String)] = [], query: [(String, String)] = [],
                      declared: HTTPRequest.DeclaredBody = .length(10 << 20), from ip: String = "127.0.0.1") -> HTTPRequest {
-        HTTPRequest(method: method, path: path, fields: headers.map { ($0.0.lowercased(), $0.1) }, arguments: query,
+        HTTPRequest(method: method, path: path, fields: HeaderFields(headers), arguments: query,
                     declaredBody: declared, peer: IPAddress(ip)!)
     }
 

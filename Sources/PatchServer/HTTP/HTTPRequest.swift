@@ -10,7 +10,7 @@ public struct HTTPRequest: Sendable {
     /// The TCP peer.
     public let peer: IPAddress
     /// Field lines in order, names lowercased.
-    let fields: [(name: String, value: String)]
+    let fields: HeaderFields
     let arguments: [(name: String, value: String)]
 
     public enum DeclaredBody: Sendable, Equatable {
@@ -34,11 +34,11 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.declaredBody = body.isEmpty ? .none : .length(body.count)
         self.peer = IPAddress(remoteAddress) ?? .loopback
-        self.fields = fields.map { (String(decoding: $0.0.utf8.map(HTTPRequest.asciiLowercase), as: UTF8.self), $0.1) }
+        self.fields = HeaderFields(fields)
         self.arguments = query.map { ($0.key, $0.value) }
     }
 
-    init(method: String, path: String, fields: [(name: String, value: String)], arguments: [(name: String, value: String)],
+    init(method: String, path: String, fields: HeaderFields, arguments: [(name: String, value: String)],
          declaredBody: DeclaredBody, peer: IPAddress) {
         self.method = method
         self.path = path
@@ -52,37 +52,17 @@ public struct HTTPRequest: Sendable {
     /// The client's IP address as text ("127.0.0.1", "::1").
     public var remoteAddress: String { peer.description }
 
-    /// The first line of header `name`.
-    public func header(_ name: String) -> String? {
-        fields.first { HTTPRequest.fieldName($0.name, is: name) }?.value
-    }
+    /// The first line of header `name` (any case).
+    public func header(_ name: String) -> String? { fields.first(name) }
 
     /// Every line of header `name`, in order.
-    public func headerLines(_ name: String) -> [String] {
-        fields.compactMap { HTTPRequest.fieldName($0.name, is: name) ? $0.value : nil }
-    }
+    public func headerLines(_ name: String) -> [String] { fields.values(name) }
 
     /// The first line of header `name` and whether another line of it follows: what a header
     /// that must be sent once needs, without collecting its lines.
     public func singleHeader(_ name: String) -> (first: String, repeated: Bool)? {
-        guard let at = fields.firstIndex(where: { HTTPRequest.fieldName($0.name, is: name) }) else { return nil }
-        let repeated = fields[(at + 1)...].contains { HTTPRequest.fieldName($0.name, is: name) }
-        return (fields[at].value, repeated)
-    }
-
-    /// Whether a stored (lowercased) field name is `name` in any case. Field names are tokens,
-    /// ASCII (RFC 9110 section 5.1), so the fold is ASCII's; compared byte by byte, where
-    /// lowercasing `name` per lookup was a String built on every header read of every request.
-    static func fieldName(_ stored: String, is name: String) -> Bool {
-        // The length (known without reading the bytes) sets apart most of a head's other names.
-        guard stored.utf8.count == name.utf8.count else { return false }
-        var stored = stored, name = name
-        return stored.withUTF8 { a in
-            name.withUTF8 { b in
-                for i in 0..<a.count where a[i] != asciiLowercase(b[i]) { return false }
-                return true
-            }
-        }
+        let found = fields.find(name)
+        return found.first.map { (fields.value($0), found.count > 1) }
     }
 
     static func asciiLowercase(_ b: UInt8) -> UInt8 { b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }

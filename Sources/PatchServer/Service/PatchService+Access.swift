@@ -74,7 +74,7 @@ extension PatchService {
     /// (Registry.revokeToken). The same answer as `patchctl tokens revoke --json`.
     func revokeToken(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let token = try caller(p)
-        let id = p["id"] ?? ""
+        let id = p["id"]
         guard id.count == 12, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
             throw .badRequest("a token id is 12 lower-case hex digits")
         }

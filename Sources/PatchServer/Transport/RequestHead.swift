@@ -20,7 +20,7 @@ struct RequestHead: Sendable {
     var pathStart: Int
     var version: Version
     /// Field lines in order, names lowercased.
-    var fields: [(name: String, value: String)]
+    var fields: HeaderFields
     /// Bytes of the head, including leading empty lines and the final CRLF.
     var size: Int
 
@@ -50,7 +50,10 @@ struct RequestHead: Sendable {
         if method.isEmpty { throw .malformed("empty method") }
         let (authority, pathStart) = try requestTarget(target)
         p.index = lineEnd + 2
-        var fields: [(name: String, value: String)] = []
+        // Sized once when the whole head has arrived (nearly always): the fields' bytes are
+        // copied into one buffer, never grown.
+        let whole = p.headEnd(limit: limits.head)
+        var fields = HeaderFields(bytes: whole.map { $0.end - p.index } ?? 0, lines: whole?.lines ?? 0)
         while true {
             // Refused as soon as a line past the limit begins (its first byte is not the CR
             // of the empty line), not once the whole head has been sent.
@@ -64,7 +67,7 @@ struct RequestHead: Sendable {
                 p.index += 2
                 break
             }
-            fields.append(try field(p.slice(p.index, end)))
+            try field(p.slice(p.index, end), into: &fields)
             p.index = end + 2
         }
         if p.index > limits.head { throw .headTooLarge }
@@ -74,9 +77,9 @@ struct RequestHead: Sendable {
 
     private static func requestLine(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (String, [UInt8], Version) {
         // METHOD SP request-target SP HTTP-version, each separated by exactly one space.
-        guard let firstSpace = line.firstIndex(of: space) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
+        guard let firstSpace = RequestHead.firstIndex(of: space, in: line) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
         let rest = UnsafeRawBufferPointer(rebasing: line[(firstSpace + 1)...])
-        guard let secondSpace = rest.firstIndex(of: space) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
+        guard let secondSpace = RequestHead.firstIndex(of: space, in: rest) else { throw .malformed("the request line must be METHOD TARGET HTTP/1.1") }
         let method = UnsafeRawBufferPointer(rebasing: line[..<firstSpace])
         let target = UnsafeRawBufferPointer(rebasing: rest[..<secondSpace])
         let version = UnsafeRawBufferPointer(rebasing: rest[(secondSpace + 1)...])
@@ -87,7 +90,8 @@ struct RequestHead: Sendable {
         let parsedVersion: Version
         // Read in the receive buffer: no array is built per request to compare with.
         let v = version
-        guard v.count == 8, v.starts(with: "HTTP/".utf8), isDigit(v[5]), v[6] == UInt8(ascii: "."), isDigit(v[7]) else {
+        guard v.count == 8, v[0] == UInt8(ascii: "H"), v[1] == UInt8(ascii: "T"), v[2] == UInt8(ascii: "T"), v[3] == UInt8(ascii: "P"),
+              v[4] == UInt8(ascii: "/"), isDigit(v[5]), v[6] == UInt8(ascii: "."), isDigit(v[7]) else {
             throw .malformed("the HTTP version must be HTTP/1.1 or HTTP/1.0")
         }
         switch (v[5], v[7]) {
@@ -151,6 +155,13 @@ struct RequestHead: Sendable {
         }
     }
 
+    /// `bytes.firstIndex(of: byte)` with memchr (the generic search compares a byte at a
+    /// time): every request line and field line is searched this way.
+    static func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, let found = memchr(base, Int32(byte), bytes.count) else { return nil }
+        return base.distance(to: UnsafeRawPointer(found))
+    }
+
     /// `bytes.firstIndex(of: byte)` with memchr: every request's target is searched this way.
     static func firstIndex(of byte: UInt8, in bytes: ArraySlice<UInt8>) -> Int? {
         bytes.withUnsafeBufferPointer { buffer in
@@ -159,10 +170,10 @@ struct RequestHead: Sendable {
         }
     }
 
-    private static func field(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (name: String, value: String) {
+    private static func field(_ line: UnsafeRawBufferPointer, into fields: inout HeaderFields) throws(FramingError) {
         guard let first = line.first else { throw .malformed("empty header line") }
         if first == space || first == tab { throw .malformed("folded header lines (obs-fold) are not accepted") }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .malformed("a header line has no colon") }
+        guard let colon = RequestHead.firstIndex(of: UInt8(ascii: ":"), in: line) else { throw .malformed("a header line has no colon") }
         let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
         guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
             throw .malformed("a header name is empty or has a space or other byte that is not allowed (before the colon?)")
@@ -176,34 +187,22 @@ struct RequestHead: Sendable {
         guard value.allSatisfy({ $0 == tab || ($0 >= 0x20 && $0 != 0x7F) }) else {
             throw .malformed("a header value has a control byte")
         }
-        // The name is lowercased while it is copied out of the receive buffer (tokens are
-        // ASCII): one String per name, not one decoded and a second lowercased from it.
-        let lowered = String(unsafeUninitializedCapacity: name.count) { out in
-            for (i, b) in name.enumerated() { out[i] = HTTPRequest.asciiLowercase(b) }
-            return name.count
-        }
-        return (lowered, String(decoding: value, as: UTF8.self))
+        fields.append(name: name, value: value)
     }
 
-    /// Every value of field `name` (lowercase), in order.
-    func values(_ name: String) -> [String] { fields.compactMap { $0.name == name ? $0.value : nil } }
+    /// Every value of field `name`, in order.
+    func values(_ name: String) -> [String] { fields.values(name) }
 
-    /// How many lines field `name` (lowercase) has, and the first one's value: what most
-    /// rules need, found without building an array (they run on every request).
+    /// How many lines field `name` has, and the first one's value: what most rules need.
     func lines(_ name: String) -> (count: Int, first: String?) {
-        var count = 0
-        var first: String?
-        for field in fields where field.name == name {
-            if count == 0 { first = field.value }
-            count += 1
-        }
-        return (count, first)
+        let found = fields.find(name)
+        return (found.count, found.first.map(fields.value))
     }
 
     /// How the body is framed (RFC 9112 §6.1–6.3), and the rules that keep that unambiguous.
     func framing() throws(FramingError) -> BodyFraming {
-        let lengths = lines("content-length")
-        if lines("transfer-encoding").count > 0 {
+        let lengths = fields.find("content-length")
+        if fields.find("transfer-encoding").count > 0 {
             if lengths.count > 0 { throw .malformed("Content-Length and Transfer-Encoding must not both be sent") }
             if version == .http10 { throw .malformed("Transfer-Encoding is not allowed in HTTP/1.0") }
             let codings = values("transfer-encoding").joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
@@ -211,11 +210,14 @@ struct RequestHead: Sendable {
             guard codings == ["chunked"] else { throw .unsupportedCoding }
             return .chunked
         }
-        guard let length = lengths.first else { return .none }
+        guard let line = lengths.first else { return .none }
         if lengths.count > 1 { throw .malformed("Content-Length must be sent once") }
-        guard !length.isEmpty, length.utf8.count <= 18, length.utf8.allSatisfy(isDigit), let n = Int(length) else {
+        // Read on the received bytes: 18 digits cannot overflow an Int.
+        let digits = fields.valueBytes(line)
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy(isDigit) else {
             throw .malformed("Content-Length must be a decimal number of bytes")
         }
+        let n = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
         return n == 0 ? .none : .length(n)
     }
 
@@ -224,18 +226,19 @@ struct RequestHead: Sendable {
     /// target's host: RFC 9112 §3.2.2 has the target win, so a proxy that judged the request
     /// by its Host field would have judged another request than the one patchd serves.
     func checkHost() throws(FramingError) {
-        let hosts = lines("host")
+        let hosts = fields.find("host")
         if hosts.count > 1 { throw .malformed("Host must be sent once") }
         if version == .http11, hosts.count == 0 { throw .malformed("HTTP/1.1 requests must send Host") }
-        guard let value = hosts.first else { return }
+        guard let line = hosts.first else { return }
+        let value = fields.valueBytes(line)
         // An empty Host is what a client sends for a target URI without an authority; a
         // target with one must be repeated in Host (RFC 9112 §3.2).
         if value.isEmpty, authority == nil { return }
         guard let authority else {
-            try Authority.check(Array(value.utf8)[...], defaultPort: nil, what: "the Host field")
+            try Authority.check(value, defaultPort: nil, what: "the Host field")
             return
         }
-        let host = try Authority(Array(value.utf8)[...], defaultPort: authority.defaultPort, what: "the Host field")
+        let host = try Authority(value, defaultPort: authority.defaultPort, what: "the Host field")
         if host != authority { throw .malformed("Host names another host or port than the request target") }
     }
 
@@ -250,7 +253,7 @@ struct RequestHead: Sendable {
 
     /// Whether the connection may carry another request after this one.
     var keepAlive: Bool {
-        if lines("connection").count == 0 { return version == .http11 }
+        if fields.find("connection").count == 0 { return version == .http11 }
         let tokens = values("connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
         if tokens.contains("close") { return false }
         return version == .http11 || tokens.contains("keep-alive")
@@ -336,6 +339,23 @@ private struct HeadScanner {
     var remaining: Int { bytes.count - index }
     func peek(_ offset: Int) -> UInt8 { bytes[index + offset] }
     func slice(_ start: Int, _ end: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[start..<end]) }
+
+    /// Where the head's empty line ends, if it is within the first `limit` bytes yet, and how
+    /// many lines come before it; looked for from the CRLF just before `index` (a head without
+    /// fields ends right there). Only sizes buffers: `lineEnd` is what validates the lines.
+    func headEnd(limit: Int) -> (end: Int, lines: Int)? {
+        let stop = min(bytes.count, limit + 4)
+        guard let base = bytes.baseAddress else { return nil }
+        var from = max(index - 2, 0), lines = 0
+        // Each LF found: the end if CR LF CR comes before it (Glibc's memmem is not exported).
+        while from < stop, let found = memchr(base + from, Int32(lf), stop - from) {
+            let at = base.distance(to: UnsafeRawPointer(found))
+            if at >= 3, bytes[at - 1] == cr, bytes[at - 2] == lf, bytes[at - 3] == cr { return (at + 1, max(lines - 1, 0)) }  // the first LF is the request line's
+            lines += 1
+            from = at + 1
+        }
+        return nil
+    }
 
     /// The index of the CR of the next CRLF at or after `index`; nil if none within the first
     /// `limit` bytes of the buffer yet.

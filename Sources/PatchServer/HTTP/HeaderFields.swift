@@ -1,0 +1,103 @@
+/// The header field lines of one request, in order, held as bytes: every name lowercased and
+/// every value, in one buffer, with where each line's name and value are in it. A value
+/// becomes a String only when a rule or route reads it; parsing a head builds none. (One
+/// String per name and value was most of the cost of parsing a head: a check path request
+/// reads three of its fields, and its head may carry a dozen.)
+///
+/// Names are tokens, ASCII (RFC 9110 §5.1), so looking one up folds ASCII case: a name
+/// asked for in any case finds the line.
+struct HeaderFields: Sendable, RandomAccessCollection {
+    private var bytes: [UInt8] = []
+    private var lines: [Line] = []
+
+    /// Where one line's name and value are in `bytes`: the name first, the value right after it.
+    private struct Line: Sendable {
+        var start: Int32
+        var nameLength: Int32
+        var end: Int32
+    }
+
+    init() {}
+
+    /// Room for `lines` field lines of `bytes` bytes in all: one allocation each, never grown.
+    init(bytes: Int, lines: Int) {
+        self.bytes.reserveCapacity(bytes)
+        self.lines.reserveCapacity(lines)
+    }
+
+    /// Fields as in-process callers and tests give them.
+    init(_ pairs: some Sequence<(String, String)>) {
+        for (name, value) in pairs {
+            var name = name, value = value
+            name.withUTF8 { n in value.withUTF8 { v in append(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
+        }
+    }
+
+    /// Appends a line, copied in bulk; the name is then lowercased in place.
+    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let start = bytes.count
+        bytes.append(contentsOf: name)
+        bytes.append(contentsOf: value)
+        bytes.withUnsafeMutableBufferPointer { b in
+            for i in start..<(start + name.count) { b[i] = HTTPRequest.asciiLowercase(b[i]) }
+        }
+        lines.append(Line(start: Int32(start), nameLength: Int32(name.count), end: Int32(bytes.count)))
+    }
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { lines.count }
+
+    /// Line `i` as text (for tests and diagnostics; rules look lines up by name).
+    subscript(i: Int) -> (name: String, value: String) {
+        let line = lines[i]
+        return (String(decoding: bytes[Int(line.start)..<Int(line.start + line.nameLength)], as: UTF8.self), value(i))
+    }
+
+    /// The value of line `i`, as text.
+    func value(_ i: Int) -> String { String(decoding: valueBytes(i), as: UTF8.self) }
+
+    /// The value of line `i`, as received.
+    func valueBytes(_ i: Int) -> ArraySlice<UInt8> {
+        let line = lines[i]
+        return bytes[Int(line.start + line.nameLength)..<Int(line.end)]
+    }
+
+    /// How many lines field `name` has and the index of the first: what a field that may be
+    /// sent once needs, in one scan.
+    func find(_ name: String) -> (count: Int, first: Int?) {
+        var name = name
+        return name.withUTF8 { wanted in
+            var count = 0
+            var first: Int?
+            bytes.withUnsafeBufferPointer { stored in
+                for (i, line) in lines.enumerated() where HeaderFields.matches(stored, line, wanted) {
+                    if count == 0 { first = i }
+                    count += 1
+                }
+            }
+            return (count, first)
+        }
+    }
+
+    /// The first line of field `name`.
+    func first(_ name: String) -> String? { find(name).first.map(value) }
+
+    /// Every line of field `name`, in order.
+    func values(_ name: String) -> [String] {
+        var name = name
+        return name.withUTF8 { wanted in
+            bytes.withUnsafeBufferPointer { stored in
+                lines.indices.compactMap { HeaderFields.matches(stored, lines[$0], wanted) ? value($0) : nil }
+            }
+        }
+    }
+
+    /// Whether a line's stored (lowercased) name is `wanted` in any case. The length, known
+    /// without reading a byte, sets apart most of a head's other names.
+    private static func matches(_ stored: UnsafeBufferPointer<UInt8>, _ line: Line, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard Int(line.nameLength) == wanted.count else { return false }
+        let start = Int(line.start)
+        for i in 0..<wanted.count where stored[start + i] != HTTPRequest.asciiLowercase(wanted[i]) { return false }
+        return true
+    }
+}
