@@ -188,6 +188,13 @@ extension PatchService {
     /// trimmed by Foundation as before.
     static func entityTags(_ header: String?) -> [String] {
         guard var header, !header.isEmpty else { return [] }
+        // One ASCII tag (what a device sends) is the value itself, kept without a copy: the
+        // transport trims a field's value of spaces and tabs before anything reads it.
+        let single = header.withUTF8 { bytes in
+            let isBlank = { (b: UInt8) in b == space || b == tab }
+            return !isBlank(bytes[0]) && !isBlank(bytes[bytes.count - 1]) && bytes.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: ",") }
+        }
+        if single { return [header] }
         // On the contiguous bytes: iterating the String's UTF8View cost more than the split.
         return header.withUTF8 { bytes in
             guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
