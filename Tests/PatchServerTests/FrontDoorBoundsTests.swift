@@ -44,6 +44,63 @@ struct FrontDoorBoundsTests {
         #expect(waits.max()! < 2, "probe waits \(waits)")
     }
 
+    /// Answers /healthz; /gate waits (on the loop's thread) until the test opens the gate.
+    struct GateResponder: HTTPResponder {
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        func admit(_ head: HTTPRequest) -> HTTPAdmission {
+            if head.path == "/gate" {
+                entered.signal()
+                _ = gate.wait(timeout: .now() + 10)
+                return .answer(.text("opened"))
+            }
+            return .answer(.text("ok \(head.path)"))
+        }
+    }
+
+    @Test("the answers of one turn are held until its reads are done, then every one is written: pipelined in order, HEAD without a body, close after")
+    func answersHeldForTheTurn() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        configuration.maxNewConnectionsPerIPPerSecond = 0
+        let responder = GateResponder()
+        let server = try HTTPServer(configuration: configuration, responder: responder)
+        let gated = try RawConnection(port: server.port)
+        gated.send("GET /gate HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(responder.entered.wait(timeout: .now() + 5) == .success)
+        // The loop is inside /gate's handler: these connect and send meanwhile, so the next turn
+        // finds all of them ready at once.
+        var plain: [RawConnection] = []
+        for i in 0..<12 {
+            let c = try RawConnection(port: server.port, from: "127.0.2.\(10 + i)")
+            c.send("GET /p\(i) HTTP/1.1\r\nHost: h\r\n\r\n")
+            plain.append(c)
+        }
+        let pipelined = try RawConnection(port: server.port, from: "127.0.2.40")
+        pipelined.send((1...3).map { "GET /q\($0) HTTP/1.1\r\nHost: h\r\n\r\n" }.joined())
+        let head = try RawConnection(port: server.port, from: "127.0.2.41")
+        head.send("HEAD /h HTTP/1.1\r\nHost: h\r\n\r\n")
+        let closing = try RawConnection(port: server.port, from: "127.0.2.42")
+        closing.send("GET /c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        responder.gate.signal()
+
+        #expect(gated.read(until: "opened").text.hasPrefix("HTTP/1.1 200"))
+        for (i, c) in plain.enumerated() { #expect(c.read(until: "ok /p\(i)").text.hasPrefix("HTTP/1.1 200")) }
+        let answers = pipelined.read(until: "ok /q3").text
+        let order = ["ok /q1", "ok /q2", "ok /q3"].map { answers.range(of: $0)?.lowerBound }
+        #expect(order.allSatisfy { $0 != nil } && order[0]! < order[1]! && order[1]! < order[2]!, "\(answers)")
+        let headAnswer = head.read(until: "\r\n\r\n").text
+        #expect(headAnswer.hasPrefix("HTTP/1.1 200") && headAnswer.hasSuffix("\r\n\r\n"), "no body after a HEAD's head")
+        let closed = closing.read()
+        #expect(closed.text.hasPrefix("HTTP/1.1 200") && closed.text.contains("ok /c") && closed.closed)
+        // Accepted and read in one turn: at least the 12 plain ones and the three others
+        // were held together (the first pipelined request only; the rest follow its write).
+        #expect(server.mostAnswersHeldInATurn >= 15, "\(server.mostAnswersHeldInATurn)")
+        head.send("GET /after HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(head.read(until: "ok /after").text.contains("HTTP/1.1 200"), "no body left over from the HEAD")
+    }
+
     @Test("a client that pipelines and never reads is read no more once its answers wait unsent in the kernel")
     func nonReaderIsStopped() throws {
         let server = try FrontDoorTests.server {

@@ -368,7 +368,21 @@ final class Connection {
         output = Output(head: head, response: isHead || response.body.isEmpty ? nil : response)
         phase = .writing
         deadline = loop.now + loop.shared.configuration.idleTimeout
-        flush(loop)
+        if loop.holdingAnswers {
+            answerHeld = true
+            loop.hold(self)
+        } else {
+            flush(loop)
+        }
+    }
+
+    /// Answered during a turn's reads; written when they are done (`EventLoop.heldAnswers`).
+    private(set) var answerHeld = false
+
+    /// Writes the answer held during the turn, and goes on as a write that became possible.
+    func writeHeld(_ loop: EventLoop) {
+        answerHeld = false
+        writable(loop)
     }
 
     /// The socket is writable again: write more of the answer, and once it is out, go on

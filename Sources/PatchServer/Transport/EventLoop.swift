@@ -52,6 +52,18 @@ final class EventLoop: @unchecked Sendable {
     /// or TLS record still readable): resumed on the next turn, after `epoll_wait` has
     /// looked at every other socket, so none waits behind them.
     private var resumeNextTurn: [Connection] = []
+    /// Whether the loop is inside a turn's reads, when answers are held (`hold`) rather than
+    /// written at once.
+    private(set) var holdingAnswers = false
+    /// The turn's answers not yet written, in the order they were made. Written once every
+    /// socket of the turn has been read: a write wakes the peer waiting for it, and a woken
+    /// client on the same cores preempts this thread, so an answer written mid-turn left the
+    /// rest of the turn's connections waiting a scheduler slice behind it (half the check
+    /// path's p99 at saturation, docs/BENCHMARKS.md). At most one entry per connection
+    /// of the turn (a held connection reads nothing more until it is written).
+    private var heldAnswers: [Connection] = []
+    /// The most answers one turn has held (read by the tests, from another thread).
+    let mostAnswersHeld = Atomic<Int>(0)
     /// Numbers the moments connections of this loop go idle, in order (`Connection.idleOrder`):
     /// a clock would tie, since one turn serves many connections at the same `now`.
     private var idleCount: UInt64 = 0
@@ -119,6 +131,7 @@ final class EventLoop: @unchecked Sendable {
             let n = hp_epoll_wait(epoll, &fds, &events, Int32(fds.count), resuming.isEmpty ? 250 : 0)
             now = IPRateLimiter.monotonicTime()
             turn &+= 1
+            holdingAnswers = true
             for connection in resuming where !connection.closed {
                 connection.resume(self)
                 if !connection.closed { watch(connection) }
@@ -144,11 +157,28 @@ final class EventLoop: @unchecked Sendable {
                     if !connection.closed { watch(connection) }
                 }
             }
+            writeHeldAnswers()
             if now - lastSweep >= 0.25 { sweep() }
         }
         for connection in Array(connections.values) { connection.close(self) }
         for arrival in arrivals.withLock({ state in state.open = false; return state.list }) { discard(arrival) }
         finished.signal()
+    }
+
+    /// Holds an answer until the turn's reads are done (`heldAnswers`).
+    func hold(_ connection: Connection) {
+        heldAnswers.append(connection)
+    }
+
+    private func writeHeldAnswers() {
+        holdingAnswers = false
+        if heldAnswers.count > mostAnswersHeld.load(ordering: .relaxed) { mostAnswersHeld.store(heldAnswers.count, ordering: .relaxed) }
+        // Answers made while these are written (the next pipelined request) go out at once.
+        for connection in heldAnswers {
+            connection.writeHeld(self)
+            if !connection.closed { watch(connection) }
+        }
+        heldAnswers.removeAll(keepingCapacity: true)
     }
 
     private func stopListening() {
@@ -299,6 +329,8 @@ final class EventLoop: @unchecked Sendable {
     /// Watches the socket for what the connection waits on: writability while an answer is
     /// pending, readability otherwise.
     func watch(_ connection: Connection) {
+        // Held: watched once written, for what it then waits on.
+        guard !connection.answerHeld else { return }
         let wanted = connection.wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue
         if interest[connection.fd] != wanted {
             interest[connection.fd] = wanted

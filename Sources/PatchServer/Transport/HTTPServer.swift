@@ -147,6 +147,8 @@ public final class HTTPServer: Sendable {
 
     /// Connections placed on each event loop (`EventLoop.place`), for tests.
     var connectionsPerLoop: [Int] { loops.map { $0.load.load(ordering: .relaxed) } }
+    /// The most answers one turn of a loop held until its reads were done.
+    var mostAnswersHeldInATurn: Int { loops.map { $0.mostAnswersHeld.load(ordering: .relaxed) }.max() ?? 0 }
 
     /// Request-body bytes reserved right now.
     public var bodyBytesReserved: Int { shared.budget.inUse }
