@@ -44,31 +44,45 @@ struct FrontDoorBoundsTests {
         #expect(waits.max()! < 2, "probe waits \(waits)")
     }
 
-    /// Answers /healthz; /gate waits (on the loop's thread) until the test opens the gate.
+    /// Answers "ok PATH"; /gate waits (on the loop's thread) until the test opens `gate`, and
+    /// a POST's handler, once its body is in, until the test opens `slow`.
     struct GateResponder: HTTPResponder {
         let entered = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
+        let slow = DispatchSemaphore(value: 0)
         func admit(_ head: HTTPRequest) -> HTTPAdmission {
             if head.path == "/gate" {
                 entered.signal()
                 _ = gate.wait(timeout: .now() + 10)
                 return .answer(.text("opened"))
             }
+            if head.method == "POST" {
+                return .readBody(limit: 100) { [slow] _ in
+                    _ = slow.wait(timeout: .now() + 10)
+                    return .text("posted")
+                }
+            }
             return .answer(.text("ok \(head.path)"))
         }
     }
 
-    @Test("the answers of one turn are held until its reads are done, then every one is written: pipelined in order, HEAD without a body, close after")
-    func answersHeldForTheTurn() throws {
+    /// A one-thread server whose loop is inside /gate's handler once this returns.
+    private static func stalledServer(_ responder: GateResponder) throws -> (HTTPServer, RawConnection) {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.threads = 1
         configuration.maxNewConnectionsPerIPPerSecond = 0
-        let responder = GateResponder()
         let server = try HTTPServer(configuration: configuration, responder: responder)
         let gated = try RawConnection(port: server.port)
         gated.send("GET /gate HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(responder.entered.wait(timeout: .now() + 5) == .success)
+        return (server, gated)
+    }
+
+    @Test("the answers of one turn are held until its reads are done, then every one is written: pipelined in order, HEAD without a body, close after")
+    func answersHeldForTheTurn() throws {
+        let responder = GateResponder()
+        let (server, gated) = try Self.stalledServer(responder)
         // The loop is inside /gate's handler: these connect and send meanwhile, so the next turn
         // finds all of them ready at once.
         var plain: [RawConnection] = []
@@ -99,6 +113,26 @@ struct FrontDoorBoundsTests {
         #expect(server.mostAnswersHeldInATurn >= 15, "\(server.mostAnswersHeldInATurn)")
         head.send("GET /after HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(head.read(until: "ok /after").text.contains("HTTP/1.1 200"), "no body left over from the HEAD")
+    }
+
+    @Test("answers held in a turn are written before a handler with a body runs (a durable write may take long)")
+    func heldAnswersGoBeforeABodyHandler() throws {
+        let responder = GateResponder()
+        let (server, gated) = try Self.stalledServer(responder)
+        // Accepted in this order on the next turn: the check's answer is held, then the POST's
+        // body is in and its handler waits for `slow`.
+        let check = try RawConnection(port: server.port, from: "127.0.2.50", timeout: 3)
+        check.send("GET /fast HTTP/1.1\r\nHost: h\r\n\r\n")
+        let post = try RawConnection(port: server.port, from: "127.0.2.51", timeout: 10)
+        post.send("POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi")
+        responder.gate.signal()
+        #expect(gated.read(until: "opened").text.hasPrefix("HTTP/1.1 200"))
+        // Read while the POST's handler still waits: held until the turn's end, it would come
+        // only after `slow` opens (never, within the 3 s receive timeout).
+        #expect(check.read(until: "ok /fast").text.hasPrefix("HTTP/1.1 200"))
+        responder.slow.signal()
+        #expect(post.read(until: "posted").text.hasPrefix("HTTP/1.1 200"))
+        _ = server
     }
 
     @Test("a client that pipelines and never reads is read no more once its answers wait unsent in the kernel")

@@ -207,6 +207,7 @@ final class Connection {
                 // body being published is still in memory, with the handler's copies.
                 body.request.body = body.data
                 phase = .head  // not idle: the answer is still owed
+                if loop.holdingAnswers { loop.writeHeldAnswers() }
                 respond(body.finish(body.request), loop)
             }
         }

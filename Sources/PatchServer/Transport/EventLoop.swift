@@ -157,6 +157,7 @@ final class EventLoop: @unchecked Sendable {
                     if !connection.closed { watch(connection) }
                 }
             }
+            holdingAnswers = false
             writeHeldAnswers()
             if now - lastSweep >= 0.25 { sweep() }
         }
@@ -170,10 +171,15 @@ final class EventLoop: @unchecked Sendable {
         heldAnswers.append(connection)
     }
 
-    private func writeHeldAnswers() {
-        holdingAnswers = false
-        if heldAnswers.count > mostAnswersHeld.load(ordering: .relaxed) { mostAnswersHeld.store(heldAnswers.count, ordering: .relaxed) }
+    /// Writes the answers held so far: at the end of the turn's reads, and before a handler
+    /// that may take long (a request with a body: a publish or a report is a durable write),
+    /// so the answers made before it do not wait for it too.
+    func writeHeldAnswers() {
+        let holding = holdingAnswers
         // Answers made while these are written (the next pipelined request) go out at once.
+        holdingAnswers = false
+        defer { holdingAnswers = holding }
+        if heldAnswers.count > mostAnswersHeld.load(ordering: .relaxed) { mostAnswersHeld.store(heldAnswers.count, ordering: .relaxed) }
         for connection in heldAnswers {
             connection.writeHeld(self)
             if !connection.closed { watch(connection) }
