@@ -131,7 +131,8 @@ final class EventLoop: @unchecked Sendable {
             let n = hp_epoll_wait(epoll, &fds, &events, Int32(fds.count), resuming.isEmpty ? 250 : 0)
             now = IPRateLimiter.monotonicTime()
             turn &+= 1
-            holdingAnswers = true
+            // One connection's event alone: no other socket of the turn waits behind its answer.
+            holdingAnswers = !(resuming.isEmpty && n == 1 && fds[0] != shared.listener && fds[0] != wake)
             for connection in resuming where !connection.closed {
                 connection.resume(self)
                 if !connection.closed { watch(connection) }
@@ -175,6 +176,7 @@ final class EventLoop: @unchecked Sendable {
     /// that may take long (a request with a body: a publish or a report is a durable write),
     /// so the answers made before it do not wait for it too.
     func writeHeldAnswers() {
+        guard !heldAnswers.isEmpty else { return }
         let holding = holdingAnswers
         // Answers made while these are written (the next pipelined request) go out at once.
         holdingAnswers = false
