@@ -102,12 +102,14 @@ extension PatchService {
             let rules = configuration.reportRules
             let trips = if let patches { try registry.enforceGuards(app: app, patches: patches, rules: rules) } else { try registry.enforceGuards(app: app, rules: rules) }
             guard !trips.isEmpty else { return }
-            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
-            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }
+            // Served before the push is queued: a device the push wakes must fetch the revoke,
+            // not the timestamp before it (the push is sent on another queue at once).
             report(try catalog.build(app, from: registry))
+            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
+            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
         } catch {
             logOnce("guard of \(app) cannot act: \(error)")
         }
