@@ -30,15 +30,23 @@ public final class APNsToken: Sendable {
 
     /// The token to send now: the cached one while younger than `lifetime`, else a new one.
     /// Signed under the lock: workers that start together share one token, not one each
-    /// (Apple counts renewals).
-    public func bearer(now: Date = Date()) throws(CryptoError) -> String {
+    /// (Apple counts renewals). The clock is read under the lock too, and a cached token
+    /// issued up to `skew` after `now` is still used: a worker that read the time a moment
+    /// before another signed had renewed the token once more in the same round. A clock
+    /// set back further than that renews it (its `iat` would be in the future).
+    public func bearer(now: Date? = nil) throws(CryptoError) -> String {
         try current.withLock { cached throws(CryptoError) -> String in
-            if let cached, now.timeIntervalSince(cached.issued) < APNsToken.lifetime, now >= cached.issued { return cached.jwt }
+            let now = now ?? Date()
+            if let cached, now.timeIntervalSince(cached.issued) < APNsToken.lifetime,
+               now.timeIntervalSince(cached.issued) > -APNsToken.skew { return cached.jwt }
             let jwt = try APNsToken.sign(teamID: teamID, keyID: keyID, key: key, issuedAt: now)
             cached = (jwt, now)
             return jwt
         }
     }
+
+    /// How far the clock may read before a cached token's issue and still use it.
+    static let skew: TimeInterval = 60
 
     /// Drops the cached token (APNs answered 403 ExpiredProviderToken: the clock moved).
     public func invalidate() { current.withLock { $0 = nil } }
