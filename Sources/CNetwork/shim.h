@@ -18,9 +18,6 @@
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
-#include <limits.h>
-#include <stdlib.h>
-#include <liburing.h>
 
 /// Lowers the calling thread's scheduling priority to `nice` (a thread is a task on Linux, so
 /// setpriority on its id touches it alone): patchd's background counters run under the
@@ -86,66 +83,6 @@ static inline int hp_accept(int listener, struct sockaddr *address, socklen_t *l
         return -1;
     }
     return fd;
-}
-
-/// A ring that sends a turn's answers in one system call (io_uring); NULL when the kernel has
-/// none or refuses it (disabled by sysctl, blocked by a container's seccomp profile). Made
-/// and used by one thread alone (SINGLE_ISSUER), which the kernel never interrupts to run
-/// the ring's work (COOP_TASKRUN); a kernel older than either gets a ring without them.
-static inline void *hp_ring_create(unsigned entries) {
-    struct io_uring *ring = calloc(1, sizeof *ring);
-    if (ring == NULL) return NULL;
-    const unsigned tries[] = { IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN, IORING_SETUP_COOP_TASKRUN, 0 };
-    for (int i = 0; i < 3; i++) {
-        int made = io_uring_queue_init(entries, ring, tries[i]);
-        if (made == 0) return ring;
-        if (made != -EINVAL) break;
-    }
-    free(ring);
-    return NULL;
-}
-
-static inline void hp_ring_destroy(void *ring) {
-    io_uring_queue_exit(ring);
-    free(ring);
-}
-
-/// Sends buffer i (`lengths[i]` bytes at `base + offsets[i]`) to socket `fds[i]`, all in one
-/// io_uring_enter. MSG_DONTWAIT: a send that finds no room completes at once with -EAGAIN
-/// instead of waiting in the kernel, so every completion is there when the call returns.
-/// results[i]: what send(2) would have returned (bytes, or -errno), or INT_MIN when the
-/// kernel did not take entry i (nothing of it was sent). Returns 0, or -1 when the ring must
-/// not be used again (entries left unsubmitted, or completions missing after a second: those
-/// entries read -EIO, their bytes unknown). count ≤ the ring's entries.
-static inline int hp_ring_send_all(void *r, int count, const int *fds, const unsigned char *base,
-                                   const size_t *offsets, const size_t *lengths, int *results) {
-    struct io_uring *ring = r;
-    int queued = 0;
-    for (int i = 0; i < count; i++) results[i] = INT_MIN;
-    for (int i = 0; i < count; i++) {
-        struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-        if (sqe == NULL) break;
-        io_uring_prep_send(sqe, fds[i], base + offsets[i], lengths[i], MSG_NOSIGNAL | MSG_DONTWAIT);
-        sqe->user_data = (unsigned long long)i;
-        queued++;
-    }
-    io_uring_submit(ring);
-    // The kernel takes entries in order: the first `taken`; the others stay unsent.
-    int taken = queued - (int)io_uring_sq_ready(ring);
-    for (int seen = 0; seen < taken;) {
-        struct io_uring_cqe *cqe = NULL;
-        struct __kernel_timespec limit = { .tv_sec = 1, .tv_nsec = 0 };
-        int waited = io_uring_wait_cqe_timeout(ring, &cqe, &limit);
-        if (waited == -EINTR) continue;
-        if (waited < 0) {
-            for (int i = 0; i < taken; i++) if (results[i] == INT_MIN) results[i] = -EIO;
-            return -1;
-        }
-        if (cqe->user_data < (unsigned long long)count) results[cqe->user_data] = cqe->res;
-        io_uring_cqe_seen(ring, cqe);
-        seen++;
-    }
-    return taken < queued ? -1 : 0;
 }
 
 static inline long hp_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }

@@ -67,11 +67,10 @@ struct FrontDoorBoundsTests {
     }
 
     /// A one-thread server whose loop is inside /gate's handler once this returns.
-    private static func stalledServer(_ responder: GateResponder, batched: Bool = true) throws -> (HTTPServer, RawConnection) {
+    private static func stalledServer(_ responder: GateResponder) throws -> (HTTPServer, RawConnection) {
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
         configuration.threads = 1
-        configuration.batchedWrites = batched
         configuration.maxNewConnectionsPerIPPerSecond = 0
         let server = try HTTPServer(configuration: configuration, responder: responder)
         let gated = try RawConnection(port: server.port)
@@ -80,11 +79,10 @@ struct FrontDoorBoundsTests {
         return (server, gated)
     }
 
-    @Test("the answers of one turn are held until its reads are done, then every one is written: pipelined in order, HEAD without a body, close after; in one system call, or one each",
-          arguments: [true, false])
-    func answersHeldForTheTurn(batched: Bool) throws {
+    @Test("the answers of one turn are held until its reads are done, then every one is written: pipelined in order, HEAD without a body, close after")
+    func answersHeldForTheTurn() throws {
         let responder = GateResponder()
-        let (server, gated) = try Self.stalledServer(responder, batched: batched)
+        let (server, gated) = try Self.stalledServer(responder)
         // The loop is inside /gate's handler: these connect and send meanwhile, so the next turn
         // finds all of them ready at once.
         var plain: [RawConnection] = []
@@ -113,13 +111,6 @@ struct FrontDoorBoundsTests {
         // Accepted and read in one turn: at least the 12 plain ones and the three others
         // were held together (the first pipelined request only; the rest follow its write).
         #expect(server.mostAnswersHeldInATurn >= 15, "\(server.mostAnswersHeldInATurn)")
-        // Those went out through the ring where the kernel has one (SendRingTests says whether
-        // this one does), and one sendmsg each with batchedWrites off.
-        if batched && SendRingTests.kernelAllows {
-            #expect(server.answersSentTogether >= 15, "\(server.answersSentTogether)")
-        } else {
-            #expect(server.answersSentTogether == 0)
-        }
         head.send("GET /after HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(head.read(until: "ok /after").text.contains("HTTP/1.1 200"), "no body left over from the HEAD")
     }

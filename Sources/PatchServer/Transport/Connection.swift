@@ -380,28 +380,6 @@ final class Connection {
     /// Answered during a turn's reads; written when they are done (`EventLoop.heldAnswers`).
     private(set) var answerHeld = false
 
-    /// Copies the held answer into the turn's batch (`SendRing`): plain HTTP only (TLS
-    /// encrypts through OpenSSL), from its first byte. Its slot, or nil to write it as usual.
-    func stageHeld(in ring: SendRing) -> Int? {
-        guard answerHeld, tls == nil, !closed, let out = output, out.sent == 0 else { return nil }
-        return ring.stage(fd: fd, head: out.head[...], body: out.response?.body[...] ?? [])
-    }
-
-    /// What the batch did with the held answer; `writeHeld` then goes on from there.
-    func sentByRing(_ outcome: SendRing.Outcome, _ loop: EventLoop) {
-        guard !closed, var out = output else { return }
-        switch outcome {
-        case .sent(let n):
-            out.sent += n
-            output = out
-            deadline = loop.now + loop.shared.configuration.idleTimeout
-        case .notSent:
-            break
-        case .failed:
-            close(loop)
-        }
-    }
-
     /// Writes the answer held during the turn, and goes on as a write that became possible.
     func writeHeld(_ loop: EventLoop) {
         answerHeld = false

@@ -64,13 +64,6 @@ final class EventLoop: @unchecked Sendable {
     private var heldAnswers: [Connection] = []
     /// The most answers one turn has held (read by the tests, from another thread).
     let mostAnswersHeld = Atomic<Int>(0)
-    /// Writes the held answers of a turn in one system call; nil when the kernel refuses
-    /// io_uring or `batchedWrites` is off. Made and dropped on the loop's thread: a ring is
-    /// tied to the thread that creates it, and one made on another (the thread starting the
-    /// server) had its blocking calls interrupted (EINTR).
-    private var sendRing: SendRing?
-    /// Answers that went out through `sendRing` (read by the tests).
-    let batchedSends = AtomicCounter()
     /// Numbers the moments connections of this loop go idle, in order (`Connection.idleOrder`):
     /// a clock would tie, since one turn serves many connections at the same `now`.
     private var idleCount: UInt64 = 0
@@ -126,8 +119,6 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func run() {
-        sendRing = shared.configuration.batchedWrites ? SendRing() : nil
-        defer { sendRing = nil }
         var fds = [Int32](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)
         now = IPRateLimiter.monotonicTime()
@@ -191,27 +182,11 @@ final class EventLoop: @unchecked Sendable {
         holdingAnswers = false
         defer { holdingAnswers = holding }
         if heldAnswers.count > mostAnswersHeld.load(ordering: .relaxed) { mostAnswersHeld.store(heldAnswers.count, ordering: .relaxed) }
-        if heldAnswers.count > 1, let ring = sendRing { sendTogether(heldAnswers, ring) }
         for connection in heldAnswers {
             connection.writeHeld(self)
             if !connection.closed { watch(connection) }
         }
         heldAnswers.removeAll(keepingCapacity: true)
-    }
-
-    /// The held answers that fit the ring, in one system call (`SendRing`); each connection
-    /// then writes what is left of its answer, if anything, the usual way.
-    private func sendTogether(_ connections: [Connection], _ ring: SendRing) {
-        var staged: [(Connection, Int)] = []
-        for connection in connections {
-            if let slot = connection.stageHeld(in: ring) { staged.append((connection, slot)) }
-        }
-        // One answer alone gains nothing from the ring: its own sendmsg is one call too.
-        guard staged.count > 1 else { ring.discard(); return }
-        let outcomes = ring.send()
-        batchedSends.add(staged.count)
-        for (connection, slot) in staged { connection.sentByRing(outcomes[slot], self) }
-        if !ring.usable { sendRing = nil }
     }
 
     private func stopListening() {

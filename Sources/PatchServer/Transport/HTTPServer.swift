@@ -49,9 +49,6 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodySize: Int = 11 << 20
     /// Request-body bytes all requests in flight may reserve together.
     public var bodyBudget: Int = 64 << 20
-    /// Whether a turn's held answers go out in one system call (io_uring, `SendRing`) when
-    /// the kernel allows it; each with its own sendmsg otherwise. Off only to compare.
-    public var batchedWrites = true
     /// PEM text of a certificate (chain) and key for HTTPS; nil for plain HTTP.
     public var tlsCertificatePEM: String?
     public var tlsKeyPEM: String?
@@ -152,8 +149,6 @@ public final class HTTPServer: Sendable {
     var connectionsPerLoop: [Int] { loops.map { $0.load.load(ordering: .relaxed) } }
     /// The most answers one turn of a loop held until its reads were done.
     var mostAnswersHeldInATurn: Int { loops.map { $0.mostAnswersHeld.load(ordering: .relaxed) }.max() ?? 0 }
-    /// Answers written together with others in one system call (`SendRing`).
-    var answersSentTogether: Int { loops.reduce(0) { $0 + $1.batchedSends.load } }
 
     /// Request-body bytes reserved right now.
     public var bodyBytesReserved: Int { shared.budget.inUse }
