@@ -42,7 +42,8 @@ let package = Package(
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "CSQLite3", "CZip", "Postgres"]),
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"]),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"],
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         // The project's one HTTP client (HTTPClient) lives here. libcurl on Linux:

@@ -42,6 +42,20 @@ struct RequestHeadTests {
         #expect(try head.framing() == .none)
     }
 
+    @Test("fields read from a head's one copy are the lines as sent: names lowercased, values trimmed of blanks, in order")
+    func fieldsFromTheHeadsCopy() throws {
+        let lines = [("Host", "h"), ("If-None-Match", "\"a\", \"b\""), ("X-Device-ID", "d-1"), ("EMPTY", ""), ("x-device-id", "second")]
+        let text = "GET / HTTP/1.1\r\n" + lines.map { "\($0.0):\t \($0.1) \t\r\n" }.joined() + "\r\n"
+        let head = try #require(try Self.parse(text))
+        let given = HeaderFields(lines)
+        #expect(head.fields.map(\.name) == given.map(\.name))
+        #expect(head.fields.map(\.name) == lines.map { $0.0.lowercased() })
+        #expect(head.fields.map(\.value) == lines.map(\.1))
+        #expect(head.fields.find("X-DEVICE-ID") == (2, 2))
+        #expect(head.fields.values("x-device-id") == ["d-1", "second"])
+        #expect(head.fields.valueBytes(1) == ArraySlice("\"a\", \"b\"".utf8))
+    }
+
     @Test("an incomplete head is nil at every cut, never an error")
     func incomplete() throws {
         let text = Array("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n".utf8)

@@ -10,18 +10,24 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     private var bytes: [UInt8] = []
     private var lines: [Line] = []
 
-    /// Where one line's name and value are in `bytes`: the name first, the value right after it.
+    /// Where one line's name and value are in `bytes`.
     private struct Line: Sendable {
         var start: Int32
         var nameLength: Int32
+        var valueStart: Int32
         var end: Int32
     }
 
     init() {}
 
-    /// Room for `lines` field lines of `bytes` bytes in all: one allocation each, never grown.
-    init(bytes: Int, lines: Int) {
-        self.bytes.reserveCapacity(bytes)
+    /// A head's field lines, copied in one piece (`section`, from the first field line to the
+    /// empty line); `record` then says where each line's name and value are in it. One copy
+    /// per head, not two appends per line (each append cost more than its bytes, issue 23).
+    init(section: UnsafeRawBufferPointer, lines: Int) {
+        bytes = [UInt8](unsafeUninitializedCapacity: section.count) { buffer, count in
+            if let base = section.baseAddress, section.count > 0 { buffer.baseAddress!.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: section.count) }
+            count = section.count
+        }
         self.lines.reserveCapacity(lines)
     }
 
@@ -33,6 +39,15 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         }
     }
 
+    /// A line of the section this was made from (`init(section:lines:)`), by offsets into it;
+    /// the name is lowercased in place.
+    mutating func record(name: Range<Int>, value: Range<Int>) {
+        bytes.withUnsafeMutableBufferPointer { b in
+            for i in name { b[i] = HTTPRequest.asciiLowercase(b[i]) }
+        }
+        lines.append(Line(start: Int32(name.lowerBound), nameLength: Int32(name.count), valueStart: Int32(value.lowerBound), end: Int32(value.upperBound)))
+    }
+
     /// Appends a line, copied in bulk; the name is then lowercased in place.
     mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let start = bytes.count
@@ -41,7 +56,7 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         bytes.withUnsafeMutableBufferPointer { b in
             for i in start..<(start + name.count) { b[i] = HTTPRequest.asciiLowercase(b[i]) }
         }
-        lines.append(Line(start: Int32(start), nameLength: Int32(name.count), end: Int32(bytes.count)))
+        lines.append(Line(start: Int32(start), nameLength: Int32(name.count), valueStart: Int32(start + name.count), end: Int32(bytes.count)))
     }
 
     var startIndex: Int { 0 }
@@ -59,7 +74,7 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     /// The value of line `i`, as received.
     func valueBytes(_ i: Int) -> ArraySlice<UInt8> {
         let line = lines[i]
-        return bytes[Int(line.start + line.nameLength)..<Int(line.end)]
+        return bytes[Int(line.valueStart)..<Int(line.end)]
     }
 
     /// How many lines field `name` has and the index of the first: what a field that may be

@@ -50,10 +50,12 @@ struct RequestHead: Sendable {
         if method.isEmpty { throw .malformed("empty method") }
         let (authority, pathStart) = try requestTarget(target)
         p.index = lineEnd + 2
-        // Sized once when the whole head has arrived (nearly always): the fields' bytes are
-        // copied into one buffer, never grown.
+        // When the whole head has arrived (nearly always) its field lines are copied in one
+        // piece and each line is recorded by where it is in the copy; before that, lines are
+        // only validated (and appended, for the limits' counts): the parse ends in nil.
+        let sectionStart = p.index
         let whole = p.headEnd(limit: limits.head)
-        var fields = HeaderFields(bytes: whole.map { $0.end - p.index } ?? 0, lines: whole?.lines ?? 0)
+        var fields = whole.map { HeaderFields(section: p.slice(sectionStart, $0.end), lines: $0.lines) } ?? HeaderFields()
         while true {
             // Refused as soon as a line past the limit begins (its first byte is not the CR
             // of the empty line), not once the whole head has been sent.
@@ -67,7 +69,13 @@ struct RequestHead: Sendable {
                 p.index += 2
                 break
             }
-            try field(p.slice(p.index, end), into: &fields)
+            let (name, value) = try field(p.slice(p.index, end))
+            if whole != nil {
+                fields.record(name: (name.lowerBound + p.index - sectionStart)..<(name.upperBound + p.index - sectionStart),
+                              value: (value.lowerBound + p.index - sectionStart)..<(value.upperBound + p.index - sectionStart))
+            } else {
+                fields.append(name: p.slice(p.index + name.lowerBound, p.index + name.upperBound), value: p.slice(p.index + value.lowerBound, p.index + value.upperBound))
+            }
             p.index = end + 2
         }
         if p.index > limits.head { throw .headTooLarge }
@@ -170,7 +178,8 @@ struct RequestHead: Sendable {
         }
     }
 
-    private static func field(_ line: UnsafeRawBufferPointer, into fields: inout HeaderFields) throws(FramingError) {
+    /// Validates one field line; where its name and its value (without surrounding blanks) are in it.
+    private static func field(_ line: UnsafeRawBufferPointer) throws(FramingError) -> (name: Range<Int>, value: Range<Int>) {
         guard let first = line.first else { throw .malformed("empty header line") }
         if first == space || first == tab { throw .malformed("folded header lines (obs-fold) are not accepted") }
         guard let colon = RequestHead.firstIndex(of: UInt8(ascii: ":"), in: line) else { throw .malformed("a header line has no colon") }
@@ -187,7 +196,7 @@ struct RequestHead: Sendable {
         guard value.allSatisfy({ $0 == tab || ($0 >= 0x20 && $0 != 0x7F) }) else {
             throw .malformed("a header value has a control byte")
         }
-        fields.append(name: name, value: value)
+        return (0..<colon, start..<end)
     }
 
     /// Every value of field `name`, in order.
