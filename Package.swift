@@ -42,6 +42,11 @@ let package = Package(
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "CSQLite3", "CZip", "Postgres"]),
+        // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
+        // to a class's stored property the compiler cannot prove alone: 8 % of a check path
+        // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
+        // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
+        // Not on the targets apps link: a package with unsafe flags cannot be depended on.
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchPush", "CNetwork"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
