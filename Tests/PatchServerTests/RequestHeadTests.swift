@@ -316,9 +316,16 @@ struct RequestHeadTests {
         let values = [nil, "", "\"a\"", " \"a\" ,\t\"b\"\t", "\"a\",,\"b\"", "W/\"x\", *", " , ", "\"é\" , \"b\"", "\u{00A0}\"a\"\u{00A0}"]
         for value in values {
             let foundation = (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            #expect(PatchService.entityTags(value) == foundation, "\(String(describing: value))")
+            let tags = EntityTags(value: value.map { ArraySlice($0.utf8) })
+            #expect(tags.list == foundation, "\(String(describing: value))")
+            #expect(tags.isEmpty == foundation.isEmpty)
+            // Membership agrees with the list, for each tag and for near misses.
+            for candidate in foundation + ["", "\"a", "a\"", "\"a\" ", "\"b\"", "\"c\"", "*", "W/\"x"] {
+                #expect(tags.contains(candidate) == foundation.contains(candidate), "\(String(describing: value)) ∋ \(candidate)")
+            }
         }
-        #expect(PatchService.entityTags(" \"a\" ,\t\"b\"\t") == ["\"a\"", "\"b\""])
+        #expect(EntityTags(value: ArraySlice(" \"a\" ,\t\"b\"\t".utf8)).list == ["\"a\"", "\"b\""])
+        #expect(EntityTags(HTTPRequest(method: "GET", path: "/", headers: ["if-none-match": "\"x\", \"y\""])).contains("\"y\""))
     }
 
     @Test("the HTTP version: 1.1 and 1.0 parse, another well-formed version is 505, anything else 400")

@@ -235,7 +235,7 @@ public final class AppCatalog: Sendable {
     /// device ID only full (100%) rollouts are offered. `conditional: false` leaves
     /// conditional patches out (the JSPatch Loader, which cannot say what OS it runs on).
     public func patch(for appVersion: String, channel: ChannelName = .production, deviceID: String?, osVersion: String? = nil,
-                      conditional: Bool = true, etags: [String] = []) -> CheckEntry? {
+                      conditional: Bool = true, etags: EntityTags = EntityTags([])) -> CheckEntry? {
         guard let list = checks[CheckScope(appVersion: appVersion, channel: channel)] else { return nil }
         let device = Selection.Device(app: app.rawValue, appVersion: appVersion, deviceID: deviceID, osVersion: osVersion, conditional: conditional)
         // Entries are newest first: a device presenting several tags runs the newest of them.

@@ -82,15 +82,18 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     func find(_ name: String) -> (count: Int, first: Int?) {
         var name = name
         return name.withUTF8 { wanted in
-            var count = 0
-            var first: Int?
             bytes.withUnsafeBufferPointer { stored in
-                for (i, line) in lines.enumerated() where HeaderFields.matches(stored, line, wanted) {
-                    if count == 0 { first = i }
-                    count += 1
+                // On the lines' buffer: iterating the array itself retained it per lookup.
+                lines.withUnsafeBufferPointer { lines in
+                    var count = 0
+                    var first: Int?
+                    for i in lines.indices where HeaderFields.matches(stored, lines[i], wanted) {
+                        if count == 0 { first = i }
+                        count += 1
+                    }
+                    return (count, first)
                 }
             }
-            return (count, first)
         }
     }
 

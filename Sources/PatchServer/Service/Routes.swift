@@ -182,31 +182,6 @@ extension PatchService {
 
     // MARK: The simple check
 
-    /// The list an `If-None-Match` sends, each tag trimmed of whitespace. An ASCII value (every
-    /// real ETag) is trimmed on its bytes: Foundation's trim goes through UTF-16 and was the
-    /// largest cost of a 304. In ASCII, `.whitespaces` is space and tab; any other value is
-    /// trimmed by Foundation as before.
-    static func entityTags(_ header: String?) -> [String] {
-        guard var header, !header.isEmpty else { return [] }
-        // One ASCII tag (what a device sends) is the value itself, kept without a copy: the
-        // transport trims a field's value of spaces and tabs before anything reads it.
-        let single = header.withUTF8 { bytes in
-            let isBlank = { (b: UInt8) in b == space || b == tab }
-            return !isBlank(bytes[0]) && !isBlank(bytes[bytes.count - 1]) && bytes.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: ",") }
-        }
-        if single { return [header] }
-        // On the contiguous bytes: iterating the String's UTF8View cost more than the split.
-        return header.withUTF8 { bytes in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-            // ASCII: a comma is a Character of its own, so splitting the bytes splits the same.
-            return bytes.split(separator: UInt8(ascii: ",")).map { tag in
-                let isBlank = { (b: UInt8) in b == space || b == tab }
-                guard let first = tag.firstIndex(where: { !isBlank($0) }), let last = tag.lastIndex(where: { !isBlank($0) }) else { return "" }
-                return String(decoding: UnsafeBufferPointer(rebasing: tag[first...last]), as: UTF8.self)
-            }
-        }
-    }
-
     func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"])
         return try answer(request, PublishedFile(app: app, kind: .simpleCheck(version: try appVersion(p["appVersion"]).rawValue)))
@@ -216,12 +191,12 @@ extension PatchService {
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         try throttleDevice(request, catalog: app, scope: (version, channel))
-        let tags = PatchService.entityTags(request.header("If-None-Match"))
+        let tags = EntityTags(request)
         guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
                                     osVersion: request.header("X-OS-Version"), etags: tags) else {
             return PatchService.noPatch
         }
-        if tags.contains(where: { $0 == entry.etag }) { return entry.notModified }
+        if tags.contains(entry.etag) { return entry.notModified }
         // The receipt only when asked for: the prepared answer costs no work per request, and
         // the JSPatch-style apps the simple check serves mostly do not report.
         guard request.header("X-Want-Receipt") == "1", let device = try deviceID(request), let version = try? AppVersion(version),
