@@ -74,32 +74,42 @@ struct Authority: Sendable {
     }
 
     /// Whether `bytes` is a DNS-like name or a dotted-quad IPv4 address, in one pass over its
-    /// labels (no array of them is built).
+    /// bytes (no array of labels is built; on the buffer, where the slices' generic loops
+    /// cost a Host check as much as parsing the rest of its line).
     private static func isNameOrIPv4(_ bytes: ArraySlice<UInt8>) -> Bool {
-        let dot = UInt8(ascii: ".")
         guard bytes.count <= 254 else { return false }
-        // One trailing dot (a fully qualified name) is allowed, not an empty name or label.
-        let trailingDot = bytes.count > 1 && bytes.last == dot
-        let end = trailingDot ? bytes.endIndex - 1 : bytes.endIndex
-        var labels = 0, start = bytes.startIndex
-        var lastIsNumber = false, allOctets = true, allNameLabels = true
-        while true {
-            let labelEnd = bytes[start..<end].firstIndex(of: dot) ?? end
-            let label = bytes[start..<labelEnd]
-            labels += 1
-            lastIsNumber = !label.isEmpty && label.allSatisfy(isDigit)
-            // dec-octet (RFC 3986 §3.2.2): 0-255 without leading zeros.
-            if !(lastIsNumber && label.count <= 3 && (label.count == 1 || label.first != 0x30)
-                    && label.reduce(0, { $0 * 10 + Int($1 - 0x30) }) <= 255) { allOctets = false }
-            if !((1...63).contains(label.count) && label.allSatisfy({ isUnreserved($0) && $0 != dot && $0 != UInt8(ascii: "~") })) {
-                allNameLabels = false
+        return bytes.withUnsafeBufferPointer { b in
+            let dot = UInt8(ascii: ".")
+            // One trailing dot (a fully qualified name) is allowed, not an empty name or label.
+            let trailingDot = b.count > 1 && b[b.count - 1] == dot
+            let end = trailingDot ? b.count - 1 : b.count
+            var labels = 0, start = 0
+            var lastIsNumber = false, allOctets = true, allNameLabels = true
+            while true {
+                var i = start, digitsOnly = true, nameBytes = true, value = 0
+                while i < end, b[i] != dot {
+                    let c = b[i]
+                    if isDigit(c) {
+                        if value <= 255 { value = value * 10 + Int(c - 0x30) }  // past 255 it is no octet
+                    } else {
+                        digitsOnly = false
+                    }
+                    if !isUnreserved(c) || c == UInt8(ascii: "~") { nameBytes = false }
+                    i += 1
+                }
+                let length = i - start
+                labels += 1
+                lastIsNumber = length > 0 && digitsOnly
+                // dec-octet (RFC 3986 §3.2.2): 0-255 without leading zeros.
+                if !(lastIsNumber && length <= 3 && (length == 1 || b[start] != 0x30) && value <= 255) { allOctets = false }
+                if !((1...63).contains(length) && nameBytes) { allNameLabels = false }
+                if i == end { break }
+                start = i + 1
             }
-            if labelEnd == end { break }
-            start = labelEnd + 1
+            // A last label that is a number makes the whole an IPv4 address: four octets exactly.
+            if lastIsNumber { return labels == 4 && !trailingDot && allOctets }
+            return allNameLabels
         }
-        // A last label that is a number makes the whole an IPv4 address: four octets exactly.
-        if lastIsNumber { return labels == 4 && !trailingDot && allOctets }
-        return allNameLabels
     }
 }
 

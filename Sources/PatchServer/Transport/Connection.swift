@@ -437,14 +437,23 @@ final class Connection {
         return out.head.withUnsafeBytes { head in
             let body = out.response?.body ?? []
             return body.withUnsafeBytes { body in
-                var vectors: [iovec] = []
-                if headLeft > 0 { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + out.sent), iov_len: headLeft)) }
-                let bodyOffset = max(0, out.sent - out.head.count)
-                if body.count > bodyOffset { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodyOffset), iov_len: body.count - bodyOffset)) }
-                return vectors.withUnsafeMutableBufferPointer { v in
+                // The two vectors on the stack: an array of them was an allocation per answer.
+                var vectors = (iovec(), iovec())
+                var count = 0
+                return withUnsafeMutableBytes(of: &vectors) { raw in
+                    let v = raw.bindMemory(to: iovec.self)
+                    if headLeft > 0 {
+                        v[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + out.sent), iov_len: headLeft)
+                        count += 1
+                    }
+                    let bodyOffset = max(0, out.sent - out.head.count)
+                    if body.count > bodyOffset {
+                        v[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodyOffset), iov_len: body.count - bodyOffset)
+                        count += 1
+                    }
                     var message = msghdr()
                     message.msg_iov = v.baseAddress
-                    message.msg_iovlen = v.count
+                    message.msg_iovlen = count
                     return Connection.outcome(sendmsg(fd, &message, Int32(MSG_NOSIGNAL)))
                 }
             }
