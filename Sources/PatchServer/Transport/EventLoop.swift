@@ -41,8 +41,18 @@ final class EventLoop: @unchecked Sendable {
     let shared: ServerShared
     private let epoll: Int32
     private let wake: Int32
-    private var connections: [Int32: Connection] = [:]
-    private var interest: [Int32: UInt32] = [:]
+    /// This loop's connections by socket: descriptors are small and reused, so an array
+    /// indexed by them finds an event's connection with no hashing (a dictionary and two
+    /// sets keyed by descriptor were four hashes per request, issue 23).
+    private var slots: [Slot?] = []
+    private struct Slot {
+        let connection: Connection
+        /// What epoll watches the socket for.
+        var interest: UInt32
+        /// Whether it counts toward `shared.inFlight`.
+        var countedInFlight = false
+    }
+    private var connections: [Connection] { slots.compactMap { $0?.connection } }
     private var listening = true
     private var lastSweep = 0.0
     private(set) var now = 0.0
@@ -151,7 +161,7 @@ final class EventLoop: @unchecked Sendable {
                     for arrival in arrivals.withLock({ state in defer { state.list.removeAll() }; return state.list }) { serve(arrival) }
                 } else if fd == shared.listener {
                     continue
-                } else if let connection = connections[fd] {
+                } else if fd >= 0, Int(fd) < slots.count, let connection = slots[Int(fd)]?.connection {
                     let bits = events[i]
                     if bits & (EPOLLOUT.rawValue) != 0 { connection.writable(self) }
                     if bits & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { connection.readable(self) }
@@ -162,7 +172,7 @@ final class EventLoop: @unchecked Sendable {
             writeHeldAnswers()
             if now - lastSweep >= 0.25 { sweep() }
         }
-        for connection in Array(connections.values) { connection.close(self) }
+        for connection in connections { connection.close(self) }
         for arrival in arrivals.withLock({ state in state.open = false; return state.list }) { discard(arrival) }
         finished.signal()
     }
@@ -193,7 +203,7 @@ final class EventLoop: @unchecked Sendable {
         _ = hp_epoll_del(epoll, shared.listener)
         listening = false
         stoppedAccepting.store(true, ordering: .releasing)
-        for connection in Array(connections.values) {
+        for connection in connections {
             connection.drain(self)
             if !connection.closed { watch(connection) }
         }
@@ -202,7 +212,7 @@ final class EventLoop: @unchecked Sendable {
     /// Closes connections past their deadline.
     private func sweep() {
         lastSweep = now
-        for connection in Array(connections.values) where connection.deadline <= now {
+        for connection in connections where connection.deadline <= now {
             connection.expire(self)
             if !connection.closed { watch(connection) }
         }
@@ -301,8 +311,8 @@ final class EventLoop: @unchecked Sendable {
         }
         // The first head (and TLS handshake) must be in within the header timeout.
         let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, idleOrder: nextIdleOrder(), firstDeadline: now + configuration.headerTimeout)
-        connections[fd] = connection
-        interest[fd] = EPOLLIN.rawValue
+        if Int(fd) >= slots.count { slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count)) }
+        slots[Int(fd)] = Slot(connection: connection, interest: EPOLLIN.rawValue)
         _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue)
         // Data often arrives with the connection: read it now rather than after a wake-up.
         connection.readable(self)
@@ -312,7 +322,7 @@ final class EventLoop: @unchecked Sendable {
     /// Closes this loop's connection that has been idle longest (between requests, or never
     /// sent a byte); false if it has none. An O(n) scan, run only at the cap.
     private func shedOldestIdle() -> Bool {
-        guard let oldest = connections.values.lazy.filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
+        guard let oldest = slots.lazy.compactMap { $0?.connection }.filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
         oldest.close(self)
         return true
     }
@@ -340,20 +350,24 @@ final class EventLoop: @unchecked Sendable {
         // Held: watched once written, for what it then waits on.
         guard !connection.answerHeld else { return }
         let wanted = connection.wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue
-        if interest[connection.fd] != wanted {
-            interest[connection.fd] = wanted
+        let fd = Int(connection.fd)
+        guard fd < slots.count, slots[fd] != nil else { return }
+        if slots[fd]!.interest != wanted {
+            slots[fd]!.interest = wanted
             _ = hp_epoll_set(epoll, EPOLL_CTL_MOD, connection.fd, wanted)
         }
         updateInFlight(connection)
     }
 
-    private var counted = Set<Int32>()
-
     /// Keeps `shared.inFlight` (what a drain waits for) in step with this loop's connections.
     private func updateInFlight(_ connection: Connection) {
+        let fd = Int(connection.fd)
+        guard fd < slots.count, slots[fd] != nil else { return }
         let busy = connection.inFlight && !connection.closed
-        if busy, counted.insert(connection.fd).inserted { shared.inFlight.add(1, ordering: .relaxed) }
-        if !busy, counted.remove(connection.fd) != nil { shared.inFlight.subtract(1, ordering: .relaxed) }
+        if busy != slots[fd]!.countedInFlight {
+            slots[fd]!.countedInFlight = busy
+            if busy { shared.inFlight.add(1, ordering: .relaxed) } else { shared.inFlight.subtract(1, ordering: .relaxed) }
+        }
     }
 
     /// Called by a connection as it closes.
@@ -361,8 +375,7 @@ final class EventLoop: @unchecked Sendable {
         updateInFlight(connection)
         _ = hp_epoll_del(epoll, connection.fd)
         Foundation.close(connection.fd)
-        connections[connection.fd] = nil
-        interest[connection.fd] = nil
+        slots[Int(connection.fd)] = nil
         shared.open.subtract(1, ordering: .relaxed)
         load.subtract(1, ordering: .relaxed)
         if let counted = connection.countedAs { shared.perAddress.close(counted) }
