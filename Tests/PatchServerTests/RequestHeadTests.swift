@@ -56,6 +56,30 @@ struct RequestHeadTests {
         #expect(head.fields.valueBytes(1) == ArraySlice("\"a\", \"b\"".utf8))
     }
 
+    @Test("token and field-value bytes: every byte value, and every position of a value eight bytes at a time reads")
+    func byteClasses() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for b in UInt8.min...UInt8.max {
+            #expect(isTokenByte(b) == tchar.contains(b), "token byte \(b)")
+            #expect(isFieldValueByte(b) == (b == 9 || (b >= 0x20 && b != 0x7F)), "value byte \(b)")
+        }
+        // One byte of each value at each position of values up to 17 bytes long, the rest `a`
+        // (and obs-text `é`, whose bytes have the high bit set): the word test never misses one.
+        for filler: UInt8 in [0x61, 0xC3] {
+            for length in 1...17 {
+                for at in 0..<length {
+                    for b in UInt8.min...UInt8.max {
+                        var value = [UInt8](repeating: filler, count: length)
+                        value[at] = b
+                        let expected = isFieldValueByte(b)
+                        #expect(value.withUnsafeBytes { isFieldValue($0) } == expected, "\(b) at \(at) of \(length)")
+                    }
+                }
+            }
+        }
+        #expect([UInt8]().withUnsafeBytes { isFieldValue($0) })
+    }
+
     @Test("an incomplete head is nil at every cut, never an error")
     func incomplete() throws {
         let text = Array("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n".utf8)

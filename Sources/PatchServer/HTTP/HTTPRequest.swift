@@ -9,7 +9,7 @@ public struct HTTPRequest: Sendable {
     public let declaredBody: DeclaredBody
     /// The TCP peer.
     public let peer: IPAddress
-    /// Field lines in order, names lowercased.
+    /// Field lines in order, as received (names are looked up in any case).
     let fields: HeaderFields
     let arguments: [(name: String, value: String)]
 

@@ -1,11 +1,12 @@
-/// The header field lines of one request, in order, held as bytes: every name lowercased and
-/// every value, in one buffer, with where each line's name and value are in it. A value
+/// The header field lines of one request, in order, held as bytes: every name and every
+/// value, as received, in one buffer, with where each line's name and value are in it. A value
 /// becomes a String only when a rule or route reads it; parsing a head builds none. (One
 /// String per name and value was most of the cost of parsing a head: a check path request
 /// reads three of its fields, and its head may carry a dozen.)
 ///
 /// Names are tokens, ASCII (RFC 9110 §5.1), so looking one up folds ASCII case: a name
-/// asked for in any case finds the line.
+/// asked for in any case finds the line. They are folded when compared, not lowercased
+/// when stored: a lookup compares only names of its length, and most lines are not.
 struct HeaderFields: Sendable, RandomAccessCollection {
     private var bytes: [UInt8] = []
     private var lines: [Line] = []
@@ -39,33 +40,27 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         }
     }
 
-    /// A line of the section this was made from (`init(section:lines:)`), by offsets into it;
-    /// the name is lowercased in place.
+    /// A line of the section this was made from (`init(section:lines:)`), by offsets into it.
     mutating func record(name: Range<Int>, value: Range<Int>) {
-        bytes.withUnsafeMutableBufferPointer { b in
-            for i in name { b[i] = HTTPRequest.asciiLowercase(b[i]) }
-        }
         lines.append(Line(start: Int32(name.lowerBound), nameLength: Int32(name.count), valueStart: Int32(value.lowerBound), end: Int32(value.upperBound)))
     }
 
-    /// Appends a line, copied in bulk; the name is then lowercased in place.
+    /// Appends a line, copied in bulk.
     mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let start = bytes.count
         bytes.append(contentsOf: name)
         bytes.append(contentsOf: value)
-        bytes.withUnsafeMutableBufferPointer { b in
-            for i in start..<(start + name.count) { b[i] = HTTPRequest.asciiLowercase(b[i]) }
-        }
         lines.append(Line(start: Int32(start), nameLength: Int32(name.count), valueStart: Int32(start + name.count), end: Int32(bytes.count)))
     }
 
     var startIndex: Int { 0 }
     var endIndex: Int { lines.count }
 
-    /// Line `i` as text (for tests and diagnostics; rules look lines up by name).
+    /// Line `i` as text, the name lowercased (for tests and diagnostics; rules look lines up
+    /// by name).
     subscript(i: Int) -> (name: String, value: String) {
         let line = lines[i]
-        return (String(decoding: bytes[Int(line.start)..<Int(line.start + line.nameLength)], as: UTF8.self), value(i))
+        return (String(decoding: bytes[Int(line.start)..<Int(line.start + line.nameLength)].map(HTTPRequest.asciiLowercase), as: UTF8.self), value(i))
     }
 
     /// The value of line `i`, as text.
@@ -110,12 +105,12 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         }
     }
 
-    /// Whether a line's stored (lowercased) name is `wanted` in any case. The length, known
-    /// without reading a byte, sets apart most of a head's other names.
+    /// Whether a line's name is `wanted`, both in any case. The length, known without
+    /// reading a byte, sets apart most of a head's other names.
     private static func matches(_ stored: UnsafeBufferPointer<UInt8>, _ line: Line, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
         guard Int(line.nameLength) == wanted.count else { return false }
         let start = Int(line.start)
-        for i in 0..<wanted.count where stored[start + i] != HTTPRequest.asciiLowercase(wanted[i]) { return false }
+        for i in 0..<wanted.count where HTTPRequest.asciiLowercase(stored[start + i]) != HTTPRequest.asciiLowercase(wanted[i]) { return false }
         return true
     }
 }
