@@ -81,6 +81,38 @@ struct FrontDoorTests {
         return try HTTPServer(configuration: configuration, responder: GatedResponder())
     }
 
+    @Test("answers a full socket cuts anywhere (head, Date, the head's end, body) go on from the cut: 2,000 pipelined arrive whole")
+    func answersCutByAFullSocket() throws {
+        let server = try Self.server { $0.maxNewConnectionsPerIPPerSecond = 0 }
+        let c = try RawConnection(port: server.port, timeout: 10)
+        // A small receive window: the server's writes are cut short wherever the socket fills.
+        var window: Int32 = 16384
+        setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
+        let count = 2_000
+        c.send(String(repeating: "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n", count: count))
+        usleep(200_000)  // let the answers fill both buffers before any is read
+        var received = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let started = Date()
+        // Every answer has the same length (Date's format is fixed-width): read that many.
+        var size: Int?
+        while received.count < (size ?? 1) * count, Date().timeIntervalSince(started) < 10 {
+            let n = recv(c.fd, &buffer, buffer.count, 0)
+            guard n > 0 else { break }
+            received += buffer[0..<n]
+            if size == nil, let end = String(decoding: received, as: UTF8.self).range(of: "\r\n\r\nok") {
+                size = String(decoding: received, as: UTF8.self)[..<end.upperBound].utf8.count
+            }
+        }
+        let answers = String(decoding: received, as: UTF8.self).components(separatedBy: "\r\n\r\nok").count - 1
+        // Every answer the same bytes but its Date: one answer, repeated.
+        let text = String(decoding: received, as: UTF8.self).components(separatedBy: "\r\n").filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
+        let one = try #require(text.range(of: "\r\n\r\nok")).upperBound
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(answers == count, "\(received.count) bytes")
+        #expect(text == String(repeating: String(text[..<one]), count: count))
+    }
+
     @Test("an unauthenticated upload with Expect: 100-continue gets 401 and no 100 Continue; an admitted one gets 100, then its answer")
     func expectContinue() throws {
         let server = try Self.server()

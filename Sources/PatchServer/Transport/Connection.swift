@@ -60,12 +60,18 @@ final class Connection {
     /// On the loop's list of connections to resume next turn.
     private var awaitingResume = false
 
-    /// A response being written: its head bytes and body, and how much has gone out.
+    /// A response being written, in the parts it goes out in, and how much has gone out: the
+    /// prepared status line and fields (shared with every answer of that response), `Date`,
+    /// the head's end (with `Connection: close` when closing), the body. A plain socket writes
+    /// them with one writev from where they are; for TLS `head` is the three joined, so a
+    /// small answer is one record.
     private struct Output {
         let head: [UInt8]
+        var date: [UInt8] = []
+        var end: StaticString = ""
         let response: HTTPResponse?
         var sent = 0
-        var total: Int { head.count + (response?.body.count ?? 0) }
+        var total: Int { head.count + date.count + end.utf8CodeUnitCount + (response?.body.count ?? 0) }
     }
 
     init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, idleOrder: UInt64, firstDeadline: Double) {
@@ -359,14 +365,20 @@ final class Connection {
         turn.requests += 1
         let prepared = ResponseHead.of(response).bytes
         let date = loop.date.refresh()
-        // Sized once: appending to the shared prepared bytes would copy them and then grow
-        // the copy again for Date and Connection.
-        var head: [UInt8] = []
-        head.reserveCapacity(prepared.count + date.count + 21)
-        head += prepared
-        head += date
-        head.append(contentsOf: (after == .close ? "Connection: close\r\n\r\n" : "\r\n").utf8)  // no array built to append
-        output = Output(head: head, response: isHead || response.body.isEmpty ? nil : response)
+        let end: StaticString = after == .close ? "Connection: close\r\n\r\n" : "\r\n"
+        let body = isHead || response.body.isEmpty ? nil : response
+        if tls != nil {
+            // Sized once: appending to the shared prepared bytes would copy them and then
+            // grow the copy again for Date and Connection.
+            var head: [UInt8] = []
+            head.reserveCapacity(prepared.count + date.count + end.utf8CodeUnitCount)
+            head += prepared
+            head += date
+            head += UnsafeBufferPointer(start: end.utf8Start, count: end.utf8CodeUnitCount)
+            output = Output(head: head, response: body)
+        } else {
+            output = Output(head: prepared, date: date, end: end, response: body)
+        }
         phase = .writing
         deadline = loop.now + loop.shared.configuration.idleTimeout
         if loop.holdingAnswers {
@@ -427,34 +439,39 @@ final class Connection {
     }
 
     private func write(_ out: inout Output) -> IOResult {
-        let headLeft = out.head.count - out.sent
+        let body = out.response?.body ?? []
         if let tls {
+            // The head is one part here (`respond`): one record for it, then the body.
+            let headLeft = out.head.count - out.sent
             if headLeft > 0 { return out.head.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[out.sent...])) } }
-            return out.response!.body.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[(out.sent - out.head.count)...])) }
+            return body.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[(out.sent - out.head.count)...])) }
         }
-        // Head and body in one writev: one segment on the wire for a small answer, no copy
-        // of a large one.
+        // Every part in one writev, from where it is: one segment on the wire for a small
+        // answer, with neither the prepared head nor a large body copied. The vectors are on
+        // the stack (an array of them was an allocation per answer).
+        let end = UnsafeRawBufferPointer(start: out.end.utf8Start, count: out.end.utf8CodeUnitCount)
+        let sent = out.sent
         return out.head.withUnsafeBytes { head in
-            let body = out.response?.body ?? []
-            return body.withUnsafeBytes { body in
-                // The two vectors on the stack: an array of them was an allocation per answer.
-                var vectors = (iovec(), iovec())
-                var count = 0
-                return withUnsafeMutableBytes(of: &vectors) { raw in
-                    let v = raw.bindMemory(to: iovec.self)
-                    if headLeft > 0 {
-                        v[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + out.sent), iov_len: headLeft)
-                        count += 1
+            out.date.withUnsafeBytes { date in
+                body.withUnsafeBytes { body in
+                    var vectors = (iovec(), iovec(), iovec(), iovec())
+                    return withUnsafeMutableBytes(of: &vectors) { raw in
+                        let v = raw.bindMemory(to: iovec.self)
+                        var count = 0, skip = sent
+                        for part in [head, date, end, body] {
+                            if skip >= part.count {
+                                skip -= part.count  // out already, or empty
+                                continue
+                            }
+                            v[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: part.baseAddress! + skip), iov_len: part.count - skip)
+                            count += 1
+                            skip = 0
+                        }
+                        var message = msghdr()
+                        message.msg_iov = v.baseAddress
+                        message.msg_iovlen = count
+                        return Connection.outcome(sendmsg(fd, &message, Int32(MSG_NOSIGNAL)))
                     }
-                    let bodyOffset = max(0, out.sent - out.head.count)
-                    if body.count > bodyOffset {
-                        v[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + bodyOffset), iov_len: body.count - bodyOffset)
-                        count += 1
-                    }
-                    var message = msghdr()
-                    message.msg_iov = v.baseAddress
-                    message.msg_iovlen = count
-                    return Connection.outcome(sendmsg(fd, &message, Int32(MSG_NOSIGNAL)))
                 }
             }
         }
