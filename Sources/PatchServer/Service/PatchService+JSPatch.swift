@@ -26,10 +26,10 @@ extension PatchService {
     func jspatchLatest(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let (app, jspatch) = try jspatchCatalog(p["app"])
         let version = try appVersion(p["appVersion"])
-        try throttleDevice(request, catalog: app, scope: (version.rawValue, .production))
+        let device = try throttleDevice(request, catalog: app, scope: (version.rawValue, .production))
         let running = try request.header("X-JSPatch-Version").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
         let etags = app.versions[version.rawValue]?.filter { $0.channel == .production && $0.number == running }.map(\.etag) ?? []
-        guard let entry = app.patch(for: version.rawValue, deviceID: request.header("X-Device-ID"), conditional: false, etags: EntityTags(etags)),
+        guard let entry = app.patch(for: version.rawValue, deviceID: device, conditional: false, etags: EntityTags(etags)),
               let response = jspatch.latest[JSPatchCatalog.key(version.rawValue, entry.number)] else {
             return PatchService.noPatch
         }

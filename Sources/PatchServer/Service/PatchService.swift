@@ -288,10 +288,12 @@ public final class PatchService: HTTPResponder {
     /// The per-device minimum interval, applied to checks that carry X-Device-ID.
     /// `scope`: the app version and channel the check is for, when the route or the request
     /// says (`X-App-Version`, `X-Channel` on timestamp.json); it picks which revoke lifts the
-    /// interval (DeviceThrottle.lift).
-    func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) {
+    /// interval (DeviceThrottle.lift). Returns the device ID it read (`deviceID`), for the
+    /// caller's rules of the same request.
+    @discardableResult
+    func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) -> String? {
         let declared = scope == nil ? try PatchService.declaredScope(request) : nil
-        guard let device = try deviceID(request) else { return }
+        guard let device = try deviceID(request) else { return nil }
         let scope = scope ?? declared
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
                                                      scope: scope.map { ($0.appVersion, $0.channel.rawValue) },
@@ -300,6 +302,7 @@ public final class PatchService: HTTPResponder {
             throw HTTPError(429, "throttled", "this device checked less than \(catalog.rules.minInterval) s ago; retry in \(wait) s",
                             headers: [("Retry-After", String(max(1, wait))), ("X-Throttle-Scope", "device")])
         }
+        return device
     }
 
     /// `X-Push-Timestamp`: the timestamp version a push announced (PatchClient.handlePush);

@@ -190,16 +190,16 @@ extension PatchService {
     /// The simple check once app and version are known (routed, or found by path in the catalog).
     func check(_ request: HTTPRequest, app: AppCatalog, version: String) throws(HTTPError) -> HTTPResponse {
         let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
-        try throttleDevice(request, catalog: app, scope: (version, channel))
+        let device = try throttleDevice(request, catalog: app, scope: (version, channel))
         let tags = EntityTags(request)
-        guard let entry = app.patch(for: version, channel: channel, deviceID: request.header("X-Device-ID"),
+        guard let entry = app.patch(for: version, channel: channel, deviceID: device,
                                     osVersion: request.header("X-OS-Version"), etags: tags) else {
             return PatchService.noPatch
         }
         if tags.contains(entry.etag) { return entry.notModified }
         // The receipt only when asked for: the prepared answer costs no work per request, and
         // the JSPatch-style apps the simple check serves mostly do not report.
-        guard request.header("X-Want-Receipt") == "1", let device = try deviceID(request), let version = try? AppVersion(version),
+        guard request.header("X-Want-Receipt") == "1", let device, let version = try? AppVersion(version),
               let receipts = receipts() else { return entry.ok }
         return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
                                                                     patch: entry.number, deviceID: device)))
