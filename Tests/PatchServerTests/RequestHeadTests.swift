@@ -56,6 +56,34 @@ struct RequestHeadTests {
         #expect(head.fields.valueBytes(1) == ArraySlice("\"a\", \"b\"".utf8))
     }
 
+    @Test("known fields are found from the index as a scan finds them: any case, repeated, absent, past 255 lines")
+    func knownFieldIndex() {
+        for field in KnownField.allCases {
+            #expect(Array(field.name.utf8).withUnsafeBufferPointer { KnownField($0) } == field)
+            let upper = Array(field.name.uppercased().utf8)
+            #expect(upper.withUnsafeBufferPointer { KnownField($0) } == field)
+            var near = Array(field.name.utf8)
+            near[near.count - 1] ^= 0x01
+            #expect(near.withUnsafeBufferPointer { KnownField($0) } == nil, "\(field.name) off by one byte")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let names = KnownField.allCases.map(\.name) + ["accept", "x-other", "content-type", "x-device-ids"]
+        for lineCount in [0, 1, 5, 40, 254, 255, 256, 300] {
+            let pairs = (0..<lineCount).map { _ -> (String, String) in
+                let name = names.randomElement(using: &generator)!
+                return (Bool.random(using: &generator) ? name.uppercased() : name, "v\(Int.random(in: 0..<1000, using: &generator))")
+            }
+            let fields = HeaderFields(pairs)
+            for field in KnownField.allCases {
+                #expect(fields.find(field) == fields.find(field.name), "\(field.name) in \(lineCount) lines")
+                #expect(fields.values(field) == fields.values(field.name))
+            }
+        }
+        // A known name repeated more than 255 times is still counted right (the index gives up).
+        let many = HeaderFields((0..<300).map { ("X-Device-ID", "d\($0)") })
+        #expect(many.find(.deviceID) == (300, 0))
+    }
+
     @Test("token and field-value bytes: every byte value, and every position of a value eight bytes at a time reads")
     func byteClasses() {
         let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)

@@ -16,7 +16,7 @@ public struct EntityTags: Sendable {
 
     /// The tags of a request's `If-None-Match` (none without one).
     init(_ request: HTTPRequest) {
-        self.init(value: request.fields.find("if-none-match").first.map(request.fields.valueBytes))
+        self.init(value: request.fields.find(.ifNoneMatch).first.map(request.fields.valueBytes))
     }
 
     init(value: ArraySlice<UInt8>?) {

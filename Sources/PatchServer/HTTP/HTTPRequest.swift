@@ -58,10 +58,19 @@ public struct HTTPRequest: Sendable {
     /// Every line of header `name`, in order.
     public func headerLines(_ name: String) -> [String] { fields.values(name) }
 
+    /// The first line of a field read on every request (`KnownField`: from the index, no scan).
+    func header(_ field: KnownField) -> String? { fields.first(field) }
+
     /// The first line of header `name` and whether another line of it follows: what a header
     /// that must be sent once needs, without collecting its lines.
     public func singleHeader(_ name: String) -> (first: String, repeated: Bool)? {
         let found = fields.find(name)
+        return found.first.map { (fields.value($0), found.count > 1) }
+    }
+
+    /// `singleHeader` of a known field.
+    func singleHeader(_ field: KnownField) -> (first: String, repeated: Bool)? {
+        let found = fields.find(field)
         return found.first.map { (fields.value($0), found.count > 1) }
     }
 
@@ -71,6 +80,12 @@ public struct HTTPRequest: Sendable {
     /// its own line after one the client sent).
     public func joinedHeader(_ name: String) -> String? {
         let lines = headerLines(name)
+        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+    }
+
+    /// `joinedHeader` of a known field (none: no scan).
+    func joinedHeader(_ field: KnownField) -> String? {
+        let lines = fields.values(field)
         return lines.isEmpty ? nil : lines.joined(separator: ", ")
     }
 

@@ -10,6 +10,13 @@
 struct HeaderFields: Sendable, RandomAccessCollection {
     private var bytes: [UInt8] = []
     private var lines: [Line] = []
+    /// Per `KnownField`: how many lines it has (at most 255) and the first one's index.
+    /// Indexed as lines are added, so finding one of them is a read, not a scan of every line
+    /// (a check path request looked up about ten, each a scan).
+    private var knownCount = SIMD16<UInt8>()
+    private var knownFirst = SIMD16<UInt8>()
+    /// Past 255 lines a known field's first line may not fit `knownFirst`: scanned instead.
+    private var indexed = true
 
     /// Where one line's name and value are in `bytes`.
     private struct Line: Sendable {
@@ -43,6 +50,7 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     /// A line of the section this was made from (`init(section:lines:)`), by offsets into it.
     mutating func record(name: Range<Int>, value: Range<Int>) {
         lines.append(Line(start: Int32(name.lowerBound), nameLength: Int32(name.count), valueStart: Int32(value.lowerBound), end: Int32(value.upperBound)))
+        index(lines.count - 1)
     }
 
     /// Appends a line, copied in bulk.
@@ -51,6 +59,23 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         bytes.append(contentsOf: name)
         bytes.append(contentsOf: value)
         lines.append(Line(start: Int32(start), nameLength: Int32(name.count), valueStart: Int32(start + name.count), end: Int32(bytes.count)))
+        index(lines.count - 1)
+    }
+
+    /// Counts line `i` under the known field it is, if any.
+    private mutating func index(_ i: Int) {
+        let line = lines[i]
+        let known = bytes.withUnsafeBufferPointer { KnownField(UnsafeBufferPointer(rebasing: $0[Int(line.start)..<Int(line.start + line.nameLength)])) }
+        guard let known else { return }
+        let k = known.rawValue
+        if knownCount[k] == 0 {
+            guard i <= Int(UInt8.max) else {
+                indexed = false
+                return
+            }
+            knownFirst[k] = UInt8(i)
+        }
+        if knownCount[k] < UInt8.max { knownCount[k] += 1 } else { indexed = false }
     }
 
     var startIndex: Int { 0 }
@@ -92,8 +117,21 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         }
     }
 
+    /// `find(field.name)`, read from the index.
+    func find(_ field: KnownField) -> (count: Int, first: Int?) {
+        guard indexed else { return find(field.name) }
+        let count = Int(knownCount[field.rawValue])
+        return (count, count == 0 ? nil : Int(knownFirst[field.rawValue]))
+    }
+
     /// The first line of field `name`.
     func first(_ name: String) -> String? { find(name).first.map(value) }
+
+    /// The first line of a known field.
+    func first(_ field: KnownField) -> String? { find(field).first.map(value) }
+
+    /// Every line of a known field, in order (no scan when it has none).
+    func values(_ field: KnownField) -> [String] { find(field).count == 0 ? [] : values(field.name) }
 
     /// Every line of field `name`, in order.
     func values(_ name: String) -> [String] {
@@ -111,6 +149,69 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         guard Int(line.nameLength) == wanted.count else { return false }
         let start = Int(line.start)
         for i in 0..<wanted.count where HTTPRequest.asciiLowercase(stored[start + i]) != HTTPRequest.asciiLowercase(wanted[i]) { return false }
+        return true
+    }
+}
+
+/// The fields read on every request (the transport's framing and Host rules, the simple
+/// check's and timestamp.json's headers), indexed when a head is parsed (`HeaderFields`).
+/// At most 16 (the index is a `SIMD16`).
+enum KnownField: Int, CaseIterable, Sendable {
+    case host, contentLength, transferEncoding, expect, connection, forwardedFor
+    case ifNoneMatch, deviceID, osVersion, wantReceipt, pushTimestamp, appVersion, channel
+
+    /// The name, lowercased.
+    var name: String { String(describing: staticName) }
+
+    private var staticName: StaticString {
+        switch self {
+        case .host: return "host"
+        case .contentLength: return "content-length"
+        case .transferEncoding: return "transfer-encoding"
+        case .expect: return "expect"
+        case .connection: return "connection"
+        case .forwardedFor: return "x-forwarded-for"
+        case .ifNoneMatch: return "if-none-match"
+        case .deviceID: return "x-device-id"
+        case .osVersion: return "x-os-version"
+        case .wantReceipt: return "x-want-receipt"
+        case .pushTimestamp: return "x-push-timestamp"
+        case .appVersion: return "x-app-version"
+        case .channel: return "x-channel"
+        }
+    }
+
+    /// The known field a name is, in any case; nil for any other name. By length first:
+    /// most lengths have one candidate or none.
+    init?(_ name: UnsafeBufferPointer<UInt8>) {
+        let candidates: (KnownField, KnownField?)
+        switch name.count {
+        case 4: candidates = (.host, nil)
+        case 6: candidates = (.expect, nil)
+        case 9: candidates = (.channel, nil)
+        case 10: candidates = (.connection, nil)
+        case 11: candidates = (.deviceID, nil)
+        case 12: candidates = (.osVersion, nil)
+        case 13: candidates = (.ifNoneMatch, .appVersion)
+        case 14: candidates = (.contentLength, .wantReceipt)
+        case 15: candidates = (.forwardedFor, nil)
+        case 16: candidates = (.pushTimestamp, nil)
+        case 17: candidates = (.transferEncoding, nil)
+        default: return nil
+        }
+        if candidates.0.named(name) {
+            self = candidates.0
+        } else if let other = candidates.1, other.named(name) {
+            self = other
+        } else {
+            return nil
+        }
+    }
+
+    /// Whether `name` (of this field's length) is this field's name in any case.
+    private func named(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let wanted = staticName.utf8Start
+        for i in 0..<name.count where HTTPRequest.asciiLowercase(name[i]) != wanted[i] { return false }
         return true
     }
 }

@@ -6,7 +6,7 @@ import PatchRegistry
 extension PatchService {
     /// `GET /console/` and `GET /console/{file}`: the console's static files.
     func consoleFile(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        try PatchService.console.response(p.values["file"] ?? "index.html", ifNoneMatch: request.header("If-None-Match"))
+        try PatchService.console.response(p.values["file"] ?? "index.html", ifNoneMatch: request.header(.ifNoneMatch))
     }
 
     static let console = ConsoleSite()

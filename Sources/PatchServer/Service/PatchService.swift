@@ -223,7 +223,7 @@ public final class PatchService: HTTPResponder {
         let scope = app?.app.rawValue ?? "*"
         let rate = app?.rules.ipRatePerMinute ?? configuration.globalIPRatePerMinute
         guard rate > 0 else { return }
-        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader("X-Forwarded-For"))
+        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
         if let wait = ipLimiter.take(scope: scope, ip: client.limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
         }
@@ -279,7 +279,7 @@ public final class PatchService: HTTPResponder {
     /// Sent on two lines, which one counts would depend on who reads it (a proxy hashing the
     /// first for affinity, this server another): refused.
     func deviceID(_ request: HTTPRequest) throws(HTTPError) -> String? {
-        guard let (device, repeated) = request.singleHeader("X-Device-ID") else { return nil }
+        guard let (device, repeated) = request.singleHeader(.deviceID) else { return nil }
         guard !repeated else { throw .badRequest("X-Device-ID must be sent once") }
         guard !device.isEmpty, device.utf8.count <= 256 else { throw .badRequest("X-Device-ID must be 1 to 256 bytes") }
         return device
@@ -308,7 +308,7 @@ public final class PatchService: HTTPResponder {
     /// `X-Push-Timestamp`: the timestamp version a push announced (PatchClient.handlePush);
     /// nil without it, 400 when it is not a positive decimal.
     static func pushAnnounced(_ request: HTTPRequest) throws(HTTPError) -> Int64? {
-        guard let raw = request.header("X-Push-Timestamp") else { return nil }
+        guard let raw = request.header(.pushTimestamp) else { return nil }
         guard let n = Int64(raw), n >= 1, String(n) == raw else { throw .badRequest("X-Push-Timestamp must be a positive integer") }
         return n
     }
@@ -323,10 +323,10 @@ public final class PatchService: HTTPResponder {
     /// The app version and channel a TUF client declares on timestamp.json (`X-App-Version`,
     /// `X-Channel`, default production); nil without `X-App-Version`. Malformed is 400.
     static func declaredScope(_ request: HTTPRequest) throws(HTTPError) -> (appVersion: String, channel: ChannelName)? {
-        guard let raw = request.header("X-App-Version") else { return nil }
+        guard let raw = request.header(.appVersion) else { return nil }
         let version: AppVersion
         do { version = try AppVersion(raw) } catch { throw .badRequest("X-App-Version: \(error.message)") }
-        let channel = try request.header("X-Channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
+        let channel = try request.header(.channel).map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
         return (version.rawValue, channel)
     }
 

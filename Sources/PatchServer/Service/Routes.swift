@@ -193,13 +193,13 @@ extension PatchService {
         let device = try throttleDevice(request, catalog: app, scope: (version, channel))
         let tags = EntityTags(request)
         guard let entry = app.patch(for: version, channel: channel, deviceID: device,
-                                    osVersion: request.header("X-OS-Version"), etags: tags) else {
+                                    osVersion: request.header(.osVersion), etags: tags) else {
             return PatchService.noPatch
         }
         if tags.contains(entry.etag) { return entry.notModified }
         // The receipt only when asked for: the prepared answer costs no work per request, and
         // the JSPatch-style apps the simple check serves mostly do not report.
-        guard request.header("X-Want-Receipt") == "1", let device, let version = try? AppVersion(version),
+        guard request.header(.wantReceipt) == "1", let device, let version = try? AppVersion(version),
               let receipts = receipts() else { return entry.ok }
         return entry.ok.adding(("X-Patch-Receipt", receipts.receipt(app: app.app.rawValue, appVersion: version.rawValue, channel: entry.channel.rawValue,
                                                                     patch: entry.number, deviceID: device)))

@@ -197,22 +197,19 @@ struct RequestHead: Sendable {
         return (0..<colon, start..<end)
     }
 
-    /// Every value of field `name`, in order.
-    func values(_ name: String) -> [String] { fields.values(name) }
-
-    /// How many lines field `name` has, and the first one's value: what most rules need.
-    func lines(_ name: String) -> (count: Int, first: String?) {
-        let found = fields.find(name)
+    /// How many lines a known field has, and the first one's value: what most rules need.
+    func lines(_ field: KnownField) -> (count: Int, first: String?) {
+        let found = fields.find(field)
         return (found.count, found.first.map(fields.value))
     }
 
     /// How the body is framed (RFC 9112 §6.1–6.3), and the rules that keep that unambiguous.
     func framing() throws(FramingError) -> BodyFraming {
-        let lengths = fields.find("content-length")
-        if fields.find("transfer-encoding").count > 0 {
+        let lengths = fields.find(.contentLength)
+        if fields.find(.transferEncoding).count > 0 {
             if lengths.count > 0 { throw .malformed("Content-Length and Transfer-Encoding must not both be sent") }
             if version == .http10 { throw .malformed("Transfer-Encoding is not allowed in HTTP/1.0") }
-            let codings = values("transfer-encoding").joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
+            let codings = fields.values(.transferEncoding).joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
                 .map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
             guard codings == ["chunked"] else { throw .unsupportedCoding }
             return .chunked
@@ -233,7 +230,7 @@ struct RequestHead: Sendable {
     /// target's host: RFC 9112 §3.2.2 has the target win, so a proxy that judged the request
     /// by its Host field would have judged another request than the one patchd serves.
     func checkHost() throws(FramingError) {
-        let hosts = fields.find("host")
+        let hosts = fields.find(.host)
         if hosts.count > 1 { throw .malformed("Host must be sent once") }
         if version == .http11, hosts.count == 0 { throw .malformed("HTTP/1.1 requests must send Host") }
         guard let line = hosts.first else { return }
@@ -252,7 +249,7 @@ struct RequestHead: Sendable {
     /// Whether the client asked for `100 Continue` before sending its body; any expectation
     /// other than 100-continue cannot be met (RFC 9110 §10.1.1).
     func expectsContinue() throws(FramingError) -> Bool {
-        let expect = lines("expect")
+        let expect = lines(.expect)
         guard let value = expect.first else { return false }
         guard expect.count == 1, value.lowercased() == "100-continue" else { throw .expectationFailed }
         return version == .http11
@@ -260,8 +257,8 @@ struct RequestHead: Sendable {
 
     /// Whether the connection may carry another request after this one.
     var keepAlive: Bool {
-        if fields.find("connection").count == 0 { return version == .http11 }
-        let tokens = values("connection").flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
+        if fields.find(.connection).count == 0 { return version == .http11 }
+        let tokens = fields.values(.connection).flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: [" ", "\t"]).lowercased() }
         if tokens.contains("close") { return false }
         return version == .http11 || tokens.contains("keep-alive")
     }
