@@ -67,12 +67,11 @@ enum CacheFiles {
     }
 
     static func write(_ bytes: [UInt8], toPath path: String, sync: Bool = true, syncDirectory: Bool = true) throws(PatchClientError) {
-        let directory = DurableFile.directory(of: path)
-        // One access(2) where the directory is there (every write but a cache's first).
-        if access(directory, F_OK) != 0 {
-            do { try DurableFile.makeDirectories(atPath: directory) } catch { throw .storage(error.message) }
+        do {
+            try DurableFile.replace(atPath: path, with: bytes, mode: 0o600, sync: sync, syncDirectory: syncDirectory, makingDirectory: true)
+        } catch {
+            throw .storage(error.message)
         }
-        do { try DurableFile.replace(atPath: path, with: bytes, mode: 0o600, sync: sync, syncDirectory: syncDirectory) } catch { throw .storage(error.message) }
     }
 
     static func remove(_ url: URL) { unlink(url.path) }

@@ -30,12 +30,17 @@ public final class HTTPClient: @unchecked Sendable {
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        handle = HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
-        // Set once: curl_easy_reset (each request) keeps the share, as it keeps connections.
-        if let handle, !configuration.requireHTTP2, let share = CurlShare.process.handle { _ = hp_curl_set_share(handle, share) }
+        if !configuration.requireHTTP2, CurlShare.process.handle != nil {
+            handle = CurlHandles.process.take()
+        } else {
+            handle = HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
+        }
     }
 
-    deinit { if let handle { curl_easy_cleanup(handle) } }
+    deinit {
+        guard let handle else { return }
+        if !configuration.requireHTTP2, CurlShare.process.handle != nil { CurlHandles.process.give(handle) } else { curl_easy_cleanup(handle) }
+    }
 
     /// One request: `method` (GET, POST, PUT, DELETE…) to `url` with `headers` and `body`,
     /// the answer's body into `answer`. Stopped by `answer`'s cap, it returns the head: the
@@ -128,6 +133,48 @@ public final class HTTPClient: @unchecked Sendable {
         default:
             return .failure(.network(String(cString: curl_easy_strerror(code))))
         }
+    }
+}
+
+/// Easy handles on the process's share, between clients: a client takes one and gives it
+/// back as it goes, so a client made for one sync does not pay for libcurl's set-up and
+/// tear-down of a handle each time (curl_easy_init, the socketpair of the multi handle its
+/// first transfer makes, curl_easy_cleanup: about a dozen system calls and 30 k instructions
+/// of a cold sync, issue 23). What a handle keeps between clients is what curl_easy_reset
+/// keeps, and each request resets it anyway: no option of one client reaches the next. At
+/// most `kept` wait; more are cleaned up.
+final class CurlHandles: @unchecked Sendable {
+    // @unchecked: `idle` is only touched under `lock`.
+    static let process = CurlHandles()
+    static let kept = 8
+
+    init() {}
+    private let lock = NSLock()
+    private var idle: [UnsafeMutableRawPointer] = []  // CURL*, each on the share
+
+    deinit { for handle in idle { curl_easy_cleanup(handle) } }
+
+    /// Handles waiting (tests).
+    var idleCount: Int { lock.withLock { idle.count } }
+
+    /// An idle handle, or a new one on the share; nil when libcurl cannot start.
+    func take() -> UnsafeMutableRawPointer? {
+        if let handle = lock.withLock({ idle.popLast() }) { return handle }
+        guard HTTPClient.globalInit == CURLE_OK, let share = CurlShare.process.handle, let handle = curl_easy_init() else { return nil }
+        // Set once: curl_easy_reset (each request, and here on return) keeps the share, as
+        // it keeps connections.
+        _ = hp_curl_set_share(handle, share)
+        return handle
+    }
+
+    func give(_ handle: UnsafeMutableRawPointer) {
+        curl_easy_reset(handle)
+        let keptHere = lock.withLock { () -> Bool in
+            guard idle.count < CurlHandles.kept else { return false }
+            idle.append(handle)
+            return true
+        }
+        if !keptHere { curl_easy_cleanup(handle) }
     }
 }
 

@@ -26,6 +26,32 @@ struct HTTPClientTests {
         #expect(requests.last?.body == [])
     }
 
+    @Test("clients hand their libcurl handle on: the next client gets it reset, at most `kept` wait, and every client's requests work")
+    func handlesHandedOn() async throws {
+        let mirror = try Mirror()
+        defer { mirror.stop() }
+        mirror["/ping"] = .ok(Array("pong".utf8))
+        let pool = CurlHandles()
+        let first = try #require(pool.take())
+        pool.give(first)
+        let again = try #require(pool.take())
+        #expect(again == first, "an idle handle is taken before a new one is made")
+        let many = [again] + (0..<(CurlHandles.kept + 2)).compactMap { _ in pool.take() }
+        #expect(Set(many).count == many.count)
+        for handle in many { pool.give(handle) }
+        #expect(pool.idleCount == CurlHandles.kept, "the rest are cleaned up")
+        // Clients made and dropped one after another (a client per sync), each with its own
+        // headers: every answer right, and no header of one client on the next one's request.
+        for i in 0..<20 {
+            let answer = DownloadBody(limit: 64)
+            let head = try await HTTPClient().send("GET", mirror.url.appendingPathComponent("ping"), headers: i % 2 == 0 ? ["X-Odd": "no"] : [:], into: answer)
+            #expect(head.status == 200 && answer.received == Array("pong".utf8))
+        }
+        let received = mirror.received
+        #expect(received.count == 20)
+        for (i, request) in received.enumerated() { #expect((request.header("x-odd") != nil) == (i % 2 == 0), "request \(i)") }
+    }
+
     @Test("the synchronous form answers as the async one does (command-line callers)")
     func blocking() async throws {
         let mirror = try Mirror()

@@ -39,6 +39,29 @@ struct ExactBytesTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["f"], "no temporary file left")
     }
 
+    @Test("replace makes a missing directory only when asked, and never clobbers a file that holds a temporary name")
+    func replaceMakingDirectory() throws {
+        let top = FileManager.default.temporaryDirectory.appendingPathComponent("replace-dirs-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: top) }
+        #expect(throws: DurableFile.Failure.self) { try DurableFile.replace(atPath: top + "/a/b/f", with: [1]) }
+        #expect(!FileManager.default.fileExists(atPath: top), "nothing made when not asked")
+        try DurableFile.replace(atPath: top + "/a/b/f", with: [1, 2], makingDirectory: true)
+        #expect(FileContents.read(atPath: top + "/a/b/f") == [1, 2])
+        // The next temporary names are taken (a crash left them, or a forked child writes):
+        // each is skipped, untouched, and the write still lands.
+        let next = DurableFile.temporaryCountForTests()
+        let taken = (1...20).map { DurableFile.temporaryPath(directory: top + "/a/b", name: "f", count: next + UInt64($0)) }
+        for path in taken { try DurableFile.replace(atPath: path, with: [9]) }
+        try DurableFile.replace(atPath: top + "/a/b/f", with: [3], makingDirectory: true)
+        #expect(FileContents.read(atPath: top + "/a/b/f") == [3])
+        for path in taken { #expect(FileContents.read(atPath: path) == [9], "\(path) untouched") }
+        // Many writers at once get names of their own.
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            #expect((try? DurableFile.replace(atPath: top + "/many/\(i % 4)", with: [UInt8(i)], sync: false, makingDirectory: true)) != nil)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: top + "/many").sorted() == ["0", "1", "2", "3"], "no temporary file left")
+    }
+
     @Test("makeDirectories creates the missing parents, accepts what is there, and names the path it cannot create")
     func makeDirectories() throws {
         let top = FileManager.default.temporaryDirectory.appendingPathComponent("make-dirs-\(UUID().uuidString)").path

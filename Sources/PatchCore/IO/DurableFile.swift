@@ -21,9 +21,12 @@ public enum DurableFile {
     /// `syncDirectory: false` fsyncs the contents but leaves the rename to the caller's next
     /// fsync of the same directory (a file written just before the record that names it: one
     /// directory fsync makes both durable).
+    /// `makingDirectory`: the file's directory (and its parents) is created when missing,
+    /// found by the temporary file's open failing, so a write where it is there (every
+    /// cache write but the first) costs no access(2) for it.
     public static func replace(atPath path: String, with bytes: [UInt8], mode: mode_t = 0o644, sync: Bool = true,
-                               syncDirectory: Bool = true) throws(Failure) {
-        let temporary = try writeTemporary(bytes, beside: path, mode: mode, sync: sync)
+                               syncDirectory: Bool = true, makingDirectory: Bool = false) throws(Failure) {
+        let temporary = try writeTemporary(bytes, beside: path, mode: mode, sync: sync, makingDirectory: makingDirectory)
         guard rename(temporary, path) == 0 else { throw failure("cannot write \(path)", removing: temporary) }
         if sync, syncDirectory { DurableFile.sync(directoryPath: directory(of: path)) }
     }
@@ -68,10 +71,55 @@ public enum DurableFile {
         return (slash == utf8.startIndex ? "/" : String(path[..<slash]), name)
     }
 
-    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: mode_t, sync: Bool = true) throws(Failure) -> String {
+    /// What makes this process's temporary names its own: its pid and a random number, read
+    /// once (a getpid and a getrandom per write were two system calls of each), then a count.
+    private static let temporaryPrefix = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+    private static let temporaryCount = TemporaryCount()
+
+    /// A count under a lock (PatchCore also builds for iOS 15, before `Atomic`).
+    private final class TemporaryCount: @unchecked Sendable {
+        // @unchecked: `value` is only touched under `lock`.
+        private let lock = NSLock()
+        private var value: UInt64 = 0
+
+        func next() -> UInt64 {
+            lock.lock()
+            defer { lock.unlock() }
+            value &+= 1
+            return value
+        }
+
+        var current: UInt64 {
+            lock.lock()
+            defer { lock.unlock() }
+            return value
+        }
+    }
+
+    /// The temporary file for `name` in `directory` with the process's `count`-th number.
+    static func temporaryPath(directory: String, name: String, count: UInt64) -> String {
+        directory + "/.\(name).\(temporaryPrefix).\(count).tmp"
+    }
+
+    /// The last count given out (tests take the names after it).
+    static func temporaryCountForTests() -> UInt64 { temporaryCount.current }
+
+    private static func writeTemporary(_ bytes: [UInt8], beside path: String, mode: mode_t, sync: Bool = true,
+                                       makingDirectory: Bool = false) throws(Failure) -> String {
         let (directory, name) = split(path)
-        let temporary = directory + "/.\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        var temporary = "", fd: Int32 = -1, madeDirectory = false
+        // A name taken (a forked child shares the prefix; a crash left a file): the next count.
+        for _ in 0..<8 {
+            temporary = temporaryPath(directory: directory, name: name, count: temporaryCount.next())
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            if fd >= 0 { break }
+            if errno == ENOENT, makingDirectory, !madeDirectory {
+                try makeDirectories(atPath: directory)
+                madeDirectory = true
+            } else if errno != EEXIST {
+                break
+            }
+        }
         guard fd >= 0 else { throw Failure(message: "cannot write in \(directory): \(String(cString: strerror(errno)))") }
         let written = bytes.withUnsafeBytes { raw -> Bool in
             var offset = 0

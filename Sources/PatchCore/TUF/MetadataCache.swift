@@ -32,11 +32,7 @@ public struct MetadataCache: Sendable {
     }
 
     func write(_ name: String, _ bytes: [UInt8]) throws(UpdateError) {
-        // One access(2) where the directory is there (every write but a cache's first).
-        if access(base, F_OK) != 0 {
-            do { try DurableFile.makeDirectories(atPath: base) } catch { throw .storage(error.message) }
-        }
-        do { try DurableFile.replace(atPath: path(name), with: bytes, mode: 0o600, sync: false) } catch { throw .storage(error.message) }
+        do { try DurableFile.replace(atPath: path(name), with: bytes, mode: 0o600, sync: false, makingDirectory: true) } catch { throw .storage(error.message) }
     }
 
     func remove(_ name: String) { unlink(path(name)) }

@@ -322,7 +322,7 @@ final class EventLoop: @unchecked Sendable {
     /// Closes this loop's connection that has been idle longest (between requests, or never
     /// sent a byte); false if it has none. An O(n) scan, run only at the cap.
     private func shedOldestIdle() -> Bool {
-        guard let oldest = slots.lazy.compactMap { $0?.connection }.filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
+        guard let oldest = slots.lazy.compactMap({ $0?.connection }).filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
         oldest.close(self)
         return true
     }
