@@ -39,6 +39,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // Host checks never trap, whatever the Host field and authority hold.
     _ = try? head.checkHost()
     invariant(!head.method.isEmpty && head.method.utf8.allSatisfy(isTokenByte), "method not a token")
+    // The index of known fields finds what a scan of every line finds.
+    for known in KnownField.allCases {
+        invariant(head.fields.find(known) == head.fields.find(known.name), "index of \(known.name) differs from the scan")
+    }
     for field in head.fields {
         invariant(!field.name.isEmpty && field.name.utf8.allSatisfy(isTokenByte) && field.name == field.name.lowercased(), "field name \(field.name.debugDescription)")
         invariant(!field.value.utf8.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }, "field value with NUL, CR or LF")
@@ -68,7 +72,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     invariant(!request.arguments.contains { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }, "a decoded query holds a NUL")
 
     guard let framing = try? head.framing() else { return 0 }
-    let lengths = head.values("content-length"), encodings = head.values("transfer-encoding")
+    let lengths = head.fields.values("content-length"), encodings = head.fields.values("transfer-encoding")
     switch framing {
     case .none: invariant(encodings.isEmpty && lengths.count <= 1, "no body, yet framing fields")
     case .length(let n): invariant(lengths.count == 1 && encodings.isEmpty && n > 0, "length framing with \(lengths.count) lengths, \(encodings.count) codings")
