@@ -20,6 +20,8 @@ public final class HTTPClient: @unchecked Sendable {
     private let queue = DispatchQueue(label: "hotpatch.http-client")
     private let handleLock = NSLock()
     private let handle: UnsafeMutableRawPointer?  // CURL*; nil when libcurl cannot start
+    /// Whether `handle` came from `CurlHandles` (on the process's share) and goes back there.
+    private let pooled: Bool
 
     /// Once per process, before the first handle: PushSender opens its clients on several
     /// threads at once, and libcurl's implicit global init (in `curl_easy_init`) is not
@@ -30,16 +32,13 @@ public final class HTTPClient: @unchecked Sendable {
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        if !configuration.requireHTTP2, CurlShare.process.handle != nil {
-            handle = CurlHandles.process.take()
-        } else {
-            handle = HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
-        }
+        pooled = !configuration.requireHTTP2 && CurlShare.process.handle != nil
+        handle = pooled ? CurlHandles.process.take() : HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
     }
 
     deinit {
         guard let handle else { return }
-        if !configuration.requireHTTP2, CurlShare.process.handle != nil { CurlHandles.process.give(handle) } else { curl_easy_cleanup(handle) }
+        if pooled { CurlHandles.process.give(handle) } else { curl_easy_cleanup(handle) }
     }
 
     /// One request: `method` (GET, POST, PUT, DELETE…) to `url` with `headers` and `body`,
@@ -147,10 +146,10 @@ final class CurlHandles: @unchecked Sendable {
     // @unchecked: `idle` is only touched under `lock`.
     static let process = CurlHandles()
     static let kept = 8
-
-    init() {}
     private let lock = NSLock()
     private var idle: [UnsafeMutableRawPointer] = []  // CURL*, each on the share
+
+    init() {}
 
     deinit { for handle in idle { curl_easy_cleanup(handle) } }
 
