@@ -71,8 +71,8 @@ struct RequestHead: Sendable {
             }
             let (name, value) = try field(p.slice(p.index, end))
             if whole != nil {
-                fields.record(name: (name.lowerBound + p.index - sectionStart)..<(name.upperBound + p.index - sectionStart),
-                              value: (value.lowerBound + p.index - sectionStart)..<(value.upperBound + p.index - sectionStart))
+                let at = p.index - sectionStart  // the line's offset in the copy
+                fields.record(name: (name.lowerBound + at)..<(name.upperBound + at), value: (value.lowerBound + at)..<(value.upperBound + at))
             } else {
                 fields.append(name: p.slice(p.index + name.lowerBound, p.index + name.upperBound), value: p.slice(p.index + value.lowerBound, p.index + value.upperBound))
             }
