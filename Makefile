@@ -134,10 +134,11 @@ soak: apt-bench deps release
 fuzz: deps
 	./fuzz/run.sh
 
-# console/operations.js from the operation table (Sources/PatchCore/API), then the console
-# embedded in patchd; OperationTableTests and ConsoleRouteTests fail until both are run.
+# console/operations.js from the operation table (Sources/PatchCore/API) and the release
+# operations' definitions (Sources/PatchRegistry/Operations), then the console
+# embedded in patchd; OperationDefinitionTests and ConsoleRouteTests fail until both are run.
 operations-js: build-tests
-	HOTPATCH_WRITE_OPERATIONS_JS=1 swift test --skip-build --filter OperationTableTests
+	HOTPATCH_WRITE_OPERATIONS_JS=1 swift test --skip-build --filter OperationDefinitionTests
 	python3 scripts/embed-console.py
 
 clean:

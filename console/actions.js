@@ -1,6 +1,6 @@
 // Publisher actions. Each opens a confirmation naming app, version, channel and patch; none
 // is offered to an auditor (canAct), and patchd refuses them anyway.
-import { api } from "./api.js";
+import { api, APIError } from "./api.js";
 import { el } from "./dom.js";
 import { canAct, confirmAction, confirmKind } from "./shell.js";
 
@@ -16,10 +16,16 @@ function button(action, label, p, onclick, kind = "") {
 
 /** The percentage field; with `from`, Confirm turns "danger" while the value would halt the
  *  patch (0 %) and stays "primary" for any other change. */
-function percentField(id, value, from = null) {
+function percentField(id, value, from = null, required = true) {
   const oninput = from === null ? null : event => confirmKind(event.target.value.trim() === "0" ? "danger" : "primary");
   return el("div", {}, el("label", { for: id }, "Rollout (percent of devices, 0–100)"),
-    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true, oninput }));
+    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required, oninput,
+                  placeholder: required ? "" : "as before the halt" }));
+}
+
+/** The percentage field, or undefined when it is left empty. */
+function readOptionalPercent(id) {
+  return document.getElementById(id).value.trim() === "" ? undefined : readPercent(id);
 }
 
 function readPercent(id) {
@@ -50,24 +56,29 @@ export function patchActions(p, channels = []) {
     buttons.push(button("rollout", "Change rollout", p, () => confirmAction({
       title: "Change the rollout", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
       extra: percentField("confirm-percent", p.rollout, p.rollout), confirmLabel: "Change rollout", kind: "primary",
-      run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
+      run: () => api.perform("rollout", p.app, { appVersion: p.appVersion, patch: p.patch, percent: readPercent("confirm-percent") }),
+      done: rolloutDone,
     })));
     buttons.push(button("halt", "Halt", p, () => confirmAction({
-      title: "Halt this patch (rollout 0 %)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      confirmLabel: "Halt", kind: "danger", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
+      title: "Halt this patch (rollout 0 %; devices that have it keep it)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
+      extra: reasonField("Why (optional, kept in the audit log)"),
+      confirmLabel: "Halt", kind: "danger",
+      run: () => api.perform("halt", p.app, { appVersion: p.appVersion, patch: p.patch, message: reason() }), done: rolloutDone,
     }), "danger"));
   } else if (p.delivery === "halted") {
     buttons.push(button("resume", "Resume", p, () => confirmAction({
       title: "Resume this patch", what: where(p).concat([["Rollout now", "0 % (halted)"]]),
-      extra: percentField("confirm-percent", 100, 0), confirmLabel: "Resume", kind: "primary",
-      run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
+      extra: percentField("confirm-percent", "", 0, false), confirmLabel: "Resume", kind: "primary",
+      // An empty field: back to the percentage the halt found (patchd's rule).
+      run: () => api.perform("resume", p.app, { appVersion: p.appVersion, patch: p.patch, rollout: readOptionalPercent("confirm-percent") }),
+      done: rolloutDone,
     }), "primary"));
   }
   buttons.push(button("revoke", "Revoke", p, () => confirmAction({
     title: "Revoke this patch", what: where(p),
     extra: reasonField("Why (optional, kept with the patch and in the audit log)"),
     confirmLabel: "Revoke", kind: "danger",
-    run: () => api.revoke(p.app, p.appVersion, p.patch, reason()),
+    run: () => revokeConfirming(p, reason()),
     done: revoked => `revoked ${p.app} ${p.appVersion} patch ${revoked.map(r => r.patch).join(", ")}`,
   }), "danger"));
   const targets = channels.filter(c => c !== p.channel);
@@ -79,12 +90,26 @@ export function patchActions(p, channels = []) {
         el("select", { id: "confirm-to" }, options.map(c => el("option", { value: c }, c))),
         percentField("confirm-percent", 100)),
       confirmLabel: "Promote", kind: "primary",
-      run: () => api.promote(p.app, p.appVersion, { from: p.channel, to: document.getElementById("confirm-to").value,
-                                                     patch: p.patch, rollout: readPercent("confirm-percent") }),
+      run: () => api.perform("promote", p.app, { appVersion: p.appVersion, from: p.channel, to: document.getElementById("confirm-to").value,
+                                                 patch: p.patch, rollout: readPercent("confirm-percent") }),
       done: r => `promoted ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch} to ${r.channel} as patch ${r.patch}`,
     })));
   }
   return el("div", { class: "actions" }, buttons);
+}
+
+/** A revoke; one patchd says would leave the version and channel serving no patch
+ *  (`confirmation_required`, its message saying what devices would run) is asked about once
+ *  more, and sent again with `confirm` only if the publisher says so. */
+async function revokeConfirming(p, message) {
+  const values = { appVersion: p.appVersion, patch: p.patch, message };
+  try {
+    return await api.perform("revoke", p.app, values);
+  } catch (error) {
+    if (!(error instanceof APIError) || error.code !== "confirmation_required") throw error;
+    if (!window.confirm(`${error.message}.\n\nRevoke anyway?`)) throw new Error("not revoked: nothing was changed");
+    return api.perform("revoke", p.app, { ...values, confirm: "true" });
+  }
 }
 
 /** Reject of a change waiting for signatures (the two-person rule): it will never land.
@@ -127,7 +152,7 @@ export function rollbackAction(appName, serving, patches) {
   return button("rollback", label(earlier[0].patch), p, () => confirmAction({
     title: "Roll back: publish an earlier patch's code as the next patch", what: where(p).concat([["Serving now", serving.summary]]),
     extra: picker, confirmLabel: label(earlier[0].patch), kind: "danger",
-    run: () => api.rollback(appName, p.appVersion, { channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
+    run: () => api.perform("rollback", appName, { appVersion: p.appVersion, channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
     done: r => `rolled back ${appName} ${p.appVersion} ${p.channel} to patch ${r.rolledBackTo?.patch ?? chosen()}: published as patch ${r.patch}`,
   }), "danger");
 }

@@ -1,7 +1,7 @@
 // The JSON API of patchd, with the token from session storage as a bearer header. The
 // token never goes into a URL, a cookie or the console log.
 
-import { operations } from "./operations.js";
+import { operations, releases } from "./operations.js";
 
 const KEY = "hotpatch.token";
 
@@ -79,6 +79,31 @@ export const NEWEST = "9223372036854775807";
 
 const patchOf = (app, appVersion, patch) => ({ app, appVersion, patch });
 
+/** Runs release operation `kind` (operations.js `releases`, from the operation's definition in
+ *  Sources/PatchRegistry/Operations) for `app` with `values` by their wire names: each goes
+ *  where the definition puts it (path, query or JSON body), to the first of its routes whose
+ *  path parameters all have values. A name the operation does not take is an error here, as
+ *  patchd would answer it. */
+export function perform(kind, app, values = {}) {
+  const release = releases[kind];
+  if (!release) throw new Error(`no release operation ${kind}`);
+  const given = Object.entries(values).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const has = name => name === "app" || given.some(([n]) => n === name);
+  const route = release.routes.find(id => [...operations[id].path.matchAll(/\{([A-Za-z]+)\}/g)].every(m => has(m[1])))
+    ?? release.routes[release.routes.length - 1];
+  const inPath = new Set([...operations[route].path.matchAll(/\{([A-Za-z]+)\}/g)].map(m => m[1]));
+  const path = { app }, query = {}, body = {};
+  for (const [name, value] of given) {
+    const parameter = release.parameters.find(p => p.name === name);
+    if (!parameter) throw new Error(`${kind} takes no ${name}`);
+    if (parameter.in === "path" && inPath.has(name)) path[name] = value;
+    else if (parameter.in === "body") body[name] = parameter.kind === "patch" || parameter.kind === "percent" ? Number(value) : String(value);
+    else query[name] = value;
+  }
+  const takesBody = release.parameters.some(p => p.in === "body");
+  return call(route, path, { query, body: takesBody ? body : undefined });
+}
+
 export const api = {
   whoami: () => call("whoami"),
   apps: () => call("listApps"),
@@ -92,14 +117,8 @@ export const api = {
    *  page by default: above every seq there can be). */
   audit: ({ before = NEWEST, limit = 50, appName = null } = {}) =>
     call("getAudit", {}, { query: { verify: "true", before, limit, app: appName } }),
-  rollout: (app, version, patch, percent) => call("setRollout", patchOf(app, version, patch), { body: { percent } }),
-  revoke: (app, version, patch, message) => call("revokePatch", patchOf(app, version, patch), { query: { message } }),
-  /** Publishes patch `to`'s bytes again as the next patch of the version and channel;
-   *  `expectPatch` is the newest live patch the dialog showed (409 if it changed since). */
-  rollback: (app, version, { channel, to, expectPatch, message }) =>
-    call("rollBackTo", { app, appVersion: version }, { query: { channel, to, expectPatch, message } }),
-  promote: (app, version, { from, to, patch, rollout }) =>
-    call("promotePatch", { app, appVersion: version }, { query: { from, to, patch, rollout } }),
+  /** A release operation (rollout, halt, resume, revoke, rollback, promote…): `perform`. */
+  perform,
   /** The app's release changes waiting for signatures, oldest first; `all` adds the approved,
    *  rejected and superseded ones. */
   pending: (app, { all = false } = {}) => call("listPending", { app }, { query: { all: all ? "true" : undefined } }),

@@ -1,6 +1,7 @@
-// Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) by
-// `make operations-js`; OperationTableTests fails when it differs. api.js builds every URL
-// from it, so the console spells no route of its own.
+// Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) and the
+// release operations' definitions (Sources/PatchRegistry/Operations) by `make operations-js`;
+// OperationDefinitionTests fails when it differs. api.js builds every URL and every release
+// call from it, so the console spells no route or parameter of its own.
 export const operations = Object.freeze({
   health: Object.freeze({ method: "GET", path: "/healthz", scope: "anyone" }),
   metrics: Object.freeze({ method: "GET", path: "/metrics", scope: "anyone" }),
@@ -27,6 +28,8 @@ export const operations = Object.freeze({
   revokeVersion: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/revoke", scope: "publisher" }),
   revokePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke", scope: "publisher" }),
   setRollout: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout", scope: "publisher" }),
+  haltPatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/halt", scope: "publisher" }),
+  resumePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume", scope: "publisher" }),
   getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
@@ -46,4 +49,90 @@ export const operations = Object.freeze({
   consoleFile: Object.freeze({ method: "GET", path: "/console/{file}", scope: "anyone" }),
   getJSPatchPackage: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/{package}.zip", scope: "anyone" }),
   getJSPatchLatest: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/latest", scope: "anyone" }),
+});
+
+export const releases = Object.freeze({
+  publish: Object.freeze({
+    routes: ["publishPatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
+      Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  promote: Object.freeze({
+    routes: ["promotePatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "from", in: "query", kind: "channel", required: true }),
+      Object.freeze({ name: "to", in: "query", kind: "channel", required: true }),
+      Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  rollout: Object.freeze({
+    routes: ["setRollout"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "percent", in: "body", kind: "percent", required: true }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  halt: Object.freeze({
+    routes: ["haltPatch"], danger: "stops", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  resume: Object.freeze({
+    routes: ["resumePatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  revoke: Object.freeze({
+    routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "all", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
+    ]),
+  }),
+  rollback: Object.freeze({
+    routes: ["rollBackTo"], danger: "takesAway", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "to", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
 });

@@ -25,7 +25,7 @@ extension Registry {
         guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        let change = ReleaseChange.promote(appVersion: appVersion, from: from, to: to, number: number, rollout: rollout, message: message)
+        let change = ReleaseChange(PromoteOperation(appVersion: appVersion, from: from, to: to, patch: number, rollout: rollout, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: to)
@@ -72,7 +72,7 @@ extension Registry {
                          message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        let change = ReleaseChange.rollBack(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message)
+        let change = ReleaseChange(RollbackOperation(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)

@@ -162,8 +162,8 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let plaintext = BundleDigests(of: bundle)
 
-        let change = ReleaseChange.publish(appVersion: appVersion, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                           allowSame: allowSame, bundle: bundle)
+        let change = ReleaseChange(PublishOperation(appVersion: appVersion, channel: channel, rollout: rollout, message: message, conditions: conditions,
+                                                    allowSame: allowSame, bundle: bundle))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name)
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
@@ -203,11 +203,14 @@ extension Registry {
     /// default production): pulling a bad production patch never takes QA's staging build with
     /// it. With `number`, a `channel` that is not the patch's is refused (nothing changes), so
     /// a command that names both cannot revoke in a channel its operator did not mean.
+    ///
+    /// `confirmed` false (an operator's call without `--yes`): a revoke that would leave the
+    /// version and channel serving no patch is refused with what devices would run
+    /// (`RegistryError.unconfirmed`), checked inside the change's transaction.
     public func revoke(app name: AppName, appVersion: AppVersion, channel: ChannelName? = nil, number: Int?, message: String? = nil,
-                       expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
-        let time = TUFTime.format(now)
+                       expectLive: Int? = nil, dryRun: Bool = false, confirmed: Bool = true, actor: Actor, now: Date = Date()) throws(RegistryError) -> [PatchRecord] {
         let message = try Registry.releaseNotes(message)
-        let change = ReleaseChange.revoke(appVersion: appVersion, channel: channel, number: number, message: message)
+        let change = ReleaseChange(RevokeOperation(appVersion: appVersion, patch: number, channel: channel, all: number == nil, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> [PatchRecord] in
             _ = try app(name)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
@@ -227,66 +230,14 @@ extension Registry {
                 guard !targets.isEmpty else { throw RegistryError.notFound("\(name) \(appVersion) has no active patch on \(channel)") }
             }
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: targets[0].channel)
-            for patch in targets {
-                try db.run("UPDATE patches SET state = 'revoked', revoked_at = ?, revoked_by = ? WHERE app = ? AND app_version = ? AND number = ?",
-                           [.text(time), .text(actor.name), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number))])
-                if let message {
-                    try db.run("INSERT INTO patch_revocations(app, app_version, number, message) VALUES (?, ?, ?, ?)",
-                               [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(patch.number)), .text(message)])
+            if !confirmed {
+                let after = Registry.serving(all, withoutPatches: Set(targets.map(\.number)), app: name, appVersion: appVersion, channel: targets[0].channel)
+                if after.servesNothing {
+                    let which = targets.count == 1 ? "patch \(targets[0].number)" : "patches \(targets.map { String($0.number) }.joined(separator: ", "))"
+                    throw RegistryError.unconfirmed("revoking \(name) \(appVersion) \(which) would leave \(targets[0].channel) serving no patch: devices that run it drop it and then get \(after.summary)")
                 }
             }
-            // A delegated channel's revoke is signed by its role (with the key the registry holds).
-            try resign(app: name, from: .targets, now: now, channel: targets[0].channel)
-            var details: [String: JSON] = ["appVersion": .string(appVersion.rawValue), "channel": .string(targets[0].channel.rawValue),
-                                           "patches": .array(targets.map { .int(Int64($0.number)) })]
-            if let message { details["message"] = .string(message) }
-            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.revoke", details: .object(details), at: now)
-            return try patches(app: name, appVersion: appVersion, activeOnly: false).filter { p in targets.contains { $0.number == p.number } }
-        } }
-    }
-
-    /// Changes the rollout percentage of an active patch and re-signs targets. Setting the
-    /// percentage it already has changes nothing: no new metadata, no audit event
-    /// (`changed` is false), so a retried or scripted command does not bump versions.
-    @discardableResult
-    public func setRollout(app name: AppName, appVersion: AppVersion, number: Int, percent: Int, expectLive: Int? = nil, dryRun: Bool = false,
-                           actor: Actor, now: Date = Date()) throws(RegistryError) -> RolloutChange {
-        guard (0...100).contains(percent) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(percent)") }
-        let change = ReleaseChange.rollout(appVersion: appVersion, number: number, percent: percent)
-        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> RolloutChange in
-            _ = try app(name)
-            guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
-                throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
-            }
-            guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
-            try requireLive(expectLive, app: name, appVersion: appVersion, channel: patch.channel)
-            // A person's rollout ends the patch's staged rollout (else its next step would undo
-            // what they set). The schedule's own steps and a guard's halt come through here as
-            // patchd's actors: a halt leaves the schedule for the next pass to stop and say so.
-            var stopped: RolloutSchedule?
-            if ![Registry.scheduleActor.name, Registry.guardActor.name].contains(actor.name),
-               let schedule = try schedules(app: name).first(where: { $0.key.appVersion == appVersion && $0.key.patch == number }) {
-                try db.run("DELETE FROM rollout_schedules WHERE app = ? AND app_version = ? AND number = ?",
-                           [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
-                var details = schedule.json.objectValue ?? [:]
-                details["reason"] = .string("manual rollout to \(percent) %")
-                try AuditLog.append(db, app: name.rawValue, actor: actor, action: "rollout.schedule.stop", details: .object(details), at: now)
-                stopped = schedule
-            }
-            guard patch.rollout != percent else {
-                return RolloutChange(patch: patch, changed: stopped != nil, from: patch.rollout, stoppedSchedule: stopped)
-            }
-            try db.run("UPDATE patches SET rollout = ? WHERE app = ? AND app_version = ? AND number = ?",
-                       [.int(Int64(percent)), .text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number))])
-            try resign(app: name, from: .targets, now: now, channel: patch.channel)
-            try AuditLog.append(db, app: name.rawValue, actor: actor, action: "patch.rollout", details: [
-                "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)),
-                "from": .int(Int64(patch.rollout)), "to": .int(Int64(percent)),
-            ], at: now)
-            guard let updated = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
-                throw RegistryError.internalError("\(name) \(appVersion) patch \(number) vanished inside its own transaction")
-            }
-            return RolloutChange(patch: updated, changed: true, from: patch.rollout, stoppedSchedule: stopped)
+            return try revokeRows(targets, app: name, appVersion: appVersion, message: message, actor: actor, now: now)
         } }
     }
 

@@ -4,6 +4,12 @@ import PatchCore
 /// are the caller's mistakes and change nothing; the others are the machine's.
 public enum RegistryError: Error, Sendable, CustomStringConvertible {
     case invalidInput(String)
+    /// An operation's parameters do not make a call (one missing, two that exclude each
+    /// other, a value out of range): 400 over HTTP, a usage error (exit 64) in patchctl.
+    case invalidCall(String)
+    /// The change would leave a version and channel serving no patch and was not confirmed
+    /// (`confirm=true`, `--yes`): nothing was changed; the message says what devices would run.
+    case unconfirmed(String)
     case notFound(String)
     case conflict(String)
     case keys(String)
@@ -20,7 +26,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .invalidInput(let m), .notFound(let m), .conflict(let m), .keys(let m), .io(let m): return m
+        case .invalidInput(let m), .invalidCall(let m), .unconfirmed(let m), .notFound(let m), .conflict(let m), .keys(let m), .io(let m): return m
         case .storage(let e):
             if e.isDiskFull { return "the registry's disk is full; nothing was changed (\(e.message))" }
             if e.isBusy { return "the registry is locked by another process; nothing was changed, try again" }
@@ -40,7 +46,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// True when the request itself was wrong (a 4xx over HTTP, a usage-like exit in the CLI).
     public var isCallerError: Bool {
         switch self {
-        case .invalidInput, .notFound, .conflict, .pending, .signaturesNeeded: return true
+        case .invalidInput, .invalidCall, .unconfirmed, .notFound, .conflict, .pending, .signaturesNeeded: return true
         default: return false
         }
     }

@@ -2,8 +2,9 @@ import Foundation
 import PatchCore
 import Testing
 
-// Holds docs/openapi.yaml, console/operations.js and README's CLI reference to the operation
-// table (APIOperation+Table.swift), so a route is spelt once and every other copy is checked.
+// Holds docs/openapi.yaml and README's CLI reference to the operation table
+// (APIOperation+Table.swift), so a route is spelt once and every other copy is checked
+// (console/operations.js: OperationDefinitionTests, which also renders the release operations).
 
 private let packageRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -80,30 +81,6 @@ struct OperationTableTests {
         #expect(Set(APIOperation.all.map(\.id)).count == APIOperation.all.count)
         #expect(Set(APIOperation.all.map(\.description)).count == APIOperation.all.count)
         for operation in APIOperation.all { #expect(APIOperation.named(operation.id) == operation) }
-    }
-
-    @Test("console/operations.js is the table rendered (`make operations-js` writes it)")
-    func consoleTable() throws {
-        let rendered = OperationTableTests.renderJS()
-        if ProcessInfo.processInfo.environment["HOTPATCH_WRITE_OPERATIONS_JS"] == "1" {
-            try rendered.write(to: packageRoot.appendingPathComponent("console/operations.js"), atomically: true, encoding: .utf8)
-        }
-        #expect(try text("console/operations.js") == rendered, "console/operations.js is stale: run `make operations-js`")
-    }
-
-    /// What console/operations.js holds: the id, method, path and scope of each operation.
-    static func renderJS() -> String {
-        var out = """
-        // Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) by
-        // `make operations-js`; OperationTableTests fails when it differs. api.js builds every URL
-        // from it, so the console spells no route of its own.
-        export const operations = Object.freeze({
-
-        """
-        for operation in APIOperation.all {
-            out += "  \(operation.id): Object.freeze({ method: \"\(operation.method)\", path: \"\(operation.path)\", scope: \"\(operation.scope.rawValue)\" }),\n"
-        }
-        return out + "});\n"
     }
 
     @Test("every command the table names is a row of README's CLI reference, and the --server list names exactly those")

@@ -232,7 +232,7 @@ struct TwoPersonRuleTests {
         let halts = try t.registry.pendingChanges(app: app)
         #expect(halts.count == 1, "the second pass finds the same change waiting")
         let halt = try #require(halts.first)
-        #expect(halt.change == .rollout(appVersion: v23, number: 1, percent: 0) && halt.proposedBy == "patchd guard" && halt.signatures.isEmpty)
+        #expect(halt.change.kind == "halt" && halt.change.summary == "halt 2.3 patch 1" && halt.proposedBy == "patchd guard" && halt.signatures.isEmpty)
         #expect(try t.registry.latestMetadata(app: app, role: .targets).version == targetsBefore)
         try t.registry.approve(app: app, id: halt.id, keys: [alice, bob], actor: t.actor)
         #expect(try t.registry.serving(app: app, appVersion: v23).delivery[1] == .halted)

@@ -18,7 +18,7 @@ struct ReadableTextRouteTests {
             ("/v1/apps/demo/patches", ["appVersion": "2.3", "message": "fix\u{200B}", "dryRun": "true"], "U+200B ZERO WIDTH SPACE (character 4)"),
             ("/v1/apps/demo/versions/2.3/promote", ["from": "staging", "to": "production", "message": "\u{2067}qa"], "U+2067 RIGHT-TO-LEFT ISOLATE"),
             ("/v1/apps/demo/versions/2.3/patches/1/revoke", ["message": "bad\u{FEFF}"], "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
-            ("/v1/apps/demo/versions/2.3/revoke", ["message": "a\u{E0041}"], "U+E0041 TAG LATIN CAPITAL LETTER A"),
+            ("/v1/apps/demo/versions/2.3/revoke", ["all": "true", "message": "a\u{E0041}"], "U+E0041 TAG LATIN CAPITAL LETTER A"),
         ] {
             let response = f.post(path, body: path.hasSuffix("/patches") ? "x()" : "", token: f.publisherToken, query: query)
             #expect(response.status == 400, "\(path) \(query)")

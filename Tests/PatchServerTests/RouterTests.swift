@@ -21,7 +21,13 @@ struct RouterTests {
         let etag = try #require(ok.header("ETag"))
         let cached = f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1", "If-None-Match": etag])
         #expect(cached.status == 304 && cached.body.isEmpty)
-        #expect(f.post("/v1/apps/demo/versions/2.3/revoke", token: f.publisherToken).status == 200)
+        // Emptying the version takes `all` and, as it leaves nothing served, `confirm`.
+        #expect(f.post("/v1/apps/demo/versions/2.3/revoke", token: f.publisherToken).status == 400)
+        let unconfirmed = f.post("/v1/apps/demo/versions/2.3/revoke", token: f.publisherToken, query: ["all": "true"])
+        #expect(unconfirmed.status == 409)
+        #expect(try f.json(unconfirmed)["error"]?["code"]?.stringValue == "confirmation_required")
+        #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1", "If-None-Match": etag]).status == 304, "nothing changed")
+        #expect(f.post("/v1/apps/demo/versions/2.3/revoke", token: f.publisherToken, query: ["all": "true", "confirm": "true"]).status == 200)
         #expect(f.get("/v1/apps/demo/versions/2.3/patch", headers: ["X-Device-ID": "d1"]).status == 204)
     }
 
@@ -242,7 +248,7 @@ struct RouterTests {
         let rollout = f.post("/v1/apps/demo/versions/2.3/patches/1/rollout", body: "{\"percent\": 40}", token: f.publisherToken)
         #expect(rollout.status == 200)
         #expect(try f.json(rollout)["rollout"]?.intValue == 40)
-        #expect(f.post("/v1/apps/demo/versions/2.3/patches/1/revoke", token: f.publisherToken).status == 200)
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/1/revoke", token: f.publisherToken, query: ["confirm": "true"]).status == 200)
         let list = f.get("/v1/apps/demo/patches", headers: ["Authorization": "Bearer \(f.auditorToken)"], query: ["active": "true"])
         #expect(try f.json(list).arrayValue?.isEmpty == true)
         let audit = f.get("/v1/audit", headers: ["Authorization": "Bearer \(f.auditorToken)"], query: ["app": "demo", "verify": "true"])

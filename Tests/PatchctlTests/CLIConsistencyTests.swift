@@ -149,7 +149,7 @@ struct CLIConsistencyTests {
             (["publish", "--app", "demo", "--app-version", "2.3", file], false),
             (["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--rollout", "50"], false),
             (["list"], true), (["audit", "--verify"], false), (["keys", "rotate", "--app", "demo", "--role", "snapshot"], false),
-            (["export", "--app", "demo", "--out", w.path("site")], false), (["revoke", "--app", "demo", "--app-version", "2.3"], true),
+            (["export", "--app", "demo", "--out", w.path("site")], false), (["revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes"], true),
         ]
         for (words, isArray) in shapes {
             let value = try w.json(words)

@@ -18,7 +18,7 @@ struct ReadableTextCLITests {
         for (arguments, environment, refusal) in [
             (["publish", "--app", "demo", "--app-version", "2.3", "--allow-same", "--message", "revoke \u{202E}3 hctap", file], [:],
              "the message cannot hold U+202E RIGHT-TO-LEFT OVERRIDE (character 8)"),
-            (["revoke", "--app", "demo", "--app-version", "2.3", "--message", "rolled\u{200B}back"], [:], "the message cannot hold U+200B ZERO WIDTH SPACE"),
+            (["revoke", "--app", "demo", "--app-version", "2.3", "--all", "--message", "rolled\u{200B}back"], [:], "the message cannot hold U+200B ZERO WIDTH SPACE"),
             (["tokens", "create", "--all", "--role", "auditor", "--name", "ci\u{200D}bot"], [:], "the token name cannot hold U+200D ZERO WIDTH JOINER"),
             (["publish", "--app", "demo", "--app-version", "2.3", "--allow-same", file], ["HOTPATCH_ACTOR": "ops\u{2066}"],
              "$HOTPATCH_ACTOR: the actor cannot hold U+2066 LEFT-TO-RIGHT ISOLATE"),

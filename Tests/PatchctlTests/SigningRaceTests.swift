@@ -10,7 +10,7 @@ struct SigningRaceTests {
     /// The changes that re-sign targets, as patchctl arguments (patch 1 exists, at 50 %).
     static let changes: [String: [String]] = [
         "publish": ["publish", "--app", "demo", "--app-version", "2.3", "two.js"],
-        "revoke": ["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1"],
+        "revoke": ["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--yes"],
         "rollout": ["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--percent", "80"],
     ]
 

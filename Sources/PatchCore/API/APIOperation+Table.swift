@@ -20,49 +20,45 @@ extension APIOperation {
     public static let checkPatch = APIOperation("checkPatch", "GET", "/v1/apps/{app}/versions/{appVersion}/patch")
 
     // MARK: Release operations (publisher tokens)
-    public static let publishPatch = APIOperation("publishPatch", "POST", "/v1/apps/{app}/patches", scope: .publisher,
-                                               audits: ["patch.publish", "rollout.schedule", "change.propose"], dryRun: true, commands: ["publish"])
-    public static let promotePatch = APIOperation("promotePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/promote", scope: .publisher,
-                                               audits: ["patch.promote", "rollout.schedule", "change.propose"], dryRun: true, commands: ["promote"])
-    public static let rollBackTo = APIOperation("rollBackTo", "POST", "/v1/apps/{app}/versions/{appVersion}/rollback", scope: .publisher,
-                                             audits: ["patch.rollback", "change.propose"], dryRun: true, commands: ["rollback"])
-    public static let revokeVersion = APIOperation("revokeVersion", "POST", "/v1/apps/{app}/versions/{appVersion}/revoke", scope: .publisher,
-                                                audits: ["patch.revoke", "change.propose"], dryRun: true, commands: ["revoke"])
+    public static let publishPatch = APIOperation("publishPatch", "POST", "/v1/apps/{app}/patches", scope: .publisher, commands: ["publish"])
+    public static let promotePatch = APIOperation("promotePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/promote", scope: .publisher, commands: ["promote"])
+    public static let rollBackTo = APIOperation("rollBackTo", "POST", "/v1/apps/{app}/versions/{appVersion}/rollback", scope: .publisher, commands: ["rollback"])
+    public static let revokeVersion = APIOperation("revokeVersion", "POST", "/v1/apps/{app}/versions/{appVersion}/revoke", scope: .publisher, commands: ["revoke"])
     public static let revokePatch = APIOperation("revokePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke",
-                                              scope: .publisher, audits: ["patch.revoke", "change.propose"], dryRun: true, commands: ["revoke", "rollback"])
+                                              scope: .publisher, commands: ["revoke"])
     public static let setRollout = APIOperation("setRollout", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout",
-                                             scope: .publisher, audits: ["patch.rollout", "rollout.schedule.stop", "change.propose"], dryRun: true, commands: ["rollout"])
+                                             scope: .publisher, commands: ["rollout"])
+    public static let haltPatch = APIOperation("haltPatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/halt",
+                                            scope: .publisher, commands: ["halt"])
+    public static let resumePatch = APIOperation("resumePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume",
+                                              scope: .publisher, commands: ["resume"])
     public static let setSchedule = APIOperation("setSchedule", "PUT", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule",
-                                              scope: .publisher, audits: ["rollout.schedule"], commands: ["rollout"])
-    public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.set"],
+                                              scope: .publisher, commands: ["rollout"])
+    public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher,
                                            commands: ["apps guard"])
-    public static let removeGuard = APIOperation("removeGuard", "DELETE", "/v1/apps/{app}/guard", scope: .publisher, audits: ["guard.remove"],
+    public static let removeGuard = APIOperation("removeGuard", "DELETE", "/v1/apps/{app}/guard", scope: .publisher,
                                               commands: ["apps guard"])
-    public static let setThrottle = APIOperation("setThrottle", "PUT", "/v1/apps/{app}/throttle", scope: .publisher, audits: ["app.throttle"],
+    public static let setThrottle = APIOperation("setThrottle", "PUT", "/v1/apps/{app}/throttle", scope: .publisher,
                                               commands: ["apps throttle"])
-    public static let notifyDevices = APIOperation("notifyDevices", "POST", "/v1/apps/{app}/notify", scope: .publisher, audits: ["push.notify"],
+    public static let notifyDevices = APIOperation("notifyDevices", "POST", "/v1/apps/{app}/notify", scope: .publisher,
                                                 commands: ["notify"])
     /// Scope publisher with no app in the path: any publisher token; the body's app must be
     /// within the caller's own scope (`TokenRecord.mayIssue`).
-    public static let createToken = APIOperation("createToken", "POST", "/v1/tokens", scope: .publisher, audits: ["token.create"],
+    public static let createToken = APIOperation("createToken", "POST", "/v1/tokens", scope: .publisher,
                                               commands: ["tokens create"])
-    public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher, audits: ["token.revoke"],
+    public static let revokeToken = APIOperation("revokeToken", "DELETE", "/v1/tokens/{id}", scope: .publisher,
                                               commands: ["tokens revoke"])
     // Delegated keys per channel (`keys delegate`, issue 24): the role's metadata is signed
     // with a key the server holds (one it makes when the body names no key), or where its keys
     // are (the dry run answers it unsigned); top-level targets with the targets key, on the server.
-    public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher,
-                                                  audits: ["keys.delegate"], dryRun: true, commands: ["keys delegate"])
-    public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher,
-                                                    audits: ["keys.undelegate"], commands: ["keys undelegate"])
+    public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher, commands: ["keys delegate"])
+    public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher, commands: ["keys undelegate"])
 
     /// The two-person rule: a change the server cannot sign alone is answered 202 with the
     /// stored pending change; key holders sign its metadata on their machines and send the
     /// signatures here (`patchctl approve`).
-    public static let approvePending = APIOperation("approvePending", "POST", "/v1/apps/{app}/pending/{id}/approve", scope: .publisher,
-                                                 audits: ["change.approve", "change.supersede"], commands: ["approve", "publish", "promote", "rollback", "revoke", "rollout"])
-    public static let rejectPending = APIOperation("rejectPending", "POST", "/v1/apps/{app}/pending/{id}/reject", scope: .publisher,
-                                                audits: ["change.reject"], commands: ["reject"])
+    public static let approvePending = APIOperation("approvePending", "POST", "/v1/apps/{app}/pending/{id}/approve", scope: .publisher, commands: ["approve", "publish", "promote", "rollback", "revoke", "rollout", "halt", "resume"])
+    public static let rejectPending = APIOperation("rejectPending", "POST", "/v1/apps/{app}/pending/{id}/reject", scope: .publisher, commands: ["reject"])
 
     // MARK: Reading (auditor tokens)
     public static let listPatches = APIOperation("listPatches", "GET", "/v1/apps/{app}/patches", scope: .auditor, commands: ["list", "rollback", "publish"])
@@ -96,7 +92,7 @@ extension APIOperation {
     public static let all: [APIOperation] = [
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
-        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, getAudit, listApps,
+        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, getAudit, listApps,
         listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]

@@ -24,21 +24,14 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
     /// segment ending in that literal suffix.
     public let path: String
     public let scope: Scope
-    /// The audit events a successful call may append, in the order they are written.
-    public let audits: [String]
-    /// Whether `dryRun=true` says what would change and changes nothing.
-    public let dryRun: Bool
     /// The patchctl commands whose remote form (`--server`) calls it (`"rollback"`, `"apps guard"`).
     public let commands: [String]
 
-    init(_ id: String, _ method: String, _ path: String, scope: Scope = .anyone, audits: [String] = [], dryRun: Bool = false,
-         commands: [String] = []) {
+    init(_ id: String, _ method: String, _ path: String, scope: Scope = .anyone, commands: [String] = []) {
         self.id = id
         self.method = method
         self.path = path
         self.scope = scope
-        self.audits = audits
-        self.dryRun = dryRun
         self.commands = commands
     }
 

@@ -175,7 +175,7 @@ extension Registry {
                     continue
                 }
                 switch done.action {
-                case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
+                case .halt: try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 }
                 try db.run("""
@@ -200,7 +200,7 @@ extension Registry {
         for (key, action, why) in waiting {
             do {
                 switch action {
-                case .halt: try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: 0, actor: Registry.guardActor, now: now)
+                case .halt: try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 }
             } catch .pending {

@@ -2,19 +2,16 @@ import Foundation
 import PatchCore
 import PatchSigning
 
-/// A release change as it was asked for: what `approve` runs again, at the time it was
-/// proposed, once enough key holders have signed the metadata it makes.
+/// A change as it was asked for: what `approve` runs again, at the time it was proposed, once
+/// enough key holders have signed the metadata it makes.
 ///
 /// Stored as the arguments, not as its effect: the registry's tables only ever hold what is
 /// signed and served, so a pending change leaves them exactly as they were (nothing to
 /// undo when it is rejected, nothing a listing or the server could show early).
 public enum ReleaseChange: Sendable, Equatable {
-    case publish(appVersion: AppVersion, channel: ChannelName, rollout: Int, message: String?, conditions: DeliveryConditions?,
-                 allowSame: Bool, bundle: [UInt8])
-    case promote(appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int?, rollout: Int, message: String?)
-    case rollBack(appVersion: AppVersion, channel: ChannelName, to: Int, rollout: Int, message: String?)
-    case revoke(appVersion: AppVersion, channel: ChannelName?, number: Int?, message: String?)
-    case rollout(appVersion: AppVersion, number: Int, percent: Int)
+    /// A release operation (`ReleaseOperations.all`): its kind and its parameters in the one
+    /// wire form its routes take, so what is stored is what was sent.
+    case operation(kind: String, values: OperationValues)
     /// `keys set --role targets`: the keys (and how many of them) that sign top-level targets
     /// from now on. Pending like a release: the targets the new root needs are signed by the
     /// new keys.
@@ -22,29 +19,28 @@ public enum ReleaseChange: Sendable, Equatable {
     /// `keys delegate` (with `replace`: a rotation), on an app whose targets keys are not here.
     case delegate(channel: ChannelName, role: String, keys: [TUFKey], threshold: Int?, replace: Bool)
 
+    public init(_ operation: some ReleaseOperation) {
+        self = .operation(kind: type(of: operation).definition.kind, values: operation.values)
+    }
+
     public var kind: String {
         switch self {
-        case .publish: "publish"
-        case .promote: "promote"
-        case .rollBack: "rollback"
-        case .revoke: "revoke"
-        case .rollout: "rollout"
+        case .operation(let kind, _): kind
         case .targetsKeys: "targets-keys"
         case .delegate: "delegate"
         }
     }
 
+    /// A publish's bundle, kept in its own column.
+    public var bundle: [UInt8]? {
+        if case .operation(_, let values) = self { return values.bundle }
+        return nil
+    }
+
     /// One line for listings: what the change does.
     public var summary: String {
         switch self {
-        case .publish(let v, let channel, let rollout, _, let conditions, _, let bundle):
-            "publish a \(bundle.count)-byte bundle to \(v) \(channel) at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
-        case .promote(let v, let from, let to, let number, let rollout, _):
-            "promote \(v) \(number.map { "patch \($0)" } ?? "the newest patch") of \(from) to \(to) at \(rollout) %"
-        case .rollBack(let v, let channel, let to, let rollout, _): "roll \(v) \(channel) back to patch \(to) at \(rollout) %"
-        case .revoke(let v, let channel, let number, _):
-            number.map { "revoke \(v) patch \($0)" } ?? "revoke every active patch of \(v) \(channel ?? .production)"
-        case .rollout(let v, let number, let percent): "set \(v) patch \(number) to \(percent) %"
+        case .operation(let kind, let values): (try? ReleaseOperations.decode(kind, values))?.summary ?? kind
         case .targetsKeys(let keys, let threshold): "targets signed by \(threshold) of \(keys.count) keys"
         case .delegate(let channel, let role, let keys, let threshold, let replace):
             "\(replace ? "rotate the keys of" : "delegate \(channel) to") the role \(role): \(threshold.map { "\($0) of " } ?? "")\(keys.count) key\(keys.count == 1 ? "" : "s")"
@@ -53,70 +49,42 @@ public enum ReleaseChange: Sendable, Equatable {
 
     /// The stored form, without a publish's bundle (kept in its own column).
     var json: JSON {
-        func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
         func optional(_ value: Int?) -> JSON { value.map { .int(Int64($0)) } ?? .null }
-        var out: [String: JSON] = ["kind": .string(kind)]
         switch self {
-        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, _):
-            out.merge(["appVersion": .string(v.rawValue), "channel": .string(channel.rawValue), "rollout": .int(Int64(rollout)),
-                       "message": optional(message), "conditions": conditions?.json ?? .null, "allowSame": .bool(allowSame)]) { $1 }
-        case .promote(let v, let from, let to, let number, let rollout, let message):
-            out.merge(["appVersion": .string(v.rawValue), "from": .string(from.rawValue), "to": .string(to.rawValue), "patch": optional(number),
-                       "rollout": .int(Int64(rollout)), "message": optional(message)]) { $1 }
-        case .rollBack(let v, let channel, let to, let rollout, let message):
-            out.merge(["appVersion": .string(v.rawValue), "channel": .string(channel.rawValue), "to": .int(Int64(to)),
-                       "rollout": .int(Int64(rollout)), "message": optional(message)]) { $1 }
-        case .revoke(let v, let channel, let number, let message):
-            out.merge(["appVersion": .string(v.rawValue), "channel": optional(channel?.rawValue), "patch": optional(number),
-                       "message": optional(message)]) { $1 }
-        case .rollout(let v, let number, let percent):
-            out.merge(["appVersion": .string(v.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(percent))]) { $1 }
+        case .operation(let kind, let values):
+            guard let type = ReleaseOperations.type(kind) else { return ["kind": .string(kind)] }
+            return values.json(type.definition)
         case .targetsKeys(let keys, let threshold):
-            out.merge(["keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
-                       "threshold": .int(Int64(threshold))]) { $1 }
+            return ["kind": .string(kind), "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
+                    "threshold": .int(Int64(threshold))]
         case .delegate(let channel, let role, let keys, let threshold, let replace):
-            out.merge(["channel": .string(channel.rawValue), "name": .string(role),
-                       "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
-                       "threshold": optional(threshold), "replace": .bool(replace)]) { $1 }
+            return ["kind": .string(kind), "channel": .string(channel.rawValue), "name": .string(role),
+                    "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
+                    "threshold": optional(threshold), "replace": .bool(replace)]
         }
-        return .object(out)
     }
 
     /// Reads the stored form back (written by this code, so anything else is corruption).
     init(json: JSON, bundle: [UInt8]?) throws(RegistryError) {
         func bad(_ what: String) -> RegistryError { .internalError("a stored pending change does not parse: \(what)") }
         guard let object = json.objectValue, let kind = object["kind"]?.stringValue else { throw bad("no kind") }
-        func text(_ key: String) -> String? { object[key]?.stringValue }
         func int(_ key: String) -> Int? { object[key]?.intValue.map { Int($0) } }
+        if ReleaseOperations.type(kind) != nil {
+            let values = OperationValues(stored: object, bundle: bundle)
+            do { _ = try ReleaseOperations.decode(kind, values) } catch { throw bad("\(kind): \(error)") }
+            self = .operation(kind: kind, values: values)
+            return
+        }
         do {
-            func version() throws -> AppVersion {
-                guard let raw = text("appVersion") else { throw bad("no appVersion") }
-                return try AppVersion(raw)
-            }
-            func channel(_ key: String) throws -> ChannelName? { try text(key).map { try ChannelName($0) } }
             switch kind {
-            case "publish":
-                guard let bundle, let channel = try channel("channel"), let rollout = int("rollout") else { throw bad("publish") }
-                let conditions = object["conditions"].flatMap { $0 == .null ? nil : DeliveryConditions($0) }
-                self = .publish(appVersion: try version(), channel: channel, rollout: rollout, message: text("message"), conditions: conditions,
-                                allowSame: object["allowSame"]?.boolValue ?? false, bundle: bundle)
-            case "promote":
-                guard let from = try channel("from"), let to = try channel("to"), let rollout = int("rollout") else { throw bad("promote") }
-                self = .promote(appVersion: try version(), from: from, to: to, number: int("patch"), rollout: rollout, message: text("message"))
-            case "rollback":
-                guard let channel = try channel("channel"), let to = int("to"), let rollout = int("rollout") else { throw bad("rollback") }
-                self = .rollBack(appVersion: try version(), channel: channel, to: to, rollout: rollout, message: text("message"))
-            case "revoke":
-                self = .revoke(appVersion: try version(), channel: try channel("channel"), number: int("patch"), message: text("message"))
-            case "rollout":
-                guard let number = int("patch"), let percent = int("rollout") else { throw bad("rollout") }
-                self = .rollout(appVersion: try version(), number: number, percent: percent)
             case "targets-keys":
                 guard let keys = object["keys"]?.objectValue, let threshold = int("threshold") else { throw bad("targets-keys") }
                 self = .targetsKeys(keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: "targets") }, threshold: threshold)
             case "delegate":
-                guard let channel = try channel("channel"), let role = text("name"), let keys = object["keys"]?.objectValue else { throw bad("delegate") }
-                self = .delegate(channel: channel, role: role, keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: role) },
+                guard let raw = object["channel"]?.stringValue, let role = object["name"]?.stringValue, let keys = object["keys"]?.objectValue else {
+                    throw bad("delegate")
+                }
+                self = .delegate(channel: try ChannelName(raw), role: role, keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: role) },
                                  threshold: int("threshold"), replace: object["replace"]?.boolValue ?? false)
             default: throw bad("kind \(kind)")
             }
@@ -176,7 +144,7 @@ public struct PendingChange: Sendable, Equatable {
             "proposedAt": .string(TUFTime.format(proposedAt)), "proposedBy": .string(proposedBy), "state": .string(state.rawValue),
             "signed": request.signed,
         ]
-        if case .publish(_, _, _, _, _, _, let bundle) = change { out["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
+        if let bundle = change.bundle { out["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
         return .object(out)
     }
 }

@@ -62,8 +62,7 @@ extension Registry {
 
     private func storePending(app: AppName, _ change: ReleaseChange, _ request: SignatureRequest, captured: [UInt8]?,
                               actor: Actor, now: Date) throws(RegistryError) -> PendingChange {
-        var bundle: [UInt8]?
-        if case .publish(_, _, _, _, _, _, let bytes) = change { bundle = bytes }
+        let bundle = change.bundle
         return try write { () throws -> PendingChange in
             // The same change asked again while it waits (a retried job, a guard's next pass)
             // is the change already waiting, not a second one to sign.
@@ -247,17 +246,10 @@ extension Registry {
     /// that proposed it; what that operation answers.
     private func apply(_ change: ReleaseChange, app: AppName, actor: Actor, now: Date) throws(RegistryError) -> JSON {
         switch change {
-        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, let bundle):
-            try publish(app: app, appVersion: v, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                        conditions: conditions, allowSame: allowSame, actor: actor, now: now).json
-        case .promote(let v, let from, let to, let number, let rollout, let message):
-            try promote(app: app, appVersion: v, from: from, to: to, number: number, rollout: rollout, message: message, actor: actor, now: now).json
-        case .rollBack(let v, let channel, let to, let rollout, let message):
-            try rollBack(app: app, appVersion: v, channel: channel, to: to, rollout: rollout, message: message, actor: actor, now: now).json
-        case .revoke(let v, let channel, let number, let message):
-            .array(try revoke(app: app, appVersion: v, channel: channel, number: number, message: message, actor: actor, now: now).map(\.json))
-        case .rollout(let v, let number, let percent):
-            try setRollout(app: app, appVersion: v, number: number, percent: percent, actor: actor, now: now).json
+        case .operation(let kind, let values):
+            // The proposer's call passed every check then (a revoke that empties a channel
+            // was confirmed): the approvers sign its summary.
+            try ReleaseOperations.decode(kind, values).execute(on: self, app: app, OperationContext(actor: actor, confirmed: true, now: now))
         case .targetsKeys(let keys, let threshold):
             try setTargetsKeys(app: app, keys: keys, threshold: threshold, actor: actor, now: now).json
         case .delegate(let channel, let role, let keys, let threshold, let replace):
@@ -284,7 +276,7 @@ extension PendingChange {
         var details: [String: JSON] = ["id": .int(id), "kind": .string(change.kind), "summary": .string(change.summary),
                                        "role": .string(request.role), "threshold": .int(Int64(request.threshold)),
                                        "signedBy": .array(signatures.map { .string($0.keyID) })]
-        if case .publish(_, _, _, _, _, _, let bundle) = change { details["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
+        if let bundle = change.bundle { details["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
         return details
     }
 }

@@ -6,7 +6,7 @@ enum ConsoleFiles {
         ("actions.js", "text/javascript; charset=utf-8", #"""
 // Publisher actions. Each opens a confirmation naming app, version, channel and patch; none
 // is offered to an auditor (canAct), and patchd refuses them anyway.
-import { api } from "./api.js";
+import { api, APIError } from "./api.js";
 import { el } from "./dom.js";
 import { canAct, confirmAction, confirmKind } from "./shell.js";
 
@@ -22,10 +22,16 @@ function button(action, label, p, onclick, kind = "") {
 
 /** The percentage field; with `from`, Confirm turns "danger" while the value would halt the
  *  patch (0 %) and stays "primary" for any other change. */
-function percentField(id, value, from = null) {
+function percentField(id, value, from = null, required = true) {
   const oninput = from === null ? null : event => confirmKind(event.target.value.trim() === "0" ? "danger" : "primary");
   return el("div", {}, el("label", { for: id }, "Rollout (percent of devices, 0–100)"),
-    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required: true, oninput }));
+    el("input", { id, type: "number", min: 0, max: 100, step: 1, value, required, oninput,
+                  placeholder: required ? "" : "as before the halt" }));
+}
+
+/** The percentage field, or undefined when it is left empty. */
+function readOptionalPercent(id) {
+  return document.getElementById(id).value.trim() === "" ? undefined : readPercent(id);
 }
 
 function readPercent(id) {
@@ -56,24 +62,29 @@ export function patchActions(p, channels = []) {
     buttons.push(button("rollout", "Change rollout", p, () => confirmAction({
       title: "Change the rollout", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
       extra: percentField("confirm-percent", p.rollout, p.rollout), confirmLabel: "Change rollout", kind: "primary",
-      run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
+      run: () => api.perform("rollout", p.app, { appVersion: p.appVersion, patch: p.patch, percent: readPercent("confirm-percent") }),
+      done: rolloutDone,
     })));
     buttons.push(button("halt", "Halt", p, () => confirmAction({
-      title: "Halt this patch (rollout 0 %)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
-      confirmLabel: "Halt", kind: "danger", run: () => api.rollout(p.app, p.appVersion, p.patch, 0), done: rolloutDone,
+      title: "Halt this patch (rollout 0 %; devices that have it keep it)", what: where(p).concat([["Rollout now", `${p.rollout} %`]]),
+      extra: reasonField("Why (optional, kept in the audit log)"),
+      confirmLabel: "Halt", kind: "danger",
+      run: () => api.perform("halt", p.app, { appVersion: p.appVersion, patch: p.patch, message: reason() }), done: rolloutDone,
     }), "danger"));
   } else if (p.delivery === "halted") {
     buttons.push(button("resume", "Resume", p, () => confirmAction({
       title: "Resume this patch", what: where(p).concat([["Rollout now", "0 % (halted)"]]),
-      extra: percentField("confirm-percent", 100, 0), confirmLabel: "Resume", kind: "primary",
-      run: () => api.rollout(p.app, p.appVersion, p.patch, readPercent("confirm-percent")), done: rolloutDone,
+      extra: percentField("confirm-percent", "", 0, false), confirmLabel: "Resume", kind: "primary",
+      // An empty field: back to the percentage the halt found (patchd's rule).
+      run: () => api.perform("resume", p.app, { appVersion: p.appVersion, patch: p.patch, rollout: readOptionalPercent("confirm-percent") }),
+      done: rolloutDone,
     }), "primary"));
   }
   buttons.push(button("revoke", "Revoke", p, () => confirmAction({
     title: "Revoke this patch", what: where(p),
     extra: reasonField("Why (optional, kept with the patch and in the audit log)"),
     confirmLabel: "Revoke", kind: "danger",
-    run: () => api.revoke(p.app, p.appVersion, p.patch, reason()),
+    run: () => revokeConfirming(p, reason()),
     done: revoked => `revoked ${p.app} ${p.appVersion} patch ${revoked.map(r => r.patch).join(", ")}`,
   }), "danger"));
   const targets = channels.filter(c => c !== p.channel);
@@ -85,12 +96,26 @@ export function patchActions(p, channels = []) {
         el("select", { id: "confirm-to" }, options.map(c => el("option", { value: c }, c))),
         percentField("confirm-percent", 100)),
       confirmLabel: "Promote", kind: "primary",
-      run: () => api.promote(p.app, p.appVersion, { from: p.channel, to: document.getElementById("confirm-to").value,
-                                                     patch: p.patch, rollout: readPercent("confirm-percent") }),
+      run: () => api.perform("promote", p.app, { appVersion: p.appVersion, from: p.channel, to: document.getElementById("confirm-to").value,
+                                                 patch: p.patch, rollout: readPercent("confirm-percent") }),
       done: r => `promoted ${p.app} ${p.appVersion} ${p.channel} patch ${p.patch} to ${r.channel} as patch ${r.patch}`,
     })));
   }
   return el("div", { class: "actions" }, buttons);
+}
+
+/** A revoke; one patchd says would leave the version and channel serving no patch
+ *  (`confirmation_required`, its message saying what devices would run) is asked about once
+ *  more, and sent again with `confirm` only if the publisher says so. */
+async function revokeConfirming(p, message) {
+  const values = { appVersion: p.appVersion, patch: p.patch, message };
+  try {
+    return await api.perform("revoke", p.app, values);
+  } catch (error) {
+    if (!(error instanceof APIError) || error.code !== "confirmation_required") throw error;
+    if (!window.confirm(`${error.message}.\n\nRevoke anyway?`)) throw new Error("not revoked: nothing was changed");
+    return api.perform("revoke", p.app, { ...values, confirm: "true" });
+  }
 }
 
 /** Reject of a change waiting for signatures (the two-person rule): it will never land.
@@ -133,7 +158,7 @@ export function rollbackAction(appName, serving, patches) {
   return button("rollback", label(earlier[0].patch), p, () => confirmAction({
     title: "Roll back: publish an earlier patch's code as the next patch", what: where(p).concat([["Serving now", serving.summary]]),
     extra: picker, confirmLabel: label(earlier[0].patch), kind: "danger",
-    run: () => api.rollback(appName, p.appVersion, { channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
+    run: () => api.perform("rollback", appName, { appVersion: p.appVersion, channel: p.channel, to: chosen(), expectPatch: newest, message: reason() }),
     done: r => `rolled back ${appName} ${p.appVersion} ${p.channel} to patch ${r.rolledBackTo?.patch ?? chosen()}: published as patch ${r.patch}`,
   }), "danger");
 }
@@ -143,7 +168,7 @@ export function rollbackAction(appName, serving, patches) {
 // The JSON API of patchd, with the token from session storage as a bearer header. The
 // token never goes into a URL, a cookie or the console log.
 
-import { operations } from "./operations.js";
+import { operations, releases } from "./operations.js";
 
 const KEY = "hotpatch.token";
 
@@ -221,6 +246,31 @@ export const NEWEST = "9223372036854775807";
 
 const patchOf = (app, appVersion, patch) => ({ app, appVersion, patch });
 
+/** Runs release operation `kind` (operations.js `releases`, from the operation's definition in
+ *  Sources/PatchRegistry/Operations) for `app` with `values` by their wire names: each goes
+ *  where the definition puts it (path, query or JSON body), to the first of its routes whose
+ *  path parameters all have values. A name the operation does not take is an error here, as
+ *  patchd would answer it. */
+export function perform(kind, app, values = {}) {
+  const release = releases[kind];
+  if (!release) throw new Error(`no release operation ${kind}`);
+  const given = Object.entries(values).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const has = name => name === "app" || given.some(([n]) => n === name);
+  const route = release.routes.find(id => [...operations[id].path.matchAll(/\{([A-Za-z]+)\}/g)].every(m => has(m[1])))
+    ?? release.routes[release.routes.length - 1];
+  const inPath = new Set([...operations[route].path.matchAll(/\{([A-Za-z]+)\}/g)].map(m => m[1]));
+  const path = { app }, query = {}, body = {};
+  for (const [name, value] of given) {
+    const parameter = release.parameters.find(p => p.name === name);
+    if (!parameter) throw new Error(`${kind} takes no ${name}`);
+    if (parameter.in === "path" && inPath.has(name)) path[name] = value;
+    else if (parameter.in === "body") body[name] = parameter.kind === "patch" || parameter.kind === "percent" ? Number(value) : String(value);
+    else query[name] = value;
+  }
+  const takesBody = release.parameters.some(p => p.in === "body");
+  return call(route, path, { query, body: takesBody ? body : undefined });
+}
+
 export const api = {
   whoami: () => call("whoami"),
   apps: () => call("listApps"),
@@ -234,14 +284,8 @@ export const api = {
    *  page by default: above every seq there can be). */
   audit: ({ before = NEWEST, limit = 50, appName = null } = {}) =>
     call("getAudit", {}, { query: { verify: "true", before, limit, app: appName } }),
-  rollout: (app, version, patch, percent) => call("setRollout", patchOf(app, version, patch), { body: { percent } }),
-  revoke: (app, version, patch, message) => call("revokePatch", patchOf(app, version, patch), { query: { message } }),
-  /** Publishes patch `to`'s bytes again as the next patch of the version and channel;
-   *  `expectPatch` is the newest live patch the dialog showed (409 if it changed since). */
-  rollback: (app, version, { channel, to, expectPatch, message }) =>
-    call("rollBackTo", { app, appVersion: version }, { query: { channel, to, expectPatch, message } }),
-  promote: (app, version, { from, to, patch, rollout }) =>
-    call("promotePatch", { app, appVersion: version }, { query: { from, to, patch, rollout } }),
+  /** A release operation (rollout, halt, resume, revoke, rollback, promote…): `perform`. */
+  perform,
   /** The app's release changes waiting for signatures, oldest first; `all` adds the approved,
    *  rejected and superseded ones. */
   pending: (app, { all = false } = {}) => call("listPending", { app }, { query: { all: all ? "true" : undefined } }),
@@ -764,9 +808,10 @@ render();
 
 """#),
         ("operations.js", "text/javascript; charset=utf-8", #"""
-// Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) by
-// `make operations-js`; OperationTableTests fails when it differs. api.js builds every URL
-// from it, so the console spells no route of its own.
+// Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) and the
+// release operations' definitions (Sources/PatchRegistry/Operations) by `make operations-js`;
+// OperationDefinitionTests fails when it differs. api.js builds every URL and every release
+// call from it, so the console spells no route or parameter of its own.
 export const operations = Object.freeze({
   health: Object.freeze({ method: "GET", path: "/healthz", scope: "anyone" }),
   metrics: Object.freeze({ method: "GET", path: "/metrics", scope: "anyone" }),
@@ -793,6 +838,8 @@ export const operations = Object.freeze({
   revokeVersion: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/revoke", scope: "publisher" }),
   revokePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/revoke", scope: "publisher" }),
   setRollout: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout", scope: "publisher" }),
+  haltPatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/halt", scope: "publisher" }),
+  resumePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume", scope: "publisher" }),
   getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
@@ -812,6 +859,92 @@ export const operations = Object.freeze({
   consoleFile: Object.freeze({ method: "GET", path: "/console/{file}", scope: "anyone" }),
   getJSPatchPackage: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/{package}.zip", scope: "anyone" }),
   getJSPatchLatest: Object.freeze({ method: "GET", path: "/jspatch/{app}/{appVersion}/latest", scope: "anyone" }),
+});
+
+export const releases = Object.freeze({
+  publish: Object.freeze({
+    routes: ["publishPatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
+      Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  promote: Object.freeze({
+    routes: ["promotePatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "from", in: "query", kind: "channel", required: true }),
+      Object.freeze({ name: "to", in: "query", kind: "channel", required: true }),
+      Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  rollout: Object.freeze({
+    routes: ["setRollout"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "percent", in: "body", kind: "percent", required: true }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  halt: Object.freeze({
+    routes: ["haltPatch"], danger: "stops", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  resume: Object.freeze({
+    routes: ["resumePatch"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  revoke: Object.freeze({
+    routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "all", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
+    ]),
+  }),
+  rollback: Object.freeze({
+    routes: ["rollBackTo"], danger: "takesAway", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+      Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "to", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
+      Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
 });
 
 """#),

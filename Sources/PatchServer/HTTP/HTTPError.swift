@@ -64,7 +64,8 @@ extension RegistryError {
     /// that reveals nothing (the detail goes to the server log).
     var httpError: HTTPError {
         switch self {
-        case .invalidInput(let m): return .badRequest(m)
+        case .invalidInput(let m), .invalidCall(let m): return .badRequest(m)
+        case .unconfirmed(let m): return HTTPError(409, "confirmation_required", m)
         case .notFound(let m): return .notFound(m)
         case .conflict(let m): return HTTPError(409, "conflict", m)
         case .pending(let change):

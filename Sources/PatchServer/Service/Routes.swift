@@ -14,15 +14,11 @@ extension PatchService {
         r.add(.getConditionalTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
         r.add(.getChannelConditionalTarget, metric: .target) { s, q, p throws(HTTPError) in try s.target(q, p, conditional: true) }
         r.add(.checkPatch, metric: .check) { s, q, p throws(HTTPError) in try s.check(q, p) }
-        r.add(.publishPatch, metric: .publish, body: Registry.maxBundleSize) { s, q, p throws(HTTPError) in try s.publish(q, p) }
-        r.add(.promotePatch, metric: .publish) { s, q, p throws(HTTPError) in try s.promote(q, p) }
-        r.add(.rollBackTo, metric: .publish) { s, q, p throws(HTTPError) in try s.rollBack(q, p) }
+        // Release operations (Sources/PatchRegistry/Operations): decode, execute, encode, one
+        // handler for all of them (OperationRoutes.swift).
+        for operation in ReleaseOperations.all { r.add(operation) }
         r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
-        r.add(.revokeVersion, metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add(.revokePatch, metric: .revoke) { s, q, p throws(HTTPError) in try s.revoke(q, p) }
-        r.add(.setRollout, metric: .rollout,
-              body: PatchService.rolloutBodyLimit) { s, q, p throws(HTTPError) in try s.rollout(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
         r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
         r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
@@ -70,9 +66,6 @@ extension PatchService {
         default: throw .badRequest("\(name) must be true or false")
         }
     }
-
-    /// The rollout route's JSON body, at most.
-    static let rolloutBodyLimit = 4096
 
     /// A JSON object body of at most `limit` bytes holding only `members`: any other member is
     /// 400, so a body its schema allows is one that fits the limit. `what` names it in that
@@ -223,134 +216,6 @@ extension PatchService {
 
     /// The check's answer depends on who asks: the device (rollout, allow-lists) and its OS (ranges).
     static let checkVary = ("Vary", "X-Device-ID, X-OS-Version")
-
-    // MARK: Publishing
-
-    func publish(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        guard let rawVersion = request.query("appVersion") else { throw .badRequest("appVersion query parameter is required") }
-        let version = try appVersion(rawVersion)
-        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
-        let allowSame = try PatchService.flag(request, "allowSame")
-        let dryRun = try PatchService.flag(request, "dryRun")
-        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
-        let message = request.query("message")
-        let conditions = try PatchService.conditions(request)
-        let expected = try PatchService.expectedLive(request)
-        let bundle = request.body
-        let published = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.publish(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                 conditions: conditions, allowSame: allowSame, expectLive: expected, dryRun: dryRun, actor: token.actor)
-        }
-        if !dryRun { metrics.recordPublish() }
-        return PatchService.changed(published.json, dryRun: dryRun, status: 201)
-    }
-
-    /// `expectPatch=N` on a change: the newest live patch of its version and channel must be N
-    /// (0: none) when it commits (Registry.requireLive), else 409 and nothing changes.
-    static func expectedLive(_ request: HTTPRequest) throws(HTTPError) -> Int? {
-        try request.query("expectPatch").map { raw throws(HTTPError) in
-            guard let n = Int(raw), (0...Int(Int32.max)).contains(n), String(n) == raw else {
-                throw .badRequest("expectPatch must be a patch number, or 0 for none live")
-            }
-            return n
-        }
-    }
-
-    /// `X-Patch-Conditions`: the signed form of a patch's delivery conditions (canonical JSON,
-    /// device IDs already hashed by the publisher, so raw IDs never reach the server).
-    static func conditions(_ request: HTTPRequest) throws(HTTPError) -> DeliveryConditions? {
-        guard let raw = request.header("X-Patch-Conditions") else { return nil }
-        guard let json = try? JSONParser.parse(Array(raw.utf8), maxLength: 16 * 1024), let conditions = DeliveryConditions(json) else {
-            throw .badRequest("X-Patch-Conditions must be delivery conditions as docs/PROTOCOL.md section 5 gives them")
-        }
-        return conditions
-    }
-
-    /// A change's answer; a dry run (`?dryRun=true`) is 200 with `"dryRun": true`: it was
-    /// worked out in full and rolled back.
-    static func changed(_ json: JSON, dryRun: Bool, status: Int = 200) -> HTTPResponse {
-        .json(json.markedDryRun(dryRun), status: dryRun ? 200 : status)
-    }
-
-    /// Publishes the plaintext of a patch of channel `from` as the next patch of channel `to`
-    /// (Registry.promote): query from, to, optional patch, rollout and message.
-    func promote(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let version = try appVersion(p["appVersion"])
-        guard let rawFrom = request.query("from"), let rawTo = request.query("to") else { throw .badRequest("from and to query parameters are required") }
-        let from = try PatchService.channel(rawFrom)
-        let to = try PatchService.channel(rawTo)
-        let number = try request.query("patch").map { raw throws(HTTPError) in try PatchService.patchNumber(raw) }
-        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
-        let message = request.query("message")
-        let dryRun = try PatchService.flag(request, "dryRun")
-        let expected = try PatchService.expectedLive(request)
-        let promoted = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.promote(app: app, appVersion: version, from: from, to: to, number: number, rollout: rollout, message: message,
-                                 expectLive: expected, dryRun: dryRun, actor: token.actor)
-        }
-        if !dryRun { metrics.recordPublish() }
-        return PatchService.changed(promoted.json, dryRun: dryRun, status: 201)
-    }
-
-    /// `rollback --to N`: patch `to`'s plaintext published again as the next patch of its
-    /// channel (`channel`, default production), signed `rolledBackTo` (Registry.rollBack).
-    func rollBack(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let version = try appVersion(p["appVersion"])
-        guard let rawTo = request.query("to") else { throw .badRequest("the to query parameter (the patch to go back to) is required") }
-        let number = try PatchService.patchNumber(rawTo)
-        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
-        let rollout = Int(try PatchService.integer(request, "rollout", in: 0...100, default: 100))
-        let dryRun = try PatchService.flag(request, "dryRun")
-        let expected = try PatchService.expectedLive(request)
-        let published = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.rollBack(app: app, appVersion: version, channel: channel, to: number, rollout: rollout, message: request.query("message"),
-                                  expectLive: expected, dryRun: dryRun, actor: token.actor)
-        }
-        if !dryRun { metrics.recordPublish() }
-        return PatchService.changed(published.json, dryRun: dryRun, status: 201)
-    }
-
-    /// Revokes patch `:patch`, or every active patch of the version in the `channel` query
-    /// argument's channel (default production) when the route has none.
-    func revoke(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let version = try appVersion(p["appVersion"])
-        let number = p.values["patch"] == nil ? nil : try PatchService.patchNumber(p["patch"])
-        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) }
-        let dryRun = try PatchService.flag(request, "dryRun")
-        let expected = try PatchService.expectedLive(request)
-        let revoked = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.revoke(app: app, appVersion: version, channel: channel, number: number, message: request.query("message"),
-                                expectLive: expected, dryRun: dryRun, actor: token.actor)
-        }
-        return PatchService.changed(.array(revoked.map(\.json)), dryRun: dryRun)
-    }
-
-    func rollout(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let version = try appVersion(p["appVersion"])
-        let number = try PatchService.patchNumber(p["patch"])
-        let body: JSON
-        do { body = try JSONParser.parse(request.body, maxLength: PatchService.rolloutBodyLimit) } catch { throw .badRequest("body must be JSON like {\"percent\": 50}: \(error)") }
-        guard let percent = body["percent"]?.intValue, (0...100).contains(percent) else {
-            throw .badRequest("body must be JSON like {\"percent\": 50} with an integer from 0 to 100")
-        }
-        let dryRun = try PatchService.flag(request, "dryRun")
-        let expected = try PatchService.expectedLive(request)
-        let change = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.setRollout(app: app, appVersion: version, number: number, percent: Int(percent), expectLive: expected,
-                                    dryRun: dryRun, actor: token.actor)
-        }
-        return PatchService.changed(change.json, dryRun: dryRun)
-    }
 
     // MARK: Audit listing
 

@@ -47,20 +47,9 @@ protocol Backend {
     func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary
 
     // Changes: each answers what its route answers, marked `"dryRun": true` for a dry run.
-    /// `publishPatch`.
-    func publish(_ request: PublishRequest) throws(CLIError) -> JSON
-    /// `revokeVersion` (patch nil: every active patch of the version in `channel`) or
-    /// `revokePatch`: the revoked patches.
-    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
-                dryRun: Bool) throws(CLIError) -> [JSON]
-    /// `setRollout`.
-    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON
-    /// `rollBackTo`: patch `to`'s bytes published again as the channel's next patch.
-    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
-                  dryRun: Bool) throws(CLIError) -> JSON
-    /// `promotePatch`.
-    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
-                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON
+    /// A release operation (publish, promote, rollout, halt, resume, revoke, rollback): the
+    /// registry's `perform` here, its route over a server, with nothing per operation.
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed
     /// `setSchedule`: `RolloutSchedule.json`.
     func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON
     /// `setGuard`: whether anything changed.
@@ -110,18 +99,11 @@ struct DelegateRequest {
     var signingKeys: [SigningKey] = []
 }
 
-/// `publishPatch`'s parameters.
-struct PublishRequest {
-    var app: AppName
-    var version: AppVersion
-    var bundle: [UInt8]
-    var channel: ChannelName
-    var rollout: Int
-    var message: String?
-    var conditions: DeliveryConditions?
-    var allowSame: Bool
-    var expect: Int?
-    var dryRun: Bool
+/// What a release operation did: its answer, or nothing yet because it would leave a version
+/// and channel serving no patch and was not confirmed (the reason, with what devices would run).
+enum Performed {
+    case done(JSON)
+    case needsConfirmation(String)
 }
 
 enum Backends {

@@ -71,43 +71,10 @@ struct LocalBackend: Backend {
         return try run { () throws(RegistryError) in try local.export(app: app, to: out, layout: layout, timestampLifetime: lifetime) }
     }
 
-    func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            try local.publish(app: r.app, appVersion: r.version, bundle: r.bundle, channel: r.channel, rollout: r.rollout, message: r.message,
-                              conditions: r.conditions, allowSame: r.allowSame, expectLive: r.expect, dryRun: r.dryRun, actor: who)
-                .json.markedDryRun(r.dryRun)
-        }
-    }
-
-    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
-                dryRun: Bool) throws(CLIError) -> [JSON] {
-        try run { () throws(RegistryError) in
-            try local.revoke(app: app, appVersion: version, channel: channel, number: patch, message: message, expectLive: expect,
-                             dryRun: dryRun, actor: who).map { $0.json.markedDryRun(dryRun) }
-        }
-    }
-
-    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            try local.setRollout(app: app, appVersion: version, number: patch, percent: percent, expectLive: expect, dryRun: dryRun, actor: who)
-                .json.markedDryRun(dryRun)
-        }
-    }
-
-    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
-                  dryRun: Bool) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            try local.rollBack(app: app, appVersion: version, channel: channel, to: to, message: message, expectLive: expect,
-                               dryRun: dryRun, actor: who).json.markedDryRun(dryRun)
-        }
-    }
-
-    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
-                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            try local.promote(app: app, appVersion: version, from: from, to: to, number: patch, rollout: rollout, message: message,
-                              expectLive: expect, dryRun: dryRun, actor: who).json.markedDryRun(dryRun)
-        }
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed {
+        do { return .done(try Registry.signing(with: keys) { () throws(RegistryError) in try local.perform(operation, app: app, options.context(actor: who)) }) }
+        catch .unconfirmed(let message) { return .needsConfirmation(message) }
+        catch { throw error.cliError }
     }
 
     func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {

@@ -117,46 +117,16 @@ struct RemoteBackend: Backend {
         }
     }
 
-    func publish(_ r: PublishRequest) throws(CLIError) -> JSON {
-        var query = ["appVersion": r.version.rawValue, "rollout": String(r.rollout), "channel": r.channel.rawValue]
-        if r.allowSame { query["allowSame"] = "true" }
-        if r.dryRun { query["dryRun"] = "true" }
-        if let message = r.message { query["message"] = message }
-        let headers = r.conditions.map { ["X-Patch-Conditions": $0.json.canonicalString] } ?? [:]
-        return try change(.publishPatch, ["app": r.app.rawValue], query: ExpectPatch.query(query, r.expect), headers: headers, body: r.bundle)
-    }
-
-    func revoke(app: AppName, version: AppVersion, patch: Int?, channel: ChannelName?, message: String?, expect: Int?,
-                dryRun: Bool) throws(CLIError) -> [JSON] {
-        var values = ["app": app.rawValue, "appVersion": version.rawValue]
-        if let patch { values["patch"] = String(patch) }
-        var query = message.map { ["message": $0] } ?? [:]
-        if dryRun { query["dryRun"] = "true" }
-        if let channel { query["channel"] = channel.rawValue }
-        return try array(change(patch == nil ? .revokeVersion : .revokePatch, values, query: ExpectPatch.query(query, expect)), "revoke answer")
-    }
-
-    func setRollout(app: AppName, version: AppVersion, patch: Int, percent: Int, expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
-        try change(.setRollout, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)],
-                        query: ExpectPatch.query(dryRun ? ["dryRun": "true"] : [:], expect),
-                        body: JSON.object(["percent": .int(Int64(percent))]).canonicalBytes)
-    }
-
-    func rollBack(app: AppName, version: AppVersion, channel: ChannelName, to: Int, message: String?, expect: Int?,
-                  dryRun: Bool) throws(CLIError) -> JSON {
-        var query = ["to": String(to), "channel": channel.rawValue]
-        if let message { query["message"] = message }
-        if dryRun { query["dryRun"] = "true" }
-        return try change(.rollBackTo, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
-    }
-
-    func promote(app: AppName, version: AppVersion, from: ChannelName, to: ChannelName, patch: Int?, rollout: Int, message: String?,
-                 expect: Int?, dryRun: Bool) throws(CLIError) -> JSON {
-        var query = ["from": from.rawValue, "to": to.rawValue, "rollout": String(rollout)]
-        if dryRun { query["dryRun"] = "true" }
-        if let patch { query["patch"] = String(patch) }
-        if let message { query["message"] = message }
-        return try change(.promotePatch, ["app": app.rawValue, "appVersion": version.rawValue], query: ExpectPatch.query(query, expect))
+    /// Every release operation: its request as the operation encodes it (the same codec
+    /// patchd decodes with), the server's answer, a 202 signed here when the keys are.
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed {
+        let request = operation.request(app: app, options)
+        let response = try remote.send(request.route, request.path, query: request.query, headers: request.headers, body: request.body)
+        if response.status == 409, let error = (try? JSONParser.parse(response.body))?["error"],
+           error["code"]?.stringValue == "confirmation_required", let message = error["message"]?.stringValue {
+            return .needsConfirmation(message)
+        }
+        return .done(try change(response))
     }
 
     func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
@@ -225,9 +195,7 @@ struct RemoteBackend: Backend {
 
     /// One change: its answer, or for a 202 (stored as pending: the server lacks keys it
     /// needs) the pending change signed here with `keys` and approved.
-    private func change(_ operation: APIOperation, _ values: [String: String], query: [String: String] = [:], headers: [String: String] = [:],
-                        body: [UInt8]? = nil) throws(CLIError) -> JSON {
-        let response = try remote.send(operation, values, query: query, headers: headers, body: body)
+    private func change(_ response: Remote.Response) throws(CLIError) -> JSON {
         let bytes = try remote.answer(response)
         guard let parsed = try? JSONParser.parse(bytes) else { throw .failed("server sent a body that is not JSON") }
         guard response.status == 202, let pending = parsed["pending"] else { return parsed }

@@ -112,8 +112,12 @@ enum ChannelDefault {
 
 extension RegistryError {
     var cliError: CLIError {
-        if case .pending(let change) = self { return .pending(PendingText.line(change.json), json: change.json) }
-        return .failed(description)
+        switch self {
+        case .pending(let change): return .pending(PendingText.line(change.json), json: change.json)
+        case .invalidCall(let message): return .usage(message)
+        case .unconfirmed(let message): return .usage(message + "; give --yes to go ahead")
+        default: return .failed(description)
+        }
     }
 }
 

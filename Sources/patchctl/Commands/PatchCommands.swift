@@ -27,15 +27,15 @@ struct PublishCommand: Command {
         let message = arguments.value("--message")
         let allowSame = arguments.flag("--allow-same")
         let dryRun = arguments.flag("--dry-run")
-        let expected = try ExpectPatch.value(arguments)
         let conditions = try DeliveryOptions.conditions(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
-        var patch = try backend.publish(PublishRequest(app: name, version: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                                       conditions: conditions, allowSame: allowSame, expect: expected, dryRun: dryRun))
+        let operation = PublishOperation(appVersion: version, channel: channel, rollout: rollout, message: message, conditions: conditions,
+                                         allowSame: allowSame, bundle: bundle)
+        var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
         var schedule: JSON?
         if let staged, dryRun {
             // What would be scheduled, checked by the registry's own rules; nothing is stored.
@@ -77,28 +77,31 @@ struct PublishCommand: Command {
 }
 
 struct RevokeCommand: Command {
-    static let spec = CommandSpec("revoke", summary: "Revoke a patch, or every active patch of an app version when --patch is omitted",
+    static let spec = CommandSpec("revoke", summary: "Revoke a patch (--patch N), or every active patch of an app version in a channel (--all): devices that run it drop it",
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
                                             .value("--app-version", "V", "the app version").required,
-                                            .value("--patch", "N", "the patch number (default: every active patch of the version in the channel)"),
-                                            .value("--channel", "NAME", "the channel whose patches are revoked (default: hotpatch.json's, else production); with --patch, checked against the patch's"),
+                                            .value("--patch", "N", "the patch to revoke"),
+                                            .flag("--all", "instead of --patch: every active patch of the version in the channel"),
+                                            .value("--channel", "NAME", "with --all, the channel whose patches are revoked (default: hotpatch.json's, else production); with --patch, checked against the patch's"),
                                             .value("--message", "TEXT", "why (one line): kept with the patch, shown by list and audit"),
-                                            .flag("--dry-run", "say what would be revoked and change nothing"),
+                                            .flag("--dry-run", "say what would be revoked and change nothing"), ReleaseCall.yes,
                                             .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
         let number = try arguments.int("--patch", in: 1...Int(Int32.max))
-        // One channel: the one named, else (without --patch) the project's; a patch named by
-        // number is in one channel already, which an explicit --channel must match.
+        // One channel: the one named, else (with --all) the project's; a patch named by number
+        // is in one channel already, which an explicit --channel must match.
         let channel = number == nil ? try ChannelDefault.resolve(arguments) : try arguments.channel("--channel")
+        let operation = try ReleaseCall.make(RevokeOperation.self, [
+            "appVersion": version.rawValue, "patch": number.map(String.init), "channel": channel?.rawValue,
+            "all": arguments.flag("--all") ? "true" : nil, "message": arguments.value("--message"),
+        ])
         let dryRun = arguments.flag("--dry-run")
-        let message = arguments.value("--message")
-        let expected = try ExpectPatch.value(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
-        let revoked = try backend.revoke(app: name, version: version, patch: number, channel: channel, message: message, expect: expected, dryRun: dryRun)
+        let revoked = try ReleaseCall.run(operation, app: name, backend: backend, arguments).arrayValue ?? []
         // The channel the revoked patches were in (one: a revoke never spans channels).
         let revokedChannel = try (revoked.first?["channel"]?.stringValue).map { raw throws(CLIError) in
             do { return try ChannelName(raw) } catch { throw CLIError.failed("the server named an invalid channel: \(error)") }
@@ -135,22 +138,10 @@ struct RolloutCommand: Command {
         guard let number = try arguments.int("--patch", in: 1...Int(Int32.max)) else { throw .usage("--patch is required") }
         guard let percent = try arguments.percent("--rollout") else { throw .usage("--rollout is required") }
         let dryRun = arguments.flag("--dry-run")
-        let expected = try ExpectPatch.value(arguments)
+        if percent == 0 { Output.error("a rollout to 0 % is a halt: `patchctl halt` says so in the audit log, and `patchctl resume` goes back") }
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
-        let patch = try backend.setRollout(app: name, version: version, patch: number, percent: percent, expect: expected, dryRun: dryRun)
-        if arguments.flag("--json") { Output.json(patch); return }
-        if dryRun {
-            Output.line("dry run: \(name) \(version) patch \(number) would roll out to \(patch["rollout"]?.intValue ?? 0)% of devices (now \(patch["from"]?.intValue ?? 0)%); nothing was changed")
-        } else if patch["changed"]?.boolValue == false {
-            Output.line("\(name) \(version) patch \(number) unchanged: it already rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices (nothing signed, no audit event)")
-        } else {
-            Output.line("\(name) \(version) patch \(number) now rolls out to \(patch["rollout"]?.intValue ?? 0)% of devices")
-        }
-        if let stopped = patch["stoppedSchedule"] {
-            let steps = (stopped["steps"]?.arrayValue ?? []).compactMap(\.intValue).map { "\($0) %" }.joined(separator: ", ")
-            Output.line("stopped its staged rollout (next steps \(steps)): a manual rollout takes over from the schedule; `publish --advance` sets a new one")
-        }
-        if !dryRun { try NowServed.print(app: name, version: version, backend: backend) }
+        let patch = try ReleaseCall.run(RolloutOperation(appVersion: version, patch: number, percent: percent), app: name, backend: backend, arguments)
+        try RolloutOutput.print(patch, app: name, version: version, number: number, dryRun: dryRun, backend: backend, arguments)
     }
 }

@@ -25,12 +25,11 @@ struct PromoteCommand: Command {
         let rollout = try arguments.percent("--rollout") ?? 100
         let message = arguments.value("--message")
         let dryRun = arguments.flag("--dry-run")
-        let expected = try ExpectPatch.value(arguments)
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: to)
-        var patch = try backend.promote(app: name, version: version, from: from, to: to, patch: number, rollout: rollout, message: message,
-                                        expect: expected, dryRun: dryRun)
+        let operation = PromoteOperation(appVersion: version, from: from, to: to, patch: number, rollout: rollout, message: message)
+        var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
         let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: to, reason: "promote")
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }

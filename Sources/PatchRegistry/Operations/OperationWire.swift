@@ -1,0 +1,118 @@
+import Foundation
+import PatchCore
+
+/// One call of a release operation as HTTP carries it: what patchctl's remote form sends and
+/// what patchd's handler reads back, each from the operation's parameters (docs/PROTOCOL.md
+/// section "Release operations").
+public struct OperationRequest: Sendable, Equatable {
+    public let route: APIOperation
+    /// Path parameters, `app` among them.
+    public let path: [String: String]
+    public let query: [String: String]
+    public let headers: [String: String]
+    public let body: [UInt8]?
+}
+
+/// How a call is run, beside what it does: the call parameters (`OperationDefinition.callParameters`).
+public struct CallOptions: Sendable, Equatable {
+    public var dryRun: Bool
+    public var expectPatch: Int?
+    public var confirmed: Bool
+
+    public init(dryRun: Bool = false, expectPatch: Int? = nil, confirmed: Bool = false) {
+        self.dryRun = dryRun
+        self.expectPatch = expectPatch
+        self.confirmed = confirmed
+    }
+
+    public func context(actor: Actor, now: Date = Date()) -> OperationContext {
+        OperationContext(actor: actor, dryRun: dryRun, expectPatch: expectPatch, confirmed: confirmed, now: now)
+    }
+}
+
+extension ReleaseOperation {
+    /// This call as its route takes it.
+    public func request(app: AppName, _ options: CallOptions = CallOptions()) -> OperationRequest {
+        let definition = Self.definition
+        var values = self.values
+        if options.dryRun { values["dryRun"] = "true" }
+        if let expect = options.expectPatch { values["expectPatch"] = String(expect) }
+        if options.confirmed { values["confirm"] = "true" }
+        let route = definition.route(for: values)
+        var path = ["app": app.rawValue], query: [String: String] = [:], headers: [String: String] = [:]
+        var members: [String: JSON] = [:]
+        for (name, raw) in values.fields {
+            guard let parameter = definition.parameter(name) else { preconditionFailure("\(definition.kind): \(name) is not a parameter") }
+            switch parameter.place {
+            case .path where route.parameters.contains(name): path[name] = raw
+            case .path, .query: query[name] = raw
+            case .header: headers[parameter.header ?? name] = raw
+            case .body: members[name] = parameter.kind.isNumber ? Int64(raw).map { .int($0) } ?? .string(raw) : .string(raw)
+            case .content: continue
+            }
+        }
+        let body = definition.parameters.contains { $0.place == .body } ? JSON.object(members).canonicalBytes : values.bundle
+        return OperationRequest(route: route, path: path, query: query, headers: headers, body: body)
+    }
+}
+
+extension OperationParameter.Kind {
+    var isNumber: Bool { self == .patch || self == .percent }
+}
+
+extension OperationDefinition {
+    /// Reads a call from what a route captured (`path`, without `app`), its query arguments
+    /// in order, a header lookup and the body: any argument the operation does not declare,
+    /// or one sent twice, is refused, so a misspelt option is never silently ignored.
+    public func decode(path: [String: String], query: [(name: String, value: String)], header: (String) -> String?,
+                       body: [UInt8]) throws(RegistryError) -> (values: OperationValues, options: CallOptions) {
+        var values = OperationValues()
+        for (name, value) in path where name != "app" { values[name] = value }
+        for (name, value) in query {
+            guard let parameter = parameter(name), parameter.place == .query else {
+                throw .invalidCall("\(kind) takes no query parameter \(name.debugSanitized) (it takes \(queryNames.joined(separator: ", ")))")
+            }
+            guard values[name] == nil else { throw .invalidCall("\(name) was sent twice") }
+            values[name] = value
+        }
+        for parameter in parameters where parameter.place == .header {
+            if let value = header(parameter.header ?? parameter.name) { values[parameter.name] = value }
+        }
+        if parameters.contains(where: { $0.place == .content }) {
+            values.bundle = body
+        } else if parameters.contains(where: { $0.place == .body }) {
+            try decodeMembers(body, into: &values)
+        } else if !body.isEmpty {
+            throw .invalidCall("\(kind) takes no request body")
+        }
+        let options = CallOptions(dryRun: try values.flag("dryRun"), expectPatch: try values.patch("expectPatch", allowZero: true),
+                                  confirmed: try values.flag("confirm"))
+        for call in callParameters { values[call.name] = nil }
+        return (values, options)
+    }
+
+    private var queryNames: [String] { (parameters + callParameters).filter { $0.place == .query }.map(\.name) }
+
+    /// A JSON object of the body parameters, each of its declared type.
+    private func decodeMembers(_ body: [UInt8], into values: inout OperationValues) throws(RegistryError) {
+        let members = parameters.filter { $0.place == .body }
+        let example = "{" + members.map { "\"\($0.name)\": …" }.joined(separator: ", ") + "}"
+        let json: JSON
+        do { json = try JSONParser.parse(body, maxLength: bodyLimit) } catch { throw .invalidCall("the body must be JSON like \(example): \(error)") }
+        guard let object = json.objectValue else { throw .invalidCall("the body must be a JSON object like \(example)") }
+        for (name, value) in object {
+            guard let parameter = members.first(where: { $0.name == name }) else {
+                throw .invalidCall("the body has a member \(name.debugSanitized) that \(kind) does not take (it takes \(members.map(\.name).joined(separator: ", ")))")
+            }
+            switch (parameter.kind.isNumber, value) {
+            case (true, .int(let n)): values[name] = String(n)
+            case (false, .string(let s)): values[name] = s
+            case (true, _): throw .invalidCall("\(name) must be an integer")
+            case (false, _): throw .invalidCall("\(name) must be a string")
+            }
+        }
+        for parameter in members where parameter.required && values[parameter.name] == nil {
+            throw .invalidCall("the body must be JSON like \(example): \(parameter.name) is required")
+        }
+    }
+}

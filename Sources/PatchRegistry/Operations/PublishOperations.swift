@@ -1,0 +1,118 @@
+import Foundation
+import PatchCore
+
+/// `publish`: a bundle as the next patch of an app version in a channel (`Registry.publish`).
+public struct PublishOperation: ReleaseOperation, Equatable {
+    public static let definition = OperationDefinition(
+        kind: "publish", routes: [.publishPatch],
+        parameters: [
+            OperationParameter("appVersion", .query, .appVersion, required: true, "the app version the patch is for, as devices send it"),
+            .channel("the channel devices follow to get it (default production)"),
+            .rollout("percent of devices offered it (default 100)"),
+            .message,
+            OperationParameter("allowSame", .query, .flag, "true: publish even if the bytes are those of a live patch of the version and channel"),
+            OperationParameter("conditions", .header, .conditions, header: "X-Patch-Conditions",
+                               "signed delivery conditions (docs/PROTOCOL.md section 5), device IDs already hashed"),
+            OperationParameter("bundle", .content, .bytes, required: true, "the script: UTF-8 JavaScript, at most Registry.maxBundleSize bytes"),
+        ],
+        audits: ["patch.publish", "change.propose"], danger: .routine, status: 201, metric: "publish", bodyLimit: Registry.maxBundleSize)
+
+    public var appVersion: AppVersion
+    public var channel: ChannelName
+    public var rollout: Int
+    public var message: String?
+    public var conditions: DeliveryConditions?
+    public var allowSame: Bool
+    public var bundle: [UInt8]
+
+    public init(appVersion: AppVersion, channel: ChannelName = .production, rollout: Int = 100, message: String? = nil,
+                conditions: DeliveryConditions? = nil, allowSame: Bool = false, bundle: [UInt8]) {
+        self.appVersion = appVersion
+        self.channel = channel
+        self.rollout = rollout
+        self.message = message
+        self.conditions = conditions
+        self.allowSame = allowSame
+        self.bundle = bundle
+    }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        guard let bundle = values.bundle else { throw .invalidCall("the bundle (the request body) is required") }
+        self.init(appVersion: try values.appVersion(), channel: try values.channel("channel") ?? .production, rollout: try values.percent("rollout") ?? 100,
+                  message: values.text("message"), conditions: try values.conditions("conditions"), allowSame: try values.flag("allowSame"),
+                  bundle: bundle)
+    }
+
+    public var values: OperationValues {
+        .encode(["appVersion": appVersion, "channel": channel, "rollout": rollout, "message": message, "conditions": conditions,
+                 "allowSame": allowSame], bundle: bundle)
+    }
+
+    public var summary: String {
+        "publish a \(bundle.count)-byte bundle to \(appVersion) \(channel) at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
+    }
+
+    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+        try registry.publish(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                             conditions: conditions, allowSame: allowSame, expectLive: context.expectPatch, dryRun: context.dryRun,
+                             actor: context.actor, now: context.now).json
+    }
+}
+
+/// `promote`: the plaintext of a patch of channel `from` as the next patch of channel `to`
+/// (`Registry.promote`).
+public struct PromoteOperation: ReleaseOperation, Equatable {
+    public static let definition = OperationDefinition(
+        kind: "promote", routes: [.promotePatch],
+        parameters: [
+            .appVersion,
+            OperationParameter("from", .query, .channel, required: true, "the channel the patch is in"),
+            OperationParameter("to", .query, .channel, required: true, "the channel it is published to"),
+            OperationParameter("patch", .query, .patch, "the patch of `from` (default: its newest active one)"),
+            .rollout("percent of `to`'s devices offered it (default 100)"),
+            OperationParameter("message", .query, .text, "release notes of the new patch (default: the source patch's)"),
+        ],
+        audits: ["patch.promote", "change.propose"], danger: .routine, status: 201, metric: "publish")
+
+    public var appVersion: AppVersion
+    public var from: ChannelName
+    public var to: ChannelName
+    public var patch: Int?
+    public var rollout: Int
+    public var message: String?
+
+    public init(appVersion: AppVersion, from: ChannelName, to: ChannelName, patch: Int? = nil, rollout: Int = 100, message: String? = nil) {
+        self.appVersion = appVersion
+        self.from = from
+        self.to = to
+        self.patch = patch
+        self.rollout = rollout
+        self.message = message
+    }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        guard let from = try values.channel("from"), let to = try values.channel("to") else { throw .invalidCall("from and to (the two channels) are required") }
+        self.init(appVersion: try values.appVersion(), from: from, to: to, patch: try values.patch("patch"), rollout: try values.percent("rollout") ?? 100,
+                  message: values.text("message"))
+    }
+
+    public var values: OperationValues {
+        .encode(["appVersion": appVersion, "from": from, "to": to, "patch": patch, "rollout": rollout, "message": message])
+    }
+
+    public var summary: String {
+        "promote \(appVersion) \(patch.map { "patch \($0)" } ?? "the newest patch") of \(from) to \(to) at \(rollout) %"
+    }
+
+    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+        try registry.promote(app: app, appVersion: appVersion, from: from, to: to, number: patch, rollout: rollout, message: message,
+                             expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
+    }
+}
+
+extension OperationParameter {
+    static func channel(_ summary: String) -> OperationParameter { OperationParameter("channel", .query, .channel, summary) }
+    static func rollout(_ summary: String) -> OperationParameter { OperationParameter("rollout", .query, .percent, summary) }
+    /// `{patch}` of a route's path.
+    static let pathPatch = OperationParameter("patch", .path, .patch, required: true, "the patch number")
+}

@@ -1,0 +1,144 @@
+import Foundation
+import PatchCore
+
+/// `revoke`: one patch, or with `all` every active patch of the version in a channel
+/// (`Registry.revoke`). Devices that run a revoked patch drop it. One that would leave the
+/// channel serving no patch needs `confirm`.
+public struct RevokeOperation: ReleaseOperation, Equatable {
+    public static let definition = OperationDefinition(
+        kind: "revoke", routes: [.revokePatch, .revokeVersion],
+        parameters: [
+            .appVersion,
+            OperationParameter("patch", .path, .patch, "the patch (revokePatch's path); without it, `all` must be true"),
+            .channel("the channel (default production); with a patch, checked against the patch's"),
+            OperationParameter("all", .query, .flag, "true: every active patch of the version in the channel (revokeVersion)"),
+            .message,
+        ],
+        audits: ["patch.revoke", "change.propose"], danger: .takesAway, confirms: true, metric: "revoke")
+
+    public var appVersion: AppVersion
+    public var patch: Int?
+    public var channel: ChannelName?
+    public var all: Bool
+    public var message: String?
+
+    public init(appVersion: AppVersion, patch: Int?, channel: ChannelName? = nil, all: Bool = false, message: String? = nil) {
+        self.appVersion = appVersion
+        self.patch = patch
+        self.channel = channel
+        self.all = all
+        self.message = message
+    }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        let patch = try values.patch("patch"), all = try values.flag("all")
+        // Emptying a version is never what a missing option means.
+        if patch == nil, !all {
+            throw .invalidCall("name the patch to revoke (--patch N), or revoke every active patch of the version in its channel with --all (all=true)")
+        }
+        if patch != nil, all { throw .invalidCall("--patch and --all exclude each other: name one patch, or revoke them all") }
+        self.init(appVersion: try values.appVersion(), patch: patch, channel: try values.channel("channel"), all: all, message: values.text("message"))
+    }
+
+    public var values: OperationValues {
+        .encode(["appVersion": appVersion, "patch": patch, "channel": channel, "all": all, "message": message])
+    }
+
+    public var summary: String {
+        patch.map { "revoke \(appVersion) patch \($0)" } ?? "revoke every active patch of \(appVersion) \(channel ?? .production)"
+    }
+
+    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+        // A dry run changes nothing, so it needs no confirmation: it shows what would go.
+        .array(try registry.revoke(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
+                                   expectLive: context.expectPatch, dryRun: context.dryRun, confirmed: context.confirmed || context.dryRun,
+                                   actor: context.actor, now: context.now).map(\.json))
+    }
+}
+
+/// `rollback`: undoes the newest release of a version and channel, whatever its rollout
+/// (`Registry.rollBackRelease`); or with `to`, publishes patch `to`'s bytes again as the next
+/// patch (`Registry.rollBack`). Never leaves the channel serving nothing.
+public struct RollbackOperation: ReleaseOperation, Equatable {
+    public static let definition = OperationDefinition(
+        kind: "rollback", routes: [.rollBackTo],
+        parameters: [
+            .appVersion,
+            .channel("the channel (default production)"),
+            OperationParameter("patch", .query, .patch, "the release to undo (default: the newest patch of the channel that is not revoked)"),
+            OperationParameter("to", .query, .patch, "instead: publish this patch's bytes again as the channel's next patch (signed rolledBackTo)"),
+            .rollout("with `to`: percent of devices offered the new patch (default 100)"),
+            OperationParameter("message", .query, .text, "why (a plain rollback's revoke), or with `to` the new patch's release notes (default: patch `to`'s)"),
+        ],
+        audits: ["patch.revoke", "patch.rollback", "change.propose"], danger: .takesAway, status: 201, metric: "publish")
+
+    public var appVersion: AppVersion
+    public var channel: ChannelName
+    public var patch: Int?
+    public var to: Int?
+    public var rollout: Int?
+    public var message: String?
+
+    public init(appVersion: AppVersion, channel: ChannelName = .production, patch: Int? = nil, to: Int? = nil, rollout: Int? = nil, message: String? = nil) {
+        self.appVersion = appVersion
+        self.channel = channel
+        self.patch = patch
+        self.to = to
+        self.rollout = rollout
+        self.message = message
+    }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        let patch = try values.patch("patch"), to = try values.patch("to"), rollout = try values.percent("rollout")
+        if patch != nil, to != nil {
+            throw .invalidCall("--patch (the release to undo) and --to (the patch to publish again) exclude each other")
+        }
+        if rollout != nil, to == nil { throw .invalidCall("--rollout goes with --to: a plain rollback revokes the release, it publishes nothing") }
+        self.init(appVersion: try values.appVersion(), channel: try values.channel("channel") ?? .production, patch: patch, to: to, rollout: rollout,
+                  message: values.text("message"))
+    }
+
+    public var values: OperationValues {
+        .encode(["appVersion": appVersion, "channel": channel, "patch": patch, "to": to, "rollout": rollout, "message": message])
+    }
+
+    public var summary: String {
+        if let to { return "roll \(appVersion) \(channel) back to patch \(to) at \(rollout ?? 100) %" }
+        return "roll back \(appVersion) \(channel)'s \(patch.map { "patch \($0)" } ?? "newest release")"
+    }
+
+    public var status: Int { to == nil ? 200 : 201 }
+
+    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+        if let to {
+            return try registry.rollBack(app: app, appVersion: appVersion, channel: channel, to: to, rollout: rollout ?? 100, message: message,
+                                         expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
+        }
+        return try registry.rollBackRelease(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
+                                            expectPatch: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
+    }
+}
+
+/// Every release operation, by kind.
+public enum ReleaseOperations {
+    public static let all: [any ReleaseOperation.Type] = [
+        PublishOperation.self, PromoteOperation.self, RolloutOperation.self, HaltOperation.self, ResumeOperation.self,
+        RevokeOperation.self, RollbackOperation.self,
+    ]
+
+    public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }
+
+    /// The operation of `kind` with `values`: what a pending change replays.
+    public static func decode(_ kind: String, _ values: OperationValues) throws(RegistryError) -> any ReleaseOperation {
+        guard let type = type(kind) else { throw .invalidCall("no release operation \(kind.debugSanitized)") }
+        return try type.init(values)
+    }
+}
+
+extension Registry {
+    /// The one way a release operation runs, in patchd's handler and in patchctl's local form
+    /// alike: what its route answers, marked `"dryRun": true` for a dry run.
+    public func perform(_ operation: some ReleaseOperation, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+        try operation.execute(on: self, app: app, context).markedDryRun(context.dryRun)
+    }
+}

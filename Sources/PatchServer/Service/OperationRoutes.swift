@@ -1,0 +1,38 @@
+import Foundation
+import PatchCore
+import PatchRegistry
+
+extension Router where Context == PatchService {
+    /// The routes of a release operation, each answered by `PatchService.perform`: what a route
+    /// takes, where and how much of it, comes from the operation's definition.
+    mutating func add(_ operation: any ReleaseOperation.Type) {
+        let definition = operation.definition
+        for route in definition.routes {
+            add(route, metric: Metrics.Route(rawValue: definition.metric) ?? .unknown, body: definition.bodyLimit) { s, q, p throws(HTTPError) in
+                try s.perform(operation, q, p)
+            }
+        }
+    }
+}
+
+extension PatchService {
+    /// Every release operation's handler: decode the call from the request, execute it in the
+    /// registry under the caller's token, encode what it answers. A dry run is 200; a change
+    /// its operation's status; one that waits for signatures 202 (`RegistryError.pending`).
+    func perform<Operation: ReleaseOperation>(_ type: Operation.Type, _ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let token = try caller(p)
+        let operation: Operation, options: CallOptions
+        do {
+            let call = try type.definition.decode(path: p.values, query: request.arguments, header: { request.header($0) }, body: request.body)
+            operation = try type.init(call.values)
+            options = call.options
+        } catch { throw error.httpError }
+        let answer = try change(app: app, by: token) { registry throws(RegistryError) in
+            try registry.perform(operation, app: app, options.context(actor: token.actor))
+        }
+        let status = options.dryRun ? 200 : operation.status
+        if status == 201 { metrics.recordPublish() }
+        return .json(answer, status: status)
+    }
+}
