@@ -147,7 +147,7 @@ def test_revoke_message_is_kept_with_the_patch_and_in_the_audit_locally_and_over
     assert revoked[0]["revokeMessage"] == "crashes on iOS 17"
     assert ws.json("audit", "--app", "demo")["events"][-1]["details"]["message"] == "crashes on iOS 17"
     assert "demo 2.3 patch 2 revoked: crashes on iOS 17" in ws.run("list", "--app", "demo").stdout
-    bad = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--message", "a\u0007bell")
+    bad = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--message", "a\u0007bell")
     assert bad.rc != 0 and [p["state"] for p in ws.json("list", "--app", "demo")] == ["active", "revoked"], "a refused message changes nothing"
     server = Patchd(ws)
     try:
@@ -172,7 +172,7 @@ def test_revoke_acts_on_one_channel_and_says_which_locally_and_over_the_server(w
     def states():
         return {(p["patch"], p["channel"]): p["state"] for p in ws.json("list", "--app", "demo")}
 
-    result = ws.run("revoke", "--app", "demo", "--app-version", "2.3")
+    result = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes")
     assert result.rc == 0, result
     assert "revoked demo 2.3 patch 1 (production)" in result.stdout, result.stdout
     assert states() == {(1, "production"): "revoked", (2, "staging"): "active", (3, "staging"): "active"}

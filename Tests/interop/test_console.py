@@ -262,7 +262,7 @@ def test_publisher_halts_sees_rollout_0_and_the_audit_event_then_resumes(site, b
     assert site["ws"].json("list", "--app", "demo")[1]["rollout"] == 0
 
     browser.find_element(By.LINK_TEXT, "Audit log").click()
-    text_in(browser, "#audit", "patch.rollout")
+    text_in(browser, "#audit", "patch.halt")
     assert "release-bob" in browser.find_element(By.ID, "audit").text
     shoot(browser, "audit-after-halt")
     go(browser, site, "#/apps/demo")

@@ -207,7 +207,7 @@ def test_export_is_reproducible_and_follows_revocations(workspace):
         assert (first / "2.3" / name).read_bytes() == (workspace.root / "b" / "2.3" / name).read_bytes()
     assert json.loads((first / "2.3" / "latest").read_text()) == {"patch": 1}, "a static host only offers full rollouts"
 
-    workspace.ok("revoke", "--app", "demo", "--app-version", "2.3")
+    workspace.ok("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes")
     summary = json.loads(workspace.ok("export", "--app", "demo", "--out", first, "--format", "jspatch", "--json"))
     assert summary["packages"] == 0 and summary["removed"] == 3
     assert sorted(p.name for p in (first / "2.3").iterdir()) == []

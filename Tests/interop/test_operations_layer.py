@@ -54,8 +54,11 @@ def test_every_remote_capable_command_prints_the_same_json_both_ways(pair):
         ("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", local.write_file("fix(3)")),
         ("publish", "--app", "demo", "--app-version", "2.3", "--dry-run", local.write_file("fix(4)")),
         ("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--rollout", "50", "--expect-patch", "2"),
+        ("halt", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--message", "crash on launch"),
+        ("resume", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--dry-run"),
+        ("resume", "--app", "demo", "--app-version", "2.3", "--patch", "2"),
         ("promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--to", "production", "--dry-run"),
-        ("revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--dry-run"),
+        ("revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--all", "--dry-run"),
         ("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run"),
         ("rollback", "--app", "demo", "--app-version", "2.3", "--to", "1", "--dry-run"),
         ("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "10"),
@@ -65,7 +68,7 @@ def test_every_remote_capable_command_prints_the_same_json_both_ways(pair):
         ("status", "--app", "demo"),
         ("diff", "--app", "demo", "--app-version", "2.3", "1", "2"),
         ("rollback", "--app", "demo", "--app-version", "2.3"),
-        ("revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging"),
+        ("revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--all", "--yes"),
         ("list", "--app", "demo"),
     ]
     for step in steps:
@@ -78,6 +81,16 @@ def test_every_remote_capable_command_prints_the_same_json_both_ways(pair):
         mine, theirs = both(*step)
         assert mine.rc == theirs.rc == 2, (step, mine.stderr, theirs.stderr)
         assert json.loads(mine.stdout)["error"]["exit"] == json.loads(theirs.stdout)["error"]["exit"] == 2
+    # A usage error is the same usage error (exit 64), from the operation's own rules: before
+    # anything is sent, and for a revoke that would empty a channel, from the server's answer.
+    for w in (local, served):
+        w.publish("demo", "2.5", "only(1)")
+    for step in [("revoke", "--app", "demo", "--app-version", "2.3"),
+                 ("rollback", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--to", "1"),
+                 ("revoke", "--app", "demo", "--app-version", "2.5", "--patch", "1")]:
+        mine, theirs = both(*step)
+        assert mine.rc == theirs.rc == 64, (step, mine.stderr, theirs.stderr)
+        assert json.loads(mine.stdout)["error"] == json.loads(theirs.stdout)["error"], step
     # And the audit logs record the same actions in the same order.
     # (The served side also created the token the remote commands use.)
     actions = [[e["action"] for e in w.json("audit")["events"] if e["action"] != "token.create"] for w in (local, served)]

@@ -137,7 +137,7 @@ def test_notify_revoke_rollback_promote(ws, apns, start):
     result = pushing(ws, standin, "rollback", "--app", "demo", "--app-version", "2.3", "--notify")
     assert result.rc == 0, result.stderr
     assert "push: 1 sent, 0 failed, 0 removed" in result.stdout
-    result = pushing(ws, standin, "revoke", "--app", "demo", "--app-version", "2.3", "--notify")
+    result = pushing(ws, standin, "revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes", "--notify")
     assert result.rc == 0, result.stderr
     assert "push: 1 sent, 0 failed, 0 removed" in result.stdout, "the channel revoked only (production), not staging's devices"
     assert standin.problems == []
@@ -260,7 +260,7 @@ def test_nothing_sent_is_a_failure_with_its_reason(ws, apns, start, cause):
     assert audit_reasons(ws)[-2:] == [{reason: 2}, {reason: 2}]
     if cause == "topic":  # the other --notify commands end the same way
         ws.publish("demo", "2.3", "staged(1)", channel="staging")
-        for args in (["promote", "--from", "staging", "--to", "production"], ["rollback"], ["revoke", "--json"]):
+        for args in (["promote", "--from", "staging", "--to", "production"], ["rollback"], ["revoke", "--all", "--yes", "--json"]):
             result = ws.run(*args, "--app", "demo", "--app-version", "2.3", "--notify", env=env, timeout=300)
             assert result.rc == 2 and "push: no device was reached (2 BadTopic)" in result.stderr, (args, result.stderr)
             assert "push: 2 not sent: BadTopic" in result.stderr

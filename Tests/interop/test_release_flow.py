@@ -212,7 +212,7 @@ def test_dry_run_says_what_would_change_and_changes_nothing(workspace):
     before = ws.stored()
     published = ws.json("publish", "--app", "demo", "--app-version", "2.3", "--dry-run", ws.write_file("next();"))
     assert published["dryRun"] is True and published["patch"] == 2
-    text = ws.ok("revoke", "--app", "demo", "--app-version", "2.3", "--dry-run")
+    text = ws.ok("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--dry-run")
     assert "would revoke demo 2.3 patch 1" in text and "nothing was changed" in text
     text = ws.ok("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--percent", "10", "--dry-run")
     assert "would roll out to 10%" in text and "now 100%" in text
@@ -306,7 +306,7 @@ def test_export_keeps_an_older_flat_export_in_the_same_directory_current_and_pru
     assert summary["flatExportUpdated"] is True
     assert not (site / "targets" / "2.3" / "2").exists()
     assert (site / "v1/apps/demo/targets/2.3/1").is_dir()
-    revoke_dry = ws.json("revoke", "--app", "demo", "--app-version", "2.3", "--dry-run")
+    revoke_dry = ws.json("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--dry-run")
     assert [(p["patch"], p["state"], p["dryRun"]) for p in revoke_dry] == [(1, "revoked", True)]
     for repo in (site, site / "v1/apps/demo"):
         assert ws.run("verify", "--repo", repo, "--root", ws.root_file("demo"), registry=False).rc == 0

@@ -196,7 +196,7 @@ def test_revoked_patch_disappears_and_previous_full_rollout_patch_is_served_agai
     assert_plain_target(u, "2.3/1/main.js", b1, patch=1, rollout=100)
 
     # Revoking the whole version leaves nothing for it; other versions are unaffected.
-    ws.json("revoke", "--app", "demo", "--app-version", "2.3")
+    ws.json("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes")
     u = refreshed()
     assert_not_listed(u, "2.3/1/main.js", "2.3/2/main.js", "2.3/3/main.js")
     assert_plain_target(u, "2.4/1/main.js", other, patch=1, rollout=100)
