@@ -55,7 +55,7 @@ struct RollbackCommand: Command {
                 Output.line("then: \(then)")
                 return
             }
-            line = "revoked \(name) \(version) patch \(number) (\(channel)): devices that run it go back to what the rollout picks"
+            line = "revoked \(name) \(version) patch \(number) (\(channel))"
         }
         let now = try NowServed.serving(app: name, version: version, channel: channel, backend: backend)
         let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: channel, reason: "rollback")
