@@ -142,7 +142,9 @@ public final class Registry {
 
     public func app(_ name: AppName) throws(RegistryError) -> AppRecord {
         guard let record = try apps(named: name).first else {
-            throw .notFound("unknown app \"\(name)\": create it with `patchctl apps create \(name)`")
+            // The words patchd's 404 uses too; no "create it": a mistyped name is the usual
+            // cause, and whoever reports this knows what to suggest (patchctl: AppSuggestion).
+            throw .notFound("unknown app \"\(name)\"")
         }
         return record
     }

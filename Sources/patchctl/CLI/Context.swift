@@ -17,6 +17,8 @@ struct Context {
     let environment: [String: String]
     /// The command's words (`keys rotate`), for messages.
     let command: String
+    /// The app the command names (`--app`, else hotpatch.json's), for messages.
+    private let app: AppName?
 
     static let globalOptions: [Option] = [
         .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA); only apps create makes a new one"),
@@ -29,6 +31,7 @@ struct Context {
     init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) {
         self.environment = environment
         command = arguments.spec.words.joined(separator: " ")
+        app = arguments.spec.options.contains { $0.name == "--app" } ? try? AppDefault.given(arguments) : nil
         // The option, the environment, then the project file's (relative to it), then ./data.
         let project = try? ProjectFile.current.get()
         dataDirectory = arguments.value("--data").map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -63,8 +66,25 @@ struct Context {
         if let url = databaseURL, url == databaseArgument, RegistryDatabase.hasPassword(url) {
             Output.error("warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or $HOTPATCH_DATABASE")
         }
-        do { return try Registry(database: database, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
+        do {
+            let registry = try Registry(database: database, keysDirectory: keysDirectory, create: create)
+            Context.opened.set(registry)
+            return registry
+        } catch {
+            // Opening without `create` refuses only a place with no registry as `.notFound`;
+            // what to do about it depends on where the command runs (AppSuggestion).
+            guard case .notFound = error, !create else { throw error.cliError }
+            switch database {
+            case .sqlite(let directory): throw .failed(AppSuggestion.nothingAt(directory.path, noRegistry: true, app: app))
+            case .postgres:
+                throw .failed(AppSuggestion.nothingAt("\(database) (the database or schema has no registry tables)", noRegistry: true, creating: "--database …", app: app))
+            }
+        }
     }
+
+    /// The registry this process opened, so that an unknown app refused deep inside a
+    /// command can be answered with the apps it does hold ("did you mean `demo`?").
+    static let opened = Locked<Registry?>(nil)
 
     /// The registry this command acts on: `--database` when given, else `--data`.
     var database: RegistryDatabase {
@@ -113,6 +133,9 @@ enum ChannelDefault {
 extension RegistryError {
     var cliError: CLIError {
         if case .pending(let change) = self { return .pending(PendingText.line(change.json), json: change.json) }
+        if case .notFound(let message) = self, let name = AppSuggestion.unknownAppName(in: message), let registry = Context.opened.get() {
+            return AppSuggestion.unknownApp(name, known: try? registry.apps().map(\.name.rawValue), place: "the registry at \(registry.database)")
+        }
         return .failed(description)
     }
 }
