@@ -18,6 +18,8 @@ public final class Registry {
     public var expiry = ExpiryPolicy()
     /// Roots parsed for signing (`parsedRoot`).
     let parsedRoots = ParsedRoots()
+    /// Held while a patchd serves this SQLite registry (Registry+Serving.swift).
+    var servingMarker: ServingMarker?
 
     /// How hard each commit is pushed to disk.
     public enum Durability: Sendable {

@@ -116,7 +116,7 @@ enum AppDefault {
     /// For a command with no registry or server to ask (`fetch`).
     static func resolve(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
         guard let app = try given(arguments, option: option) else {
-            throw .usage("\(option) is required (or run `patchctl init --app NAME` in the app's repository to write \(ProjectFile.fileName))")
+            throw .usage("\(option) is required (or run `patchctl init --app NAME` with --server URL or --data DIR --keys DIR in the app's repository to write \(ProjectFile.fileName))")
         }
         return app
     }
