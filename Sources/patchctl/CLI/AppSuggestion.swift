@@ -12,8 +12,9 @@ import PatchCore
 enum AppSuggestion {
     /// `unknown app "dmeo" at PLACE; did you mean `demo`?` — or the apps there are, or that
     /// there are none; never "create it". `known` nil: the apps could not be listed.
-    static func unknownApp(_ name: String, known: [String]?, place: String) -> CLIError {
-        var text = "unknown app \"\(name.debugSanitized)\" at \(place)"
+    /// `refusal`: what the message starts with (a server's `server refused (404): `).
+    static func unknownApp(_ name: String, known: [String]?, place: String, refusal: String = "") -> CLIError {
+        var text = refusal + "unknown app \"\(name.debugSanitized)\" at \(place)"
         if let known {
             if let nearest = Suggestion.closest(to: name, among: known) {
                 text += "; did you mean `\(nearest)`?"

@@ -128,7 +128,11 @@ struct Remote {
                 // Asked only now, once the server has said no: an extra request on every
                 // command would cost each one a round trip to save a typo's.
                 let known = (try? json(.listApps))?.arrayValue?.compactMap { $0["app"]?.stringValue }
-                throw AppSuggestion.unknownApp(app, known: known, place: base.absoluteString)
+                // Listed, yet unknown to what patchd serves: an app made a moment ago, which
+                // patchd picks up within a second. The server's own words say it best.
+                if known?.contains(app) != true {
+                    throw AppSuggestion.unknownApp(app, known: known, place: base.absoluteString, refusal: "server refused (404): ")
+                }
             }
             if response.status == 401 { throw .failed("server refused (401): \(message); \(unauthorizedHint)") }
             throw .failed("server refused (\(response.status)): \(message)")
