@@ -148,7 +148,7 @@ extension Backend {
             // the wrong place: AppSuggestion says how to point at the right one.
             throw .usage("\(option) is required: " + (registry == nil ? "\(place) has no apps this token may read" : AppSuggestion.nothingAt(place, noRegistry: false)))
         default:
-            throw .usage("\(option) is required: \(place) holds several apps (\(names.map(\.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write it with `patchctl init --app NAME` and where the registry is)")
+            throw .usage("\(option) is required: \(place) holds several apps (\(names.map(\.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write one with `patchctl init --app NAME` and `--data DIR --keys DIR` or `--server URL`)")
         }
     }
 

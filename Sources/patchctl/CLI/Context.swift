@@ -68,14 +68,18 @@ struct Context {
         }
         do {
             let registry = try Registry(database: database, keysDirectory: keysDirectory, create: create)
-            Context.opened.set(registry)
+            Context.remember(registry)
             return registry
         } catch {
             // Opening without `create` refuses only a place with no registry as `.notFound`;
             // what to do about it depends on where the command runs (AppSuggestion).
             guard case .notFound = error, !create else { throw error.cliError }
             switch database {
-            case .sqlite(let directory): throw .failed(AppSuggestion.nothingAt(directory.path, noRegistry: true, app: app))
+            case .sqlite(let directory):
+                // `: > registry.sqlite` is worth saying: the file is there, and still no registry.
+                let file = directory.appendingPathComponent("registry.sqlite").path
+                let empty = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) == 0 ? " (its registry.sqlite is empty)" : ""
+                throw .failed(AppSuggestion.nothingAt(directory.path + empty, noRegistry: true, app: app))
             case .postgres:
                 throw .failed(AppSuggestion.nothingAt("\(database) (the database or schema has no registry tables)", noRegistry: true, creating: "--database …", app: app))
             }
@@ -83,8 +87,14 @@ struct Context {
     }
 
     /// The registry this process opened, so that an unknown app refused deep inside a
-    /// command can be answered with the apps it does hold ("did you mean `demo`?").
-    static let opened = Locked<Registry?>(nil)
+    /// command can be answered with the apps it does hold ("did you mean `demo`?"). Held
+    /// weakly: a registry kept alive to the end of the process would never close, and SQLite
+    /// would leave its -wal and -shm behind (the error is mapped while the command still
+    /// holds the registry).
+    private static let opened = Locked<() -> Registry?>({ nil })
+
+    static func remember(_ registry: Registry) { opened.set { [weak registry] in registry } }
+    static var openedRegistry: Registry? { opened.get()() }
 
     /// The registry this command acts on: `--database` when given, else `--data`.
     var database: RegistryDatabase {
@@ -133,7 +143,7 @@ enum ChannelDefault {
 extension RegistryError {
     var cliError: CLIError {
         if case .pending(let change) = self { return .pending(PendingText.line(change.json), json: change.json) }
-        if case .notFound(let message) = self, let name = AppSuggestion.unknownAppName(in: message), let registry = Context.opened.get() {
+        if case .notFound(let message) = self, let name = AppSuggestion.unknownAppName(in: message), let registry = Context.openedRegistry {
             return AppSuggestion.unknownApp(name, known: try? registry.apps().map(\.name.rawValue), place: "the registry at \(registry.database)")
         }
         return .failed(description)

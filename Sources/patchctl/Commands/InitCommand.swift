@@ -100,7 +100,7 @@ struct InitCommand: Command {
             let make = Repository.enclosing() == nil ? " (or make one there first: `patchctl apps create \(app) --data DIR --keys DIR`)" : ""
             throw .failed("no registry at \(place.database): give the --data and --keys of the registry patchd serves\(make)")
         }
-        Context.opened.set(registry)
+        Context.remember(registry)
         do { _ = try registry.app(app) } catch { throw error.cliError }
         var isDirectory: ObjCBool = false
         let appKeys = place.keys.appendingPathComponent(app.rawValue, isDirectory: true)
