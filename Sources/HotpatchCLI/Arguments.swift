@@ -15,7 +15,9 @@ public struct Option: Sendable {
     public var isRequired = false
     /// The environment variable that gives the value when the command line does not.
     public var environment: String?
-    /// May be given more than once (`Arguments.all`); otherwise the last one given counts.
+    /// May be given more than once (`Arguments.all`); otherwise a second one, in any spelling,
+    /// is a usage error: `--rollout 10 --rollout 100` is a typo or a pasted line, and taking
+    /// either silently would ship a rollout nobody chose.
     public var isRepeatable = false
 
     /// `--name VALUE`
@@ -107,6 +109,10 @@ public struct Arguments: Sendable {
         }
         var index = 0
         var onlyPositionals = false
+        // How each option was first spelt on the command line, by its name, for the message
+        // when it comes again. (An environment variable's value is not "given": the command
+        // line overrides it once.)
+        var givenAs: [String: String] = [:]
         while index < words.count {
             let word = words[index]
             index += 1
@@ -128,16 +134,24 @@ public struct Arguments: Sendable {
             let given = name
             name = option.name
             if option.value != nil {
+                let value: String
                 if let inlineValue {
-                    values[name] = inlineValue
+                    value = inlineValue
                 } else {
                     guard index < words.count else { throw .usage("\(given) needs a value (\(option.value ?? "VALUE"))") }
-                    values[name] = words[index]
+                    value = words[index]
                     index += 1
                 }
-                if option.isRepeatable { repeated[name, default: []].append(values[name] ?? "") }
+                if !option.isRepeatable, let first = givenAs[name] { throw Arguments.repeated(option, first: first, then: given) }
+                givenAs[name] = given
+                values[name] = value
+                if option.isRepeatable { repeated[name, default: []].append(value) }
             } else {
                 guard inlineValue == nil else { throw .usage("\(given) takes no value") }
+                // A flag twice changes nothing, but it is refused like any other repeat: one
+                // rule for every option is one rule to remember.
+                if !option.isRepeatable, let first = givenAs[name] { throw Arguments.repeated(option, first: first, then: given) }
+                givenAs[name] = given
                 flags.insert(name)
             }
         }
@@ -151,6 +165,13 @@ public struct Arguments: Sendable {
         for option in spec.options where option.isRequired {
             if option.value == nil ? !flags.contains(option.name) : (values[option.name] ?? "").isEmpty { throw .usage("\(option.name) is required") }
         }
+    }
+
+    /// A non-repeatable option given a second time. The values are not echoed: one of them may
+    /// be a secret (`--token`) bound for a CI log.
+    private static func repeated(_ option: Option, first: String, then: String) -> CLIError {
+        let spellings = first == then ? "" : " (as \(first) and \(then))"
+        return .usage("\(option.name) is given twice\(spellings): give it once\(option.value == nil ? "" : ", with the value you mean")")
     }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }

@@ -12,19 +12,24 @@ public enum Suggestion {
         distance <= max(1, min(3, word.count / 3))
     }
 
-    /// Levenshtein distance (insert, delete, substitute; each 1), over characters.
+    /// Edit distance counting an insert, a delete, a substitution or two neighbours swapped as
+    /// one edit each (optimal string alignment): `dmeo` is one slip from `demo`, as a typist
+    /// makes it, not two.
     public static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }
+        // Three rows: the one before the previous is what a swap of two neighbours reads.
+        var beforePrevious = [Int](repeating: 0, count: b.count + 1)
         var previous = Array(0...b.count)
         var current = [Int](repeating: 0, count: b.count + 1)
         for i in 1...a.count {
             current[0] = i
             for j in 1...b.count {
                 current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { current[j] = min(current[j], beforePrevious[j - 2] + 1) }
             }
-            swap(&previous, &current)
+            (beforePrevious, previous, current) = (previous, current, beforePrevious)
         }
         return previous[b.count]
     }

@@ -24,14 +24,17 @@ extension Registry {
     /// Takes or renews the upkeep lease for `seconds` (PostgreSQL), saying how many apps
     /// this process cannot re-sign (`missingOnlineKey`): an instance that can re-sign more of
     /// them takes the lease over at once. True when this process holds it; always on SQLite.
+    /// On SQLite it marks the registry served instead (Registry+Serving.swift).
     public func renewUpkeepLease(for seconds: Double, missingKeys: Int) -> Bool {
-        guard let store = db as? PostgresStore else { return true }
+        guard let store = db as? PostgresStore else { markServing(); return true }
         return store.renewUpkeepLease(seconds: seconds, missingKeys: missingKeys)
     }
 
-    /// Gives the lease up at shutdown, so another instance takes it at its next pass.
+    /// Gives the lease up at shutdown, so another instance takes it at its next pass (on
+    /// SQLite: the serving mark, so nothing takes this registry as served any more).
     public func releaseUpkeepLease() {
         (db as? PostgresStore)?.releaseUpkeepLease()
+        servingMarker = nil
     }
 
     /// This process in the lease row (PostgreSQL), for its log lines; nil on SQLite.

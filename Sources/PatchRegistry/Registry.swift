@@ -18,6 +18,8 @@ public final class Registry {
     public var expiry = ExpiryPolicy()
     /// Roots parsed for signing (`parsedRoot`).
     let parsedRoots = ParsedRoots()
+    /// Held while a patchd serves this SQLite registry (Registry+Serving.swift).
+    var servingMarker: ServingMarker?
 
     /// How hard each commit is pushed to disk.
     public enum Durability: Sendable {
@@ -142,7 +144,9 @@ public final class Registry {
 
     public func app(_ name: AppName) throws(RegistryError) -> AppRecord {
         guard let record = try apps(named: name).first else {
-            throw .notFound("unknown app \"\(name)\": create it with `patchctl apps create \(name)`")
+            // The words patchd's 404 uses too; no "create it": a mistyped name is the usual
+            // cause, and whoever reports this knows what to suggest (patchctl: AppSuggestion).
+            throw .notFound("unknown app \"\(name)\"")
         }
         return record
     }

@@ -30,11 +30,16 @@ class Patchd:
         n = len(list(self.log_dir.iterdir())) // 2 + 1
         self.out_path, self.err_path = self.log_dir / f"patchd-{n}.out", self.log_dir / f"patchd-{n}.err"
         # The workspace's registry as a flag: clean_env() strips $HOTPATCH_DATABASE.
-        argv = [str(binary("PATCHD", "patchd")), *map(str, ws.registry_args), "--keys", str(ws.keys),
-                "--listen", "127.0.0.1:0"]
+        # An option in `args` replaces the default here (patchd refuses one given twice).
+        given = {str(a).split("=")[0] for a in args if str(a).startswith("--")}
+        defaults = [*map(str, ws.registry_args), "--keys", str(ws.keys), "--listen", "127.0.0.1:0"]
         if tls:
-            argv += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
-        argv += list(args)
+            defaults += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
+        argv = [str(binary("PATCHD", "patchd"))]
+        for name, value in zip(defaults[::2], defaults[1::2]):
+            if name not in given:
+                argv += [name, value]
+        argv += list(map(str, args))
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(lambda: subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                                        cwd=ws.root, env={**clean_env(), **(env or {})}))

@@ -207,12 +207,14 @@ def test_from_any_subdirectory_the_registry_is_found_the_way_the_app_is(tmp_path
         proc = spawn(lambda: subprocess.run([str(binary("PATCHCTL", "patchctl")), *map(str, args)], capture_output=True, cwd=cwd, env=env, timeout=120))
         return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
+    # The registry first, outside the repository (issue 42: init refuses one that is not there).
+    created = run(tmp_path, "apps", "create", "demo", "--data", "registry", "--keys", "keys")
+    assert created.rc == 0, created
     init = run(repo, "init", "--app", "demo", "--data", "../registry", "--keys", "../keys")
     assert init.rc == 0, init
     assert json.loads((repo / "hotpatch.json").read_text())["data"] == "../registry"
-    created = run(repo / "src", "apps", "create", "demo")
-    assert created.rc == 0, created
-    assert (tmp_path / "registry" / "registry.sqlite").exists() and (tmp_path / "keys" / "demo").is_dir()
+    rotated = run(repo / "src", "keys", "rotate", "--role", "timestamp")
+    assert rotated.rc == 0, rotated
     (repo / "patches" / "demo" / "2.3").mkdir(parents=True)
     (repo / "patches" / "demo" / "2.3" / "main.js").write_text("fix();\n")
     published = run(repo / "src" / "deep", "publish", "--app-version", "2.3")

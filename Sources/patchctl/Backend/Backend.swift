@@ -125,9 +125,12 @@ extension Backend {
         let names = try appNames()
         switch names.count {
         case 1: return names[0]
-        case 0: throw .usage("\(option) is required: \(place) has no apps \(registry == nil ? "this token may read" : "yet (create one with `patchctl apps create NAME`)")")
+        case 0:
+            // A registry with no apps, from an app's repository, is a registry looked for in
+            // the wrong place: AppSuggestion says how to point at the right one.
+            throw .usage("\(option) is required: " + (registry == nil ? "\(place) has no apps this token may read" : AppSuggestion.nothingAt(place, noRegistry: false)))
         default:
-            throw .usage("\(option) is required: \(place) holds several apps (\(names.map(\.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write it with `patchctl init --app NAME`)")
+            throw .usage("\(option) is required: \(place) holds several apps (\(names.map(\.rawValue).joined(separator: ", "))) and no \(ProjectFile.fileName) names one (write one with `patchctl init --app NAME` and `--data DIR --keys DIR` or `--server URL`)")
         }
     }
 

@@ -17,6 +17,8 @@ struct Context {
     let environment: [String: String]
     /// The command's words (`keys rotate`), for messages.
     let command: String
+    /// The app the command names (`--app`, else hotpatch.json's), for messages.
+    private let app: AppName?
 
     static let globalOptions: [Option] = [
         .value("--data", "DIR", "registry directory (default ./data, or $HOTPATCH_DATA); only apps create makes a new one"),
@@ -29,6 +31,7 @@ struct Context {
     init(arguments: Arguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) {
         self.environment = environment
         command = arguments.spec.words.joined(separator: " ")
+        app = arguments.spec.options.contains { $0.name == "--app" } ? try? AppDefault.given(arguments) : nil
         // The option, the environment, then the project file's (relative to it), then ./data.
         let project = try? ProjectFile.current.get()
         dataDirectory = arguments.value("--data").map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -63,8 +66,35 @@ struct Context {
         if let url = databaseURL, url == databaseArgument, RegistryDatabase.hasPassword(url) {
             Output.error("warning: the password in --database is visible to other users of this machine (ps, /proc/PID/cmdline); use ~/.pgpass, PGPASSFILE or $HOTPATCH_DATABASE")
         }
-        do { return try Registry(database: database, keysDirectory: keysDirectory, create: create) } catch { throw error.cliError }
+        do {
+            let registry = try Registry(database: database, keysDirectory: keysDirectory, create: create)
+            Context.remember(registry)
+            return registry
+        } catch {
+            // Opening without `create` refuses only a place with no registry as `.notFound`;
+            // what to do about it depends on where the command runs (AppSuggestion).
+            guard case .notFound = error, !create else { throw error.cliError }
+            switch database {
+            case .sqlite(let directory):
+                // `: > registry.sqlite` is worth saying: the file is there, and still no registry.
+                let file = directory.appendingPathComponent("registry.sqlite").path
+                let empty = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) == 0 ? " (its registry.sqlite is empty)" : ""
+                throw .failed(AppSuggestion.nothingAt(directory.path + empty, noRegistry: true, app: app))
+            case .postgres:
+                throw .failed(AppSuggestion.nothingAt("\(database) (the database or schema has no registry tables)", noRegistry: true, creating: "--database …", app: app))
+            }
+        }
     }
+
+    /// The registry this process opened, so that an unknown app refused deep inside a
+    /// command can be answered with the apps it does hold ("did you mean `demo`?"). Held
+    /// weakly: a registry kept alive to the end of the process would never close, and SQLite
+    /// would leave its -wal and -shm behind (the error is mapped while the command still
+    /// holds the registry).
+    private static let opened = Locked<() -> Registry?>({ nil })
+
+    static func remember(_ registry: Registry) { opened.set { [weak registry] in registry } }
+    static var openedRegistry: Registry? { opened.get()() }
 
     /// The registry this command acts on: `--database` when given, else `--data`.
     var database: RegistryDatabase {
@@ -96,7 +126,7 @@ enum AppDefault {
     /// For a command with no registry or server to ask (`fetch`).
     static func resolve(_ arguments: Arguments, option: String = "--app") throws(CLIError) -> AppName {
         guard let app = try given(arguments, option: option) else {
-            throw .usage("\(option) is required (or run `patchctl init --app NAME` in the app's repository to write \(ProjectFile.fileName))")
+            throw .usage("\(option) is required (or run `patchctl init --app NAME` with --server URL or --data DIR --keys DIR in the app's repository to write \(ProjectFile.fileName))")
         }
         return app
     }
@@ -116,6 +146,11 @@ extension RegistryError {
         case .pending(let change): return .pending(PendingText.line(change.json), json: change.json)
         case .invalidCall(let message): return .usage(message)
         case .unconfirmed(let message): return .usage(message + "; give --yes to go ahead")
+        case .notFound(let message):
+            if let name = AppSuggestion.unknownAppName(in: message), let registry = Context.openedRegistry {
+                return AppSuggestion.unknownApp(name, known: try? registry.apps().map(\.name.rawValue), place: "the registry at \(registry.database)")
+            }
+            return .failed(description)
         default: return .failed(description)
         }
     }

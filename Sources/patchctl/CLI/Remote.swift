@@ -8,6 +8,8 @@ import PatchCore
 struct Remote {
     let base: URL
     let token: String?
+    /// Where `token` came from (`--token-file FILE`, `$HOTPATCH_TOKEN`), for a 401's message.
+    var tokenSource: String? = nil
 
     static let options: [Option] = [
         .value("--server", "URL", "act on a patchd server instead of the local registry (or $HOTPATCH_SERVER)"),
@@ -22,7 +24,8 @@ struct Remote {
         if configured == nil { configured = try ProjectFile.current.get()?.server }
         guard let server = configured else { return nil }
         let base = try url(server)
-        return Remote(base: base, token: try Token.resolve(arguments, environment: environment))
+        let token = try Token.resolve(arguments, environment: environment)
+        return Remote(base: base, token: token?.token, tokenSource: token?.source)
     }
 
     static func url(_ text: String) throws(CLIError) -> URL {
@@ -115,13 +118,33 @@ struct Remote {
         try answer(try send(operation, values, query: query, headers: headers, body: body))
     }
 
-    /// The body of a 2xx answer; any other answer becomes the server's own error message.
+    /// The body of a 2xx answer; any other answer becomes the server's own error message,
+    /// with what to do about it where patchctl knows: a 401 says whether a token was sent and
+    /// how to pass one, a 404 for an unknown app names the nearest app the token may read.
     func answer(_ response: Response) throws(CLIError) -> [UInt8] {
         guard (200..<300).contains(response.status) else {
             let message = (try? JSONParser.parse(response.body))?["error"]?["message"]?.stringValue ?? "HTTP \(response.status)"
+            if response.status == 404, let app = AppSuggestion.unknownAppName(in: message) {
+                // Asked only now, once the server has said no: an extra request on every
+                // command would cost each one a round trip to save a typo's.
+                let known = (try? json(.listApps))?.arrayValue?.compactMap { $0["app"]?.stringValue }
+                // Listed, yet unknown to what patchd serves: an app made a moment ago, which
+                // patchd picks up within a second. The server's own words say it best.
+                if known?.contains(app) != true {
+                    throw AppSuggestion.unknownApp(app, known: known, place: base.absoluteString, refusal: "server refused (404): ")
+                }
+            }
+            if response.status == 401 { throw .failed("server refused (401): \(message); \(unauthorizedHint)") }
             throw .failed("server refused (\(response.status)): \(message)")
         }
         return response.body
+    }
+
+    /// What a 401 means for this command: no token sent, or the one sent is not (or no longer) known.
+    private var unauthorizedHint: String {
+        let how = "pass one with --token-file FILE (a file holding the token `patchctl tokens create` printed) or $HOTPATCH_TOKEN"
+        guard let tokenSource else { return "no token was sent: \(how)" }
+        return "the token from \(tokenSource) was sent and \(base.absoluteString) does not know it (mistyped, revoked, or another server's): \(how)"
     }
 }
 

@@ -11,16 +11,17 @@ enum Token {
     /// longer is not a token file.
     static let maxFileSize = 4096
 
-    static func resolve(_ arguments: Arguments, environment: [String: String]) throws(CLIError) -> String? {
+    /// The token and where it came from (`--token-file FILE`, `$HOTPATCH_TOKEN`), for a 401's message.
+    static func resolve(_ arguments: Arguments, environment: [String: String]) throws(CLIError) -> (token: String, source: String)? {
         let inline = arguments.value("--token")
         let file = arguments.value("--token-file")
         if inline != nil, file != nil { throw .usage("give --token-file or --token, not both") }
-        if let file { return try read(file) }
+        if let file { return (try read(file), "--token-file \(file.pathSanitized)") }
         if let inline {
             Output.error("warning: --token is visible to other users of this machine (ps, /proc/PID/cmdline); use --token-file FILE or $HOTPATCH_TOKEN")
-            return try check(inline, from: "--token")
+            return (try check(inline, from: "--token"), "--token")
         }
-        return try environment["HOTPATCH_TOKEN"].map { token throws(CLIError) in try check(token, from: "$HOTPATCH_TOKEN") }
+        return try environment["HOTPATCH_TOKEN"].map { token throws(CLIError) in (try check(token, from: "$HOTPATCH_TOKEN"), "$HOTPATCH_TOKEN") }
     }
 
     /// The file's one line, trailing newline and spaces dropped. Not refused when group or

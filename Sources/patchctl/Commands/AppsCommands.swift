@@ -32,7 +32,7 @@ struct AppsCreateCommand: Command {
         let rootKey = try RootKeyArgument.key(arguments)
         let context = try Context(arguments: arguments)
         if let repository = GitWorkTree.tracking(context.keysDirectory) {
-            Output.error("warning: the key directory \(context.keysDirectory.standardizedFileURL.path) is inside the git work tree \(repository.path) and not ignored: the root key written there would be committed with the app. Keep keys outside the repository, e.g. `--keys ~/hotpatch-keys` (or \"keys\" in hotpatch.json: `patchctl init --keys ../hotpatch-keys`)")
+            Output.error("warning: the key directory \(context.keysDirectory.standardizedFileURL.path) is inside the git work tree \(repository.path) and not ignored: the root key written there would be committed with the app. Keep the registry and keys outside the repository, e.g. `--data ~/hotpatch/data --keys ~/hotpatch/keys`, then name them once in the repository with `patchctl init --app \(name) --data ~/hotpatch/data --keys ~/hotpatch/keys`")
         }
         let registry = try context.openRegistry(create: true)
         do { try registry.createApp(name, encrypted: encrypted, jspatchKey: jspatchKey, rootKey: rootKey, actor: context.actor) } catch { throw error.cliError }

@@ -24,6 +24,15 @@ struct ExportCommand: Command {
         let trustedRoot = try arguments.value("--root").map { path throws(CLIError) in try Output.readFile(path, what: "trusted root", limit: 512_000) }
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
+        if let lifetime, let registry = backend.registry, let server = registry.servingPatchd() {
+            // --expires re-signs the registry's own snapshot and timestamp, not a copy for the
+            // export: the patchd serving it would hand devices metadata they accept for that
+            // long, so a server taken over could replay today's state for weeks.
+            let days = lifetime >= 86_400 ? "\(Int(lifetime / 86_400)) days" : "\(Int(lifetime / 3600)) hours"
+            throw .failed("refused: --expires re-signs this registry's own timestamp and snapshot to last \(days), and \(server) serves it: "
+                          + "devices would accept that metadata from it for \(days) instead of a day. Nothing was changed. Export without --expires "
+                          + "(patchd keeps the served timestamp fresh; re-export before the exported one expires)")
+        }
         if format == "jspatch" {
             guard let registry = backend.registry else {
                 throw .usage("--format jspatch exports from the registry (its packages are signed with the app's JSPatch key there); over --server, export --format tuf")
