@@ -114,7 +114,8 @@ public struct VersionServing: Sendable {
             }
     }
 
-    private static func productionFirst(_ a: ChannelName, _ b: ChannelName) -> Bool {
+    /// Production first, then by name: the order channels are shown in everywhere.
+    static func productionFirst(_ a: ChannelName, _ b: ChannelName) -> Bool {
         a == .production ? b != .production : b == .production ? false : a < b
     }
 
@@ -171,7 +172,9 @@ public struct AppStatus: Sendable {
 extension Registry {
     /// What the devices of one app version on `channel` get now.
     public func serving(app: AppName, appVersion: AppVersion, channel: ChannelName = .production) throws(RegistryError) -> VersionServing {
-        VersionServing(app: app, appVersion: appVersion, channel: channel, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
+        // An undeclared channel serves nobody; saying "none" would hide the typo.
+        try requireChannel(channel, app: app)
+        return VersionServing(app: app, appVersion: appVersion, channel: channel, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
     }
 
     /// What the devices of one app version get now, one per channel that has patches.

@@ -28,7 +28,7 @@ struct StatusTests {
     @Test("channels never mix: each channel of a version has its own split, and a staging patch is never counted for production devices")
     func channels() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let version = try AppVersion("2.3")
         let staging = try ChannelName("staging")
         try t.publish(app, "2.3", "one()", rollout: 50)

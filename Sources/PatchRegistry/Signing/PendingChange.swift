@@ -9,8 +9,9 @@ import PatchSigning
 /// signed and served, so a pending change leaves them exactly as they were (nothing to
 /// undo when it is rejected, nothing a listing or the server could show early).
 public enum ReleaseChange: Sendable, Equatable {
+    /// `newChannel`: the publish declares its channel (`publish --new-channel`), when it lands.
     case publish(appVersion: AppVersion, channel: ChannelName, rollout: Int, message: String?, conditions: DeliveryConditions?,
-                 allowSame: Bool, bundle: [UInt8])
+                 allowSame: Bool, newChannel: Bool, bundle: [UInt8])
     case promote(appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int?, rollout: Int, message: String?)
     case rollBack(appVersion: AppVersion, channel: ChannelName, to: Int, rollout: Int, message: String?)
     case revoke(appVersion: AppVersion, channel: ChannelName?, number: Int?, message: String?)
@@ -37,8 +38,8 @@ public enum ReleaseChange: Sendable, Equatable {
     /// One line for listings: what the change does.
     public var summary: String {
         switch self {
-        case .publish(let v, let channel, let rollout, _, let conditions, _, let bundle):
-            "publish a \(bundle.count)-byte bundle to \(v) \(channel) at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
+        case .publish(let v, let channel, let rollout, _, let conditions, _, let newChannel, let bundle):
+            "publish a \(bundle.count)-byte bundle to \(v) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
         case .promote(let v, let from, let to, let number, let rollout, _):
             "promote \(v) \(number.map { "patch \($0)" } ?? "the newest patch") of \(from) to \(to) at \(rollout) %"
         case .rollBack(let v, let channel, let to, let rollout, _): "roll \(v) \(channel) back to patch \(to) at \(rollout) %"
@@ -57,9 +58,11 @@ public enum ReleaseChange: Sendable, Equatable {
         func optional(_ value: Int?) -> JSON { value.map { .int(Int64($0)) } ?? .null }
         var out: [String: JSON] = ["kind": .string(kind)]
         switch self {
-        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, _):
+        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, let newChannel, _):
             out.merge(["appVersion": .string(v.rawValue), "channel": .string(channel.rawValue), "rollout": .int(Int64(rollout)),
                        "message": optional(message), "conditions": conditions?.json ?? .null, "allowSame": .bool(allowSame)]) { $1 }
+            // Written only when set: a change stored before the flag existed reads back the same.
+            if newChannel { out["newChannel"] = .bool(true) }
         case .promote(let v, let from, let to, let number, let rollout, let message):
             out.merge(["appVersion": .string(v.rawValue), "from": .string(from.rawValue), "to": .string(to.rawValue), "patch": optional(number),
                        "rollout": .int(Int64(rollout)), "message": optional(message)]) { $1 }
@@ -98,8 +101,11 @@ public enum ReleaseChange: Sendable, Equatable {
             case "publish":
                 guard let bundle, let channel = try channel("channel"), let rollout = int("rollout") else { throw bad("publish") }
                 let conditions = object["conditions"].flatMap { $0 == .null ? nil : DeliveryConditions($0) }
+                // Stored before `newChannel` existed: its channel was declared by the upgrade
+                // (`Schema.declareChannelsInUse` reads pending changes), so false is right.
                 self = .publish(appVersion: try version(), channel: channel, rollout: rollout, message: text("message"), conditions: conditions,
-                                allowSame: object["allowSame"]?.boolValue ?? false, bundle: bundle)
+                                allowSame: object["allowSame"]?.boolValue ?? false, newChannel: object["newChannel"]?.boolValue ?? false,
+                                bundle: bundle)
             case "promote":
                 guard let from = try channel("from"), let to = try channel("to"), let rollout = int("rollout") else { throw bad("promote") }
                 self = .promote(appVersion: try version(), from: from, to: to, number: int("patch"), rollout: rollout, message: text("message"))
@@ -176,7 +182,7 @@ public struct PendingChange: Sendable, Equatable {
             "proposedAt": .string(TUFTime.format(proposedAt)), "proposedBy": .string(proposedBy), "state": .string(state.rawValue),
             "signed": request.signed,
         ]
-        if case .publish(_, _, _, _, _, _, let bundle) = change { out["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
+        if case .publish(_, _, _, _, _, _, _, let bundle) = change { out["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
         return .object(out)
     }
 }

@@ -63,7 +63,7 @@ extension Registry {
     private func storePending(app: AppName, _ change: ReleaseChange, _ request: SignatureRequest, captured: [UInt8]?,
                               actor: Actor, now: Date) throws(RegistryError) -> PendingChange {
         var bundle: [UInt8]?
-        if case .publish(_, _, _, _, _, _, let bytes) = change { bundle = bytes }
+        if case .publish(_, _, _, _, _, _, _, let bytes) = change { bundle = bytes }
         return try write { () throws -> PendingChange in
             // The same change asked again while it waits (a retried job, a guard's next pass)
             // is the change already waiting, not a second one to sign.
@@ -247,9 +247,9 @@ extension Registry {
     /// that proposed it; what that operation answers.
     private func apply(_ change: ReleaseChange, app: AppName, actor: Actor, now: Date) throws(RegistryError) -> JSON {
         switch change {
-        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, let bundle):
+        case .publish(let v, let channel, let rollout, let message, let conditions, let allowSame, let newChannel, let bundle):
             try publish(app: app, appVersion: v, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                        conditions: conditions, allowSame: allowSame, actor: actor, now: now).json
+                        conditions: conditions, allowSame: allowSame, newChannel: newChannel, actor: actor, now: now).json
         case .promote(let v, let from, let to, let number, let rollout, let message):
             try promote(app: app, appVersion: v, from: from, to: to, number: number, rollout: rollout, message: message, actor: actor, now: now).json
         case .rollBack(let v, let channel, let to, let rollout, let message):
@@ -284,7 +284,7 @@ extension PendingChange {
         var details: [String: JSON] = ["id": .int(id), "kind": .string(change.kind), "summary": .string(change.summary),
                                        "role": .string(request.role), "threshold": .int(Int64(request.threshold)),
                                        "signedBy": .array(signatures.map { .string($0.keyID) })]
-        if case .publish(_, _, _, _, _, _, let bundle) = change { details["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
+        if case .publish(_, _, _, _, _, _, _, let bundle) = change { details["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
         return details
     }
 }
