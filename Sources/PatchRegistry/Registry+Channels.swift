@@ -27,7 +27,7 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let change = ReleaseChange(PromoteOperation(appVersion: appVersion, from: from, to: to, patch: number, rollout: rollout, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
-            let app = try self.app(name)
+            let app = try self.app(name, declaring: [from, to])
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: to)
             let source: PatchRecord
             if let number {
@@ -74,7 +74,7 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let change = ReleaseChange(RollbackOperation(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
-            let app = try self.app(name)
+            let app = try self.app(name, declaring: [channel])
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
             guard let source = all.first(where: { $0.number == number }) else {

@@ -147,10 +147,12 @@ extension Registry {
     /// active patch of the version and channel are refused (a re-run of the same release would
     /// otherwise become a new patch that every device downloads again) unless `allowSame`.
     /// `message` (release notes) is stored and signed with the target. `dryRun` does
-    /// everything and commits nothing.
+    /// everything and commits nothing. `channel` must be declared, unless `newChannel`, which
+    /// declares it (`channel.create`) in the publish's own transaction; a declared channel
+    /// with `newChannel` is published to as usual (a retried job).
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
-                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, expectLive: Int? = nil,
-                        dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false,
+                        expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
         guard bundle.count <= Registry.maxBundleSize else {
             throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
@@ -163,9 +165,12 @@ extension Registry {
         let plaintext = BundleDigests(of: bundle)
 
         let change = ReleaseChange(PublishOperation(appVersion: appVersion, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                                    allowSame: allowSame, bundle: bundle))
+                                                    allowSame: allowSame, newChannel: newChannel, bundle: bundle))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
-            let app = try self.app(name)
+            // `newChannel` declares the channel with the publish, in its transaction: a crash
+            // leaves both or neither. Without it, an undeclared channel is refused here.
+            let app = try self.app(name, declaring: newChannel ? [] : [channel])
+            if newChannel { _ = try addChannel(channel, app: name, actor: actor, now: now) }
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             // Only unconditional patches count as "the same release": a script sent to test
             // phones first and then to everyone is the same bytes on purpose.
@@ -212,7 +217,7 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let change = ReleaseChange(RevokeOperation(appVersion: appVersion, patch: number, channel: channel, all: number == nil, message: message))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> [PatchRecord] in
-            _ = try app(name)
+            _ = try app(name, declaring: channel.map { [$0] } ?? [])
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
             let targets: [PatchRecord]
             if let number {

@@ -114,7 +114,8 @@ public struct VersionServing: Sendable {
             }
     }
 
-    private static func productionFirst(_ a: ChannelName, _ b: ChannelName) -> Bool {
+    /// Production first, then by name: the order channels are shown in everywhere.
+    static func productionFirst(_ a: ChannelName, _ b: ChannelName) -> Bool {
         a == .production ? b != .production : b == .production ? false : a < b
     }
 
@@ -141,6 +142,25 @@ public struct VersionServing: Sendable {
     }
 }
 
+/// A patch at rollout 0 (a guard's halt, or `rollout 0` by hand): offered to no device, still
+/// listed and signed, so a device that installed it keeps it (`Selection.choose`) until a newer
+/// patch reaches it or the patch is revoked. `status` says so, with how many devices reported
+/// having it, since "none → 100 %" in the split alone reads as if nobody ran it.
+public struct HaltedPatch: Sendable, Equatable {
+    public let appVersion: AppVersion
+    public let channel: ChannelName
+    public let patch: Int
+    /// Distinct devices that reported installing it and rolling it back (report figures, kept
+    /// since the patch was published; 0 when none reported).
+    public let installedDevices: Int
+    public let rolledBackDevices: Int
+
+    public var json: JSON {
+        ["appVersion": .string(appVersion.rawValue), "channel": .string(channel.rawValue), "patch": .int(Int64(patch)), "rollout": 0,
+         "installedDevices": .int(Int64(installedDevices)), "rolledBackDevices": .int(Int64(rolledBackDevices))]
+    }
+}
+
 /// `patchctl status` of one app: its signed metadata and what each app version serves.
 public struct AppStatus: Sendable {
     public struct RoleMetadata: Sendable {
@@ -155,11 +175,14 @@ public struct AppStatus: Sendable {
     public let versions: [VersionServing]
     /// Changes waiting for signatures (the two-person rule): what is not served yet.
     public var pending: [PendingChange] = []
+    /// Halted patches of every version and channel, in the order of `versions`, newest first.
+    public var halted: [HaltedPatch] = []
 
     public var json: JSON {
         ["app": .string(app.rawValue),
          "metadata": .object(Dictionary(uniqueKeysWithValues: metadata.map { ($0.role.rawValue, ["version": .int($0.version), "expires": .string($0.expires)] as JSON) })),
          "versions": .array(versions.map(\.json)),
+         "halted": .array(halted.map(\.json)),
          "pending": .array(pending.map { change in
              ["id": .int(change.id), "kind": .string(change.change.kind), "summary": .string(change.change.summary), "role": .string(change.request.role),
               "signatures": .int(Int64(change.signatures.count)), "threshold": .int(Int64(change.request.threshold)),
@@ -171,7 +194,9 @@ public struct AppStatus: Sendable {
 extension Registry {
     /// What the devices of one app version on `channel` get now.
     public func serving(app: AppName, appVersion: AppVersion, channel: ChannelName = .production) throws(RegistryError) -> VersionServing {
-        VersionServing(app: app, appVersion: appVersion, channel: channel, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
+        // An undeclared channel serves nobody; saying "none" would hide the typo.
+        try requireChannel(channel, app: app)
+        return VersionServing(app: app, appVersion: appVersion, channel: channel, patches: try patches(app: app, appVersion: appVersion, activeOnly: false))
     }
 
     /// What the devices of one app version get now, one per channel that has patches.
@@ -192,9 +217,36 @@ extension Registry {
             let versions = VersionServing.grouped(try patches(app: record.name, appVersion: nil, activeOnly: false))
             var status = AppStatus(app: record.name, metadata: metadata, versions: versions)
             status.pending = try pendingRows(app: record.name, where: "state = 'pending'", [])
+            status.halted = try haltedPatches(app: record.name, versions: versions)
             result.append(status)
         }
         return result
+    }
+
+    /// The halted patches of `versions` with their device figures. Report figures are read only
+    /// when some patch is halted: a status without one costs no more than before.
+    func haltedPatches(app: AppName, versions: [VersionServing]) throws(RegistryError) -> [HaltedPatch] {
+        let halted = versions.flatMap { serving in
+            serving.delivery.filter { $0.value == .halted }.keys.sorted(by: >).map { (serving, $0) }
+        }
+        guard !halted.isEmpty else { return [] }
+        let figures = Dictionary(try reportFigures(app: app).map { ($0.key, $0) }) { a, _ in a }
+        return halted.map { serving, number in
+            let key = PatchFigures.Key(app: app, appVersion: serving.appVersion, channel: serving.channel, patch: number)
+            return HaltedPatch(appVersion: serving.appVersion, channel: serving.channel, patch: number,
+                               installedDevices: figures[key]?.count(.installed) ?? 0, rolledBackDevices: figures[key]?.count(.rolledBack) ?? 0)
+        }
+    }
+
+    /// The patches of `app` some device is offered now (delivery `live`): active, not halted,
+    /// not superseded by a newer 100 % patch of their version and channel. What `list --active`
+    /// and `GET /v1/apps/{app}/patches?active=true` mean, from the one rule (`VersionServing`).
+    public func servedPatches(app: AppName) throws(RegistryError) -> [PatchRecord] {
+        let active = try patches(app: app, appVersion: nil, activeOnly: true)
+        let live = Set(VersionServing.grouped(active).flatMap { serving in
+            serving.delivery.filter { $0.value == .live }.keys.map { [serving.appVersion.rawValue, serving.channel.rawValue, String($0)] }
+        })
+        return active.filter { live.contains([$0.appVersion.rawValue, $0.channel.rawValue, String($0.number)]) }
     }
 
     /// The newest version of each role's metadata, of one app or of every app (nil), with its

@@ -63,6 +63,7 @@ public final class Registry {
                 if !create, try !Registry.hasSchema(store) { throw Registry.noRegistry(at: database, emptyFile: false) }
                 try store.execute(Schema.statements(for: .sqlite))
                 try Schema.addMissingColumns(store)
+                try Schema.declareChannelsInUse(store)
                 try Registry.checkSchemaVersion(store)
                 db = store
             } catch { throw .wrapping(error) }
@@ -95,6 +96,7 @@ public final class Registry {
                 if applied != digest || present.0 < tables || present.1 < 2 {
                     try store.schemaTransaction {
                         try store.execute(script)
+                        try Schema.declareChannelsInUse(store)
                         try Registry.checkSchemaVersion(store)
                         try store.run("DELETE FROM schema_script", [])
                         try store.run("INSERT INTO schema_script(sha256) VALUES (?)", [.text(digest)])
@@ -143,26 +145,33 @@ public final class Registry {
     // MARK: Apps
 
     public func app(_ name: AppName) throws(RegistryError) -> AppRecord {
-        guard let record = try apps(named: name).first else {
-            // The words patchd's 404 uses too; no "create it": a mistyped name is the usual
-            // cause, and whoever reports this knows what to suggest (patchctl: AppSuggestion).
-            throw .notFound("unknown app \"\(name)\"")
-        }
+        guard let record = try apps(named: name).first else { throw Registry.unknownApp(name) }
         return record
+    }
+
+    static func unknownApp(_ name: AppName) -> RegistryError {
+        // The words patchd's 404 uses too; no "create it": a mistyped name is the usual
+        // cause, and whoever reports this knows what to suggest (patchctl: AppSuggestion).
+        .notFound("unknown app \"\(name)\"")
     }
 
     public func apps() throws(RegistryError) -> [AppRecord] { try apps(named: nil) }
 
     private func apps(named name: AppName?) throws(RegistryError) -> [AppRecord] {
-        let sql = "SELECT name, encrypted, content_key_id, created_at, created_by FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
+        let sql = "SELECT \(Registry.appColumns) FROM apps" + (name == nil ? " ORDER BY name" : " WHERE name = ?")
         let rows: [AppRecord?] = try read { () throws(StorageError) in
-            try db.query(sql, name.map { [.text($0.rawValue)] } ?? []) { s in
-                (try? AppName(s.text(0))).map {
-                    AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
-                }
-            }
+            try db.query(sql, name.map { [.text($0.rawValue)] } ?? [], row: Registry.appRecord)
         }
         return try Registry.intact(rows, what: "apps")
+    }
+
+    /// The columns `appRecord` reads, first in a row.
+    static let appColumns = "name, encrypted, content_key_id, created_at, created_by"
+
+    static func appRecord(_ s: SQLRow) -> AppRecord? {
+        (try? AppName(s.text(0))).map {
+            AppRecord(name: $0, encrypted: s.int(1) != 0, contentKeyID: s.optionalText(2), createdAt: s.text(3), createdBy: s.text(4))
+        }
     }
 
     /// Rows were validated on the way in; one that no longer parses means the file was
@@ -199,6 +208,9 @@ public final class Registry {
                 let time = TUFTime.format(now)
                 try db.run("INSERT INTO apps(name, encrypted, content_key_id, created_at, created_by) VALUES (?,?,?,?,?)",
                            [.text(name.rawValue), .int(encrypted ? 1 : 0), new.contentKeyID.map { .text($0) } ?? .null, .text(time), .text(actor.name)])
+                // Declared with the app, not audited on its own: every app has production (`app.create` says so).
+                try db.run("INSERT INTO channels(app, name, created_at, created_by) VALUES (?,?,?,?)",
+                           [.text(name.rawValue), .text(ChannelName.production.rawValue), .text(time), .text(actor.name)])
                 try storeMetadata(app: name, role: .root, version: 1, bytes: signedRoot.bytes, expires: root.expires)
                 if let jspatch { try recordJSPatchKey(jspatch, app: name, actor: actor, at: now) }
                 try resign(app: name, from: .targets, now: now)

@@ -1,3 +1,6 @@
+import Foundation
+import PatchCore
+
 /// The registry schema. Patches and audit events are never deleted: a patch number is
 /// never reused, and the audit chain only grows.
 ///
@@ -44,6 +47,55 @@ enum Schema {
                 if try !present(added) { try db.execute("ALTER TABLE \(added.table) ADD COLUMN \(added.column) \(added.type)") }
             }
         }
+    }
+
+    /// Who a channel declared by the upgrade is recorded as created by (`channels.created_by`).
+    static let upgradeActor = "hotpatch upgrade"
+
+    /// The migration to declared channels (issue 42): a registry from before the `channels`
+    /// table keeps working unchanged, so each app gets `production` and every channel it
+    /// already uses: one with a patch (a staged rollout's patch among them), a delegation or a
+    /// guard, or one a change waiting for signatures names (approving it must still work).
+    ///
+    /// It runs when the table is empty and apps exist, which is only ever an upgraded registry:
+    /// `createApp` declares production with the app in one transaction. So it needs no marker,
+    /// and an upgrade killed between creating the table and filling it (SQLite creates tables
+    /// outside this transaction) fills it on the next open. One read when there is nothing to do.
+    /// Not audited: nothing was declared by anyone; the rows name `upgradeActor`.
+    static func declareChannelsInUse(_ db: any SQLStore, now: Date = Date()) throws {
+        func needed() throws(StorageError) -> Bool {
+            try db.query("SELECT (SELECT count(*) FROM (SELECT 1 FROM channels LIMIT 1) c), (SELECT count(*) FROM (SELECT 1 FROM apps LIMIT 1) a)") {
+                $0.int(0) == 0 && $0.int(1) > 0
+            }.first ?? false
+        }
+        guard try needed() else { return }
+        let fill = { () throws in
+            guard try needed() else { return }
+            let time = TUFTime.format(now)
+            try db.run("""
+                INSERT INTO channels(app, name, created_at, created_by)
+                SELECT used.app, used.channel, ?, ? FROM (
+                    SELECT name AS app, 'production' AS channel FROM apps
+                    UNION SELECT app, channel FROM patch_releases
+                    UNION SELECT app, channel FROM delegations
+                    UNION SELECT app, channel FROM patch_guards
+                ) used WHERE EXISTS (SELECT 1 FROM apps WHERE apps.name = used.app)
+                ON CONFLICT DO NOTHING
+                """, [.text(time), .text(upgradeActor)])
+            // A pending change's channels are in its stored arguments (JSON), read here rather than
+            // in SQL, which the two databases would spell differently.
+            let pending = try db.query("SELECT app, change FROM pending_changes WHERE state = 'pending'") { ($0.text(0), $0.text(1)) }
+            for (app, change) in pending {
+                guard let json = try? JSONParser.parse(change) else { continue }
+                for key in ["channel", "from", "to"] {
+                    guard let name = json[key]?.stringValue, let channel = try? ChannelName(name) else { continue }
+                    try db.run("INSERT INTO channels(app, name, created_at, created_by) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
+                               [.text(app), .text(channel.rawValue), .text(time), .text(upgradeActor)])
+                }
+            }
+        }
+        // On PostgreSQL this runs inside the schema script's transaction, with the table's creation.
+        if db.inTransaction { try fill() } else { try db.transaction(fill) }
     }
 
     static var postgresTables: String {
@@ -365,6 +417,19 @@ enum Schema {
         expires TEXT NOT NULL,
         PRIMARY KEY(app, role, version),
         FOREIGN KEY(app, role) REFERENCES delegations(app, name)
+    );
+    -- The channels each app has declared (issue 42): every operation that names a channel refuses
+    -- one not here, so a mistyped `--channel stagign` is an error, not a new channel. `production`
+    -- is declared with the app; others by `channels create` or `publish --new-channel`. A
+    -- registry from before this table gains it on open with `production` and every channel it
+    -- already used (`Schema.declareChannelsInUse`). Channels are never removed: patches, guards
+    -- and reports keep naming them.
+    CREATE TABLE IF NOT EXISTS channels(
+        app TEXT NOT NULL REFERENCES apps(name),
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        PRIMARY KEY(app, name)
     );
     -- Release changes waiting for signatures (the two-person rule, issue 24); additive. `change`
     -- is the operation's arguments (canonical JSON; a publish's bundle in `bundle`), `signed`

@@ -118,7 +118,7 @@ struct JSPatchRegistryTests {
         let (app, _) = try f.jspatchApp("demo")
         try f.publish(app, "2.3", "console.log(1)")
         _ = try f.registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("console.log(2)".utf8),
-                               channel: try ChannelName("staging"), actor: f.actor)
+                               channel: try ChannelName("staging"), newChannel: true, actor: f.actor)
         let packages = try #require(try f.registry.jspatchPackages(app: app))
         #expect(packages.map { "\($0.appVersion)/\($0.number)" } == ["2.3/1"])
     }

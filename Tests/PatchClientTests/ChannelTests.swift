@@ -17,7 +17,7 @@ struct ChannelClientTests {
         let fixture = try ClientFixture()
         try fixture.publish(fixture.demo)
         let staging = try fixture.registry.publish(app: fixture.demo, appVersion: fixture.version, bundle: Array(stagingScript.utf8),
-                                                   channel: try ChannelName("staging"), actor: fixture.actor).patch
+                                                   channel: try ChannelName("staging"), newChannel: true, actor: fixture.actor).patch
         let mirror = try Mirror()
         mirror.serve(try fixture.exported(fixture.demo))
         return (fixture, mirror, staging)

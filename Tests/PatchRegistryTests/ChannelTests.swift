@@ -12,7 +12,7 @@ struct ChannelTests {
     @Test("a staging patch is signed under staging/{version}/{n}/main.js; numbers are one sequence per version across channels")
     func stagingTargetPath() async throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let prod = try t.publish(app, "2.3", "a()")
         let stage = try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, actor: t.actor).patch
         #expect(prod.channel == .production && prod.targetPath == "2.3/1/main.js")
@@ -29,7 +29,7 @@ struct ChannelTests {
     @Test("the same bytes are refused within a channel, not across channels")
     func sameBytesPerChannel() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.publish(app, "2.3", "a()")
         #expect(try t.registry.publish(app: app, appVersion: v23, bundle: Array("a()".utf8), channel: staging, actor: t.actor).patch.number == 2)
         let before = try t.snapshot()
@@ -42,7 +42,7 @@ struct ChannelTests {
     @Test("promote publishes the staging plaintext as the next production patch, signed and audited with where it came from")
     func promote() async throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.publish(app, "2.3", "old()")
         let tested = try t.registry.publish(app: app, appVersion: v23, bundle: Array("fix()".utf8), channel: staging, actor: t.actor).patch
         let promoted = try t.registry.promote(app: app, appVersion: v23, from: staging, to: .production, rollout: 25, message: "fixes login",
@@ -63,7 +63,7 @@ struct ChannelTests {
     @Test("an encrypted app's promotion is sealed again under the new patch number: same plaintext, other ciphertext")
     func promoteEncrypted() throws {
         let t = try TempRegistry()
-        let app = try t.app("secret", encrypted: true)
+        let app = try t.app("secret", encrypted: true, channels: ["staging"])
         let tested = try t.registry.publish(app: app, appVersion: v23, bundle: Array("fix()".utf8), channel: staging, actor: t.actor).patch
         let promoted = try t.registry.promote(app: app, appVersion: v23, from: staging, to: .production, actor: t.actor).patch
         #expect(promoted.plaintext == tested.plaintext && promoted.served.sha256 != tested.served.sha256)
@@ -76,7 +76,7 @@ struct ChannelTests {
     @Test("promote refuses: same channel, nothing in --from, a patch of another channel, a revoked patch, bytes already live in --to")
     func promoteRefusals() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.publish(app, "2.3", "prod()")
         let same = #expect(throws: RegistryError.self) { try t.registry.promote(app: app, appVersion: v23, from: staging, to: staging, actor: t.actor) }
         guard case .conflict? = same else { Issue.record("same channel: \(String(describing: same))"); return }
@@ -100,7 +100,7 @@ struct ChannelTests {
     @Test("a promotion dry run changes nothing")
     func promoteDryRun() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.registry.publish(app: app, appVersion: v23, bundle: Array("a()".utf8), channel: staging, actor: t.actor)
         let before = try t.snapshot()
         let would = try t.registry.promote(app: app, appVersion: v23, from: staging, to: .production, dryRun: true, actor: t.actor).patch
@@ -141,14 +141,14 @@ struct ChannelTests {
         let newTargets = try SignedTargets(bytes: try reopened.latestMetadata(app: app, role: .targets).bytes).body.targets
         #expect(Set(newTargets.keys) == Set(oldTargets.keys))
         #expect(newTargets["2.3/1/main.js"] == oldTargets["2.3/1/main.js"], "a patch's signed entry is unchanged by the upgrade")
-        let staged = try reopened.publish(app: app, appVersion: v23, bundle: Array("c()".utf8), channel: staging, actor: t.actor).patch
+        let staged = try reopened.publish(app: app, appVersion: v23, bundle: Array("c()".utf8), channel: staging, newChannel: true, actor: t.actor).patch
         #expect(staged.number == 3 && staged.targetPath == "staging/2.3/3/main.js")
     }
 
     @Test("a version's revoke takes one channel's patches (production by default), names it in the audit event; a number in another channel is refused")
     func revokeOneChannel() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo"), v23 = try AppVersion("2.3"), staging = try ChannelName("staging")
+        let app = try t.app("demo", channels: ["staging"]), v23 = try AppVersion("2.3"), staging = try ChannelName("staging")
         try t.publish(app, "2.3", "prod()")
         _ = try t.registry.publish(app: app, appVersion: v23, bundle: Array("qa()".utf8), channel: staging, actor: t.actor)
         let revoked = try t.registry.revoke(app: app, appVersion: v23, number: nil, actor: t.actor)
@@ -165,7 +165,7 @@ struct ChannelTests {
     @Test("rollBack(to:) republishes patch N's plaintext as the next patch of its channel, signed rolledBackTo and audited; a retry, another channel's patch or an unknown number changes nothing")
     func rollBackTo() throws {
         let t = try TempRegistry()
-        let app = try t.app("vault", encrypted: true), v = try AppVersion("3.1"), staging = try ChannelName("staging")
+        let app = try t.app("vault", encrypted: true, channels: ["staging"]), v = try AppVersion("3.1"), staging = try ChannelName("staging")
         let good = try t.publish(app, "3.1", "good()")
         try t.publish(app, "3.1", "bad()")
         _ = try t.registry.revoke(app: app, appVersion: v, number: 1, actor: t.actor)  // an earlier, hasty revoke
@@ -191,7 +191,7 @@ struct ChannelTests {
     @Test("promote keeps the source's release notes unless given others; a halted copy in the target is named as halted, with the rollout that resumes it")
     func promoteNotesAndHaltedCopy() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo"), v = try AppVersion("2.3"), staging = try ChannelName("staging")
+        let app = try t.app("demo", channels: ["staging"]), v = try AppVersion("2.3"), staging = try ChannelName("staging")
         _ = try t.registry.publish(app: app, appVersion: v, bundle: Array("qa()".utf8), channel: staging, message: "fixes login", actor: t.actor)
         let promoted = try t.registry.promote(app: app, appVersion: v, from: staging, to: .production, actor: t.actor).patch
         #expect(promoted.message == "fixes login")

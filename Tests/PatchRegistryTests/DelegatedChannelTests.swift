@@ -14,7 +14,7 @@ struct DelegatedChannelTests {
     /// An app with production patch 1, and staging delegated to `qa` (its key given, not stored).
     func delegated() throws -> (TempRegistry, AppName, SigningKey) {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.publish(app, "2.3", "a()")
         let qa = try SigningKey.generateEd25519()
         try t.registry.delegate(app: app, channel: staging, role: "qa", keys: [qa.tufKey], signingKeys: [qa], actor: t.actor)

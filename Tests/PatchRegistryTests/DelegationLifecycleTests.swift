@@ -16,7 +16,7 @@ struct DelegationLifecycleTests {
     /// stored) and staging patch 2 published with them.
     func delegated(_ keys: [SigningKey], threshold: Int = 1) throws -> (TempRegistry, AppName) {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         try t.publish(app, "2.3", "a()")
         try t.registry.delegate(app: app, channel: staging, role: "qa", keys: keys.map(\.tufKey), threshold: threshold, signingKeys: keys, actor: t.actor)
         try Registry.signing(with: keys) { () throws(RegistryError) in try t.registry.publish(app: app, appVersion: v23, bundle: Array("b()".utf8), channel: staging, actor: t.actor) }
@@ -108,8 +108,10 @@ struct DelegationLifecycleTests {
     func refusals() throws {
         let a = try SigningKey.generateEd25519(), b = try SigningKey.generateEd25519()
         let (t, app) = try delegated([a])
-        let before = try t.snapshot()
         let beta = try ChannelName("beta")
+        // Declared, so each refusal below is the one it names, not an unknown channel.
+        try t.registry.declareChannel(app: app, channel: beta, actor: t.actor)
+        let before = try t.snapshot()
         #expect(throws: RegistryError.self) { try t.registry.delegate(app: app, channel: beta, role: "b", keys: [b.tufKey], threshold: 2, signingKeys: [b], actor: t.actor) }
         #expect(throws: RegistryError.self) { try t.registry.delegate(app: app, channel: beta, role: "b", keys: [b.tufKey], signingKeys: [b], replace: true, actor: t.actor) }
         #expect(throws: RegistryError.self) { try t.registry.delegate(app: app, channel: staging, role: "qa", keys: [b.tufKey], signingKeys: [b], actor: t.actor) }

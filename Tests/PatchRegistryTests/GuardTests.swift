@@ -72,7 +72,7 @@ struct GuardTests {
     @Test("a patch halted by a guard and resumed by hand stays resumed; a guard on another channel does not act")
     func resumedByHand() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["beta"])
         try t.publish(app, "2.3", "one()")
         try t.registry.setGuard(app: app, channel: try ChannelName("beta"), maxRollbackPPM: 20_000, minDevices: 50, action: .halt, actor: t.actor)
         let touched = try feed(t, app, devices: 0..<60, rolledBack: 30)

@@ -43,7 +43,7 @@ struct PublishCostTests {
     @Test("targets list exactly what listedPatches chooses from every active patch (channels, halts, conditions, revokes)")
     func listingMatchesTheRule() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let v23 = try AppVersion("2.3"), v24 = try AppVersion("2.4")
         let staging = try ChannelName("staging")
         let qa = try DeliveryConditions(devices: try .hashing(["qa-1"]), os: nil)

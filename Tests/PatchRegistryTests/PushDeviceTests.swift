@@ -72,7 +72,7 @@ struct PushDeviceTests {
         try Self.register(t, app, 2)
         #expect(throws: RegistryError.self) { try Self.register(t, app, 2, version: "9.9") }
         #expect(try t.registry.pushDevices(app: app, now: Self.t0).first?.appVersion.rawValue == "2.3")
-        _ = try t.registry.publish(app: app, appVersion: try AppVersion("2.5"), bundle: Array("x()".utf8), channel: try ChannelName("beta"), actor: t.actor)
+        _ = try t.registry.publish(app: app, appVersion: try AppVersion("2.5"), bundle: Array("x()".utf8), channel: try ChannelName("beta"), newChannel: true, actor: t.actor)
         _ = try t.registry.revoke(app: app, appVersion: try AppVersion("2.5"), number: 1, actor: t.actor)
         #expect(try Self.register(t, app, 3, version: "2.5", channel: try ChannelName("beta")) == .stored)
     }

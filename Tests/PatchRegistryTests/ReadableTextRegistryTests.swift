@@ -13,7 +13,7 @@ struct ReadableTextRegistryTests {
     @Test("a publish, promote or revoke message with a bidi override is refused, naming it, and nothing is written or audited")
     func messages() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let staging = try ChannelName("staging")
         try t.registry.publish(app: app, appVersion: v23, bundle: Array("a()".utf8), channel: staging, actor: t.actor)
         let before = try t.snapshot()

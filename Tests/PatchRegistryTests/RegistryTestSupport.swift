@@ -16,9 +16,11 @@ final class TempRegistry {
 
     deinit { try? FileManager.default.removeItem(at: root) }
 
-    func app(_ name: String, encrypted: Bool = false) throws -> AppName {
+    /// A new app with `channels` declared besides production (each a `channel.create` event).
+    func app(_ name: String, encrypted: Bool = false, channels: [String] = []) throws -> AppName {
         let app = try AppName(name)
         try registry.createApp(app, encrypted: encrypted, actor: actor)
+        for channel in channels { try registry.declareChannel(app: app, channel: try ChannelName(channel), actor: actor) }
         return app
     }
 

@@ -28,7 +28,7 @@ struct StatusTests {
     @Test("channels never mix: each channel of a version has its own split, and a staging patch is never counted for production devices")
     func channels() throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let version = try AppVersion("2.3")
         let staging = try ChannelName("staging")
         try t.publish(app, "2.3", "one()", rollout: 50)
@@ -61,5 +61,43 @@ struct StatusTests {
         #expect(demo.versions.map(\.appVersion.rawValue) == ["2.3", "2.4"])
         #expect(demo.versions[1].shares == [.init(patch: 1, basisPoints: 4000), .init(patch: nil, basisPoints: 6000)])
         #expect(throws: RegistryError.self) { try t.registry.status(app: try AppName("nope")) }
+    }
+
+    @Test("status names each halted patch, newest first per version and channel, with the devices that reported installing and rolling it back")
+    func halted() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo", channels: ["staging"])
+        let v23 = try AppVersion("2.3"), staging = try ChannelName("staging")
+        try t.publish(app, "2.3", "one()")
+        _ = try feed(t, app, devices: 0..<60, rolledBack: 10)
+        try t.registry.setRollout(app: app, appVersion: v23, number: 1, percent: 0, actor: t.actor)
+        try t.publish(app, "2.3", "two()")
+        _ = try t.registry.publish(app: app, appVersion: v23, bundle: Array("qa()".utf8), channel: staging, rollout: 0, actor: t.actor)
+        try t.publish(app, "2.4", "four()", rollout: 50)
+        let demo = try #require(try t.registry.status(app: app).first)
+        #expect(demo.halted == [
+            HaltedPatch(appVersion: v23, channel: .production, patch: 1, installedDevices: 60, rolledBackDevices: 10),
+            HaltedPatch(appVersion: v23, channel: staging, patch: 3, installedDevices: 0, rolledBackDevices: 0),
+        ])
+        #expect(demo.json["halted"]?.arrayValue?.first == ["appVersion": "2.3", "channel": "production", "patch": 1, "rollout": 0,
+                                                           "installedDevices": 60, "rolledBackDevices": 10])
+        #expect(try t.registry.status(app: try AppName("demo")).first?.json["halted"]?.arrayValue?.count == 2)
+    }
+
+    @Test("servedPatches is what some device is offered now: not superseded, halted or revoked")
+    func served() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo", channels: ["staging"])
+        let v23 = try AppVersion("2.3")
+        try t.publish(app, "2.3", "one()")                 // 1: superseded by 2
+        try t.publish(app, "2.3", "two()")                 // 2: live
+        try t.publish(app, "2.3", "three()", rollout: 0)   // 3: halted
+        try t.publish(app, "2.3", "four()", rollout: 30)   // 4: live
+        try t.publish(app, "2.3", "five()", rollout: 30)   // 5: revoked
+        _ = try t.registry.revoke(app: app, appVersion: v23, number: 5, actor: t.actor)
+        _ = try t.registry.publish(app: app, appVersion: v23, bundle: Array("qa()".utf8), channel: try ChannelName("staging"), actor: t.actor)
+        try t.publish(app, "2.4", "other()", rollout: 0)   // 2.4 patch 1: halted
+        let served = try t.registry.servedPatches(app: app).map { "\($0.appVersion) \($0.channel) \($0.number)" }
+        #expect(served == ["2.3 production 2", "2.3 production 4", "2.3 staging 6"])
     }
 }

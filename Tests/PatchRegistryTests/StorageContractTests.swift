@@ -107,7 +107,7 @@ struct StorageContractTests {
     @Test("push tokens are selected by version and by channel, the most recently registered first")
     func pushSelection() throws {
         let t = try TempRegistry()
-        let demo = try t.app("demo")
+        let demo = try t.app("demo", channels: ["staging"])
         try t.publish(demo, "2.3", "a()")
         try t.publish(demo, "2.4", "b()")
         let staging = try ChannelName("staging")

@@ -200,7 +200,7 @@ struct TwoPersonRuleTests {
     @Test("a delegated channel whose key is elsewhere waits for the role's key holder, then lands signed by the role")
     func delegatedKeyElsewhere() async throws {
         let t = try TempRegistry()
-        let app = try t.app("demo")
+        let app = try t.app("demo", channels: ["staging"])
         let staging = try ChannelName("staging")
         let qa = try SigningKey.generateEd25519()
         try t.registry.delegate(app: app, channel: staging, role: "qa", keys: [qa.tufKey], signingKeys: [qa], actor: t.actor)

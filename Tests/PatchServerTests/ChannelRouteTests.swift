@@ -8,7 +8,7 @@ import PatchCore
 struct ChannelRouteTests {
     /// Production patch 1 "prod()", staging patch 2 "stage()" (with release notes).
     static func fixture() throws -> ServiceFixture {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["staging"])
         #expect(f.publish("prod()").status == 201)
         let staged = f.post("/v1/apps/demo/patches", body: "stage()", token: f.publisherToken,
                             query: ["appVersion": "2.3", "channel": "staging", "message": "QA build 7"])

@@ -14,7 +14,7 @@ struct ConditionRouteTests {
 
     /// demo 2.3: patch 1 "all()" for everyone, patch 2 "qa()" for qa-1/qa-2 on OS 16–17.4.
     static func fixture() throws -> ServiceFixture {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["staging"])
         #expect(f.publish("all()").status == 201)
         let published = f.post("/v1/apps/demo/patches", body: "qa()", token: f.publisherToken, query: ["appVersion": "2.3"],
                                headers: ["X-Patch-Conditions": try conditions().json.canonicalString])

@@ -19,7 +19,7 @@ struct DelegationRouteTests {
 
     @Test("the server makes and keeps the role's key, signs staging with it, rotates it, and ends the delegation; bad input is 4xx and changes nothing")
     func lifecycle() throws {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["staging"])
         #expect(f.publish("a()").status == 201)
         // Refused: production, an unknown member, a bad name, an auditor, a key the server cannot sign with.
         #expect(delegations(f, #"{"channel": "production", "name": "qa"}"#).status == 400)
@@ -73,7 +73,7 @@ struct DelegationRouteTests {
 
     @Test("a public key over the server: the dry run answers the role's next metadata unsigned, signed here it is taken; a wrong or stale signature is refused")
     func presignedRole() throws {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["staging"])
         #expect(f.publish("a()").status == 201)
         #expect(stagingPublish(f, "s()").status == 201)  // staging patch 2, top-level's for now
         let qa = try SigningKey.generateEd25519(), stranger = try SigningKey.generateEd25519()

@@ -71,4 +71,21 @@ struct ListingRouteTests {
         let movedChanged = try f.json(moved)["changed"]?.boolValue
         #expect(movedChanged == true)
     }
+
+    @Test("?active=true lists the patches served now (delivery live), as `patchctl list --active` does; without it every patch")
+    func activeIsServedNow() throws {
+        let f = try ServiceFixture()
+        #expect(f.publish("one()").status == 201)                 // 1: superseded by 2
+        #expect(f.publish("two()").status == 201)                 // 2: live
+        #expect(f.publish("three()", rollout: 0).status == 201)   // 3: halted
+        #expect(f.publish("four()", rollout: 30).status == 201)   // 4: live
+        #expect(f.publish("five()", rollout: 30).status == 201)   // 5: revoked
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/5/revoke", token: f.publisherToken).status == 200)
+        let auditor = ["Authorization": "Bearer \(f.auditorToken)"]
+        let active = try f.json(f.get("/v1/apps/demo/patches", headers: auditor, query: ["active": "true"]))
+        #expect(active.arrayValue?.compactMap { $0["patch"]?.intValue } == [2, 4])
+        let all = try f.json(f.get("/v1/apps/demo/patches", headers: auditor, query: ["active": "false"]))
+        #expect(all.arrayValue?.compactMap { $0["patch"]?.intValue } == [1, 2, 3, 4, 5])
+        #expect(f.get("/v1/apps/demo/patches", headers: auditor, query: ["active": "yes"]).status == 400)
+    }
 }

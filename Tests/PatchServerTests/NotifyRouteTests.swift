@@ -14,7 +14,7 @@ struct NotifyRouteTests {
     static let endpoint = APNsEndpoint(production: URL(string: "https://127.0.0.1:1")!, sandbox: URL(string: "https://127.0.0.1:1")!)
 
     func withAPNs() throws -> ServiceFixture {
-        let f = try ServiceFixture(apnsEndpoint: NotifyRouteTests.endpoint)
+        let f = try ServiceFixture(apnsEndpoint: NotifyRouteTests.endpoint, channels: ["beta"])
         let key = try ECDSAPrivateKey.generate().pemRepresentation()
         try f.registry { try $0.setAPNs(app: AppName("demo"), teamID: "TEAM123456", keyID: "KEY1234567", topic: "com.example.demo", keyPEM: key, actor: Actor("fixture")) }
         return f

@@ -41,7 +41,7 @@ extension ServiceFixture {
 @Suite("POST /v1/apps/{app}/devices: device tokens for push-triggered checks")
 struct PushRouteTests {
     static func fixture(maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, pushNewPerNetwork: Int = 0, ipRate: Int = 0) throws -> ServiceFixture {
-        let f = try ServiceFixture(ipRate: ipRate, maxPushDevices: maxPushDevices, pushNewPerNetwork: pushNewPerNetwork)
+        let f = try ServiceFixture(ipRate: ipRate, maxPushDevices: maxPushDevices, pushNewPerNetwork: pushNewPerNetwork, channels: ["staging"])
         f.publishForDevices()
         return f
     }

@@ -9,7 +9,7 @@ import PatchCore
 struct ReadableTextRouteTests {
     @Test("publish, promote and revoke with a bidi override or a zero-width space in ?message= are 400 naming it; nothing is published or audited")
     func messages() throws {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["staging"])
         #expect(f.post("/v1/apps/demo/patches", body: "stage()", token: f.publisherToken, query: ["appVersion": "2.3", "channel": "staging"]).status == 201)
         let auditor = ["Authorization": "Bearer \(f.auditorToken)"]
         let before = (f.get("/v1/apps/demo/patches", headers: auditor).body, f.get("/v1/audit", headers: auditor).body)

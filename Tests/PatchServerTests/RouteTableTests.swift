@@ -38,7 +38,7 @@ struct RouteTableTests {
 
     @Test("the fast path is a cache: every published file answers the same through it and through its route")
     func fastPathIsACache() throws {
-        let f = try ServiceFixture(minInterval: 0)
+        let f = try ServiceFixture(minInterval: 0, channels: ["beta"])
         #expect(f.publish("fix()").status == 201)
         #expect(f.post("/v1/apps/demo/patches", body: "beta()", token: f.publisherToken,
                        query: ["appVersion": "2.3", "channel": "beta"]).status == 201)

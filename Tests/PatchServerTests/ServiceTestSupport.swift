@@ -19,7 +19,8 @@ final class ServiceFixture {
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
          maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
-         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil, apnsEndpoint: APNsEndpoint? = nil) throws {
+         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil, apnsEndpoint: APNsEndpoint? = nil,
+         channels: [String] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
         keysDirectory = root.appendingPathComponent("keys")
@@ -29,6 +30,9 @@ final class ServiceFixture {
         try registry.createApp(demo, encrypted: encrypted, actor: actor)
         try registry.createApp(try AppName("other"), encrypted: false, actor: actor)
         try registry.setThrottleRules(app: demo, ThrottleRules(minInterval: minInterval, ipRatePerMinute: ipRate), actor: actor)
+        // Channels of demo besides production, declared as `patchctl channels create` does: a
+        // publish over the API to an undeclared one is refused (404).
+        for channel in channels { try registry.declareChannel(app: demo, channel: try ChannelName(channel), actor: actor) }
         publisherToken = try registry.createToken(app: demo, role: .publisher, name: "ci", actor: actor).secret
         auditorToken = try registry.createToken(app: nil, role: .auditor, name: "auditor", actor: actor).secret
         otherAppToken = try registry.createToken(app: try AppName("other"), role: .publisher, name: "other-ci", actor: actor).secret

@@ -38,6 +38,13 @@ final class Workspace {
     /// backend under test: `--data DIR` or `--database URL` (`TestBackend`).
     func registryArguments(_ name: String) throws -> [String] { try TestBackend.arguments(dataDirectory: path(name)) }
 
+    /// Declares a channel of `app` in the workspace's registry (`patchctl channels create`'s
+    /// effect), before commands that name it.
+    func declareChannel(_ channel: String, app: String = "demo") throws {
+        try TestBackend.declareChannel(channel, app: app, dataDirectory: URL(fileURLWithPath: path("data"), isDirectory: true),
+                                       keysDirectory: URL(fileURLWithPath: path("keys"), isDirectory: true))
+    }
+
     /// Runs `patchctl ARGS --data … --keys …` (the global options are added for commands that take them).
     @discardableResult
     func run(_ arguments: [String], environment extra: [String: String] = [:], local: Bool = true, umask: String? = nil) throws -> Result {

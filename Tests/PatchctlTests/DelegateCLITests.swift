@@ -9,6 +9,7 @@ struct DelegateCLITests {
     func delegateThenPublish() throws {
         let w = try Workspace()
         try w.run(["apps", "create", "demo"])
+        try w.declareChannel("staging")
         try w.run(["publish", "--app", "demo", "--app-version", "2.3", try w.write("main.js", "fix()")])
         let qa = try SigningKey.generateEd25519()
         let pub = try w.write("qa.pub", qa.tufKey.json.canonicalString)
@@ -39,6 +40,8 @@ struct DelegateCLITests {
     func thresholdRotateUndelegate() throws {
         let w = try Workspace()
         try w.run(["apps", "create", "demo"])
+        try w.declareChannel("beta")  // declared, so undelegating it is refused as "not delegated"
+        try w.declareChannel("staging")
         let a = try SigningKey.generateEd25519(), b = try SigningKey.generateEd25519()
         func files(_ key: SigningKey, _ name: String) throws -> (pub: String, pem: String) {
             (try w.write("\(name).pub", key.tufKey.json.canonicalString), try w.write("\(name).pem", String(decoding: try key.pemRepresentation(), as: UTF8.self)))

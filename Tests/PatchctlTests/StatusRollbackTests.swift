@@ -33,16 +33,20 @@ struct StatusRollbackTests {
         #expect(unknown.status == 2 && unknown.stderr.contains("nope"))
     }
 
-    @Test("list shows live, superseded, halted and revoked; --active still lists every patch not revoked")
+    @Test("list shows live, superseded, halted and revoked; --active lists only what is served now (live)")
     func listDelivery() throws {
         let w = try workspace()
         #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3"]).status == 0)
         let listed = try w.json(["list"]).arrayValue?.map { "\($0["appVersion"]?.stringValue ?? "")/\($0["patch"]?.intValue ?? 0) \($0["delivery"]?.stringValue ?? "")" }
         #expect(listed == ["2.3/1 superseded", "2.3/2 live", "2.3/3 revoked", "2.4/1 halted"])
-        let active = try w.json(["list", "--active"]).arrayValue?.compactMap { $0["delivery"]?.stringValue }
-        #expect(active == ["superseded", "live", "halted"])
+        let active = try w.json(["list", "--active"]).arrayValue?.map { "\($0["appVersion"]?.stringValue ?? "")/\($0["patch"]?.intValue ?? 0) \($0["delivery"]?.stringValue ?? "")" }
+        #expect(active == ["2.3/2 live"], "superseded 2.3/1 and halted 2.4/1 are not revoked, but no device is offered them")
+        #expect(try w.run(["list", "--active", "--app", "demo"]).stdout.contains("2.3      production  2      100%     active  live"))
         let table = try w.run(["list"]).stdout
         #expect(table.contains("DELIVERY") && table.contains("superseded"))
+        #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2"]).status == 0)
+        #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1"]).status == 0)
+        #expect(try w.run(["list", "--active"]).stdout == "no patches served now\n")
     }
 
     @Test("rollback revokes the newest release and prints what devices get now; one that would leave nothing is refused")

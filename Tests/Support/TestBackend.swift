@@ -32,6 +32,14 @@ public enum TestBackend {
         try Registry(database: database(dataDirectory: dataDirectory), keysDirectory: keysDirectory, create: create)
     }
 
+    /// Declares `channel` of `app` in the existing registry of `dataDirectory` through the
+    /// registry's API (`Registry.declareChannel`), for a test that drives patchctl or patchd
+    /// to a channel other than production: one not declared is refused.
+    public static func declareChannel(_ channel: String, app: String, dataDirectory: URL, keysDirectory: URL) throws {
+        let registry = try registry(dataDirectory: dataDirectory, keysDirectory: keysDirectory, create: false)
+        try registry.declareChannel(app: try AppName(app), channel: try ChannelName(channel), actor: Actor("test"))
+    }
+
     /// The options that point patchctl or patchd at the registry of `dataDirectory`:
     /// `["--data", DIR]`, or `["--database", URL]` on PostgreSQL.
     public static func arguments(dataDirectory: String) throws(TestBackendError) -> [String] {

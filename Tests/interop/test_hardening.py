@@ -110,7 +110,7 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     assert integrity.stdout.strip() == "ok"
     registry_consistent(ws, "demo")
     ws.publish("demo", "2.3", "second();\n")  # with room again, publishing works
-    assert [p["patch"] for p in ws.json("list", "--active")] == [1, 2]
+    assert [p["patch"] for p in ws.json("list")] == [1, 2]
 
 
 @sqlite_only("ENOSPC under the data directory; the PostgreSQL twin puts the tables on a full tmpfs")

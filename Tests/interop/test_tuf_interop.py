@@ -50,8 +50,9 @@ def test_updater_downloads_every_active_patch_of_a_plain_app(workspace, http_ser
     assert_plain_target(updater, "10.0.0-beta.2/1/main.js", b10, patch=1, rollout=100)
     # 2.4 patch 1 is still active but superseded by a newer 100% patch.
     assert_not_listed(updater, "2.4/1/main.js", "2.5/1/main.js", "2.3/3/main.js")
+    # --active is what devices are offered now: the superseded patch is not revoked, but not served.
     active = {(p["appVersion"], p["patch"]) for p in ws.json("list", "--app", "demo", "--active")}
-    assert ("2.4", 1) in active
+    assert ("2.4", 1) not in active and ("2.4", 2) in active
 
 
 def test_updater_without_patches_sees_an_empty_targets_role(workspace, http_server, tmp_path):

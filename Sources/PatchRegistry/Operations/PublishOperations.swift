@@ -11,6 +11,7 @@ public struct PublishOperation: ReleaseOperation, Equatable {
             .rollout("percent of devices offered it (default 100)"),
             .message,
             OperationParameter("allowSame", .query, .flag, "true: publish even if the bytes are those of a live patch of the version and channel"),
+            OperationParameter("newChannel", .query, .flag, "true: declare the channel with this publish (a channel not declared otherwise is 404, with a did-you-mean)"),
             OperationParameter("conditions", .header, .conditions, header: "X-Patch-Conditions",
                                "signed delivery conditions (docs/PROTOCOL.md section 5), device IDs already hashed"),
             OperationParameter("bundle", .content, .bytes, required: true, "the script: UTF-8 JavaScript, at most Registry.maxBundleSize bytes"),
@@ -23,16 +24,19 @@ public struct PublishOperation: ReleaseOperation, Equatable {
     public var message: String?
     public var conditions: DeliveryConditions?
     public var allowSame: Bool
+    /// The publish declares its channel, in its own transaction (`publish --new-channel`).
+    public var newChannel: Bool
     public var bundle: [UInt8]
 
     public init(appVersion: AppVersion, channel: ChannelName = .production, rollout: Int = 100, message: String? = nil,
-                conditions: DeliveryConditions? = nil, allowSame: Bool = false, bundle: [UInt8]) {
+                conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false, bundle: [UInt8]) {
         self.appVersion = appVersion
         self.channel = channel
         self.rollout = rollout
         self.message = message
         self.conditions = conditions
         self.allowSame = allowSame
+        self.newChannel = newChannel
         self.bundle = bundle
     }
 
@@ -40,21 +44,21 @@ public struct PublishOperation: ReleaseOperation, Equatable {
         guard let bundle = values.bundle else { throw .invalidCall("the bundle (the request body) is required") }
         self.init(appVersion: try values.appVersion(), channel: try values.channel("channel") ?? .production, rollout: try values.percent("rollout") ?? 100,
                   message: values.text("message"), conditions: try values.conditions("conditions"), allowSame: try values.flag("allowSame"),
-                  bundle: bundle)
+                  newChannel: try values.flag("newChannel"), bundle: bundle)
     }
 
     public var values: OperationValues {
         .encode(["appVersion": appVersion, "channel": channel, "rollout": rollout, "message": message, "conditions": conditions,
-                 "allowSame": allowSame], bundle: bundle)
+                 "allowSame": allowSame, "newChannel": newChannel], bundle: bundle)
     }
 
     public var summary: String {
-        "publish a \(bundle.count)-byte bundle to \(appVersion) \(channel) at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
+        "publish a \(bundle.count)-byte bundle to \(appVersion) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
     }
 
     public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
         try registry.publish(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                             conditions: conditions, allowSame: allowSame, expectLive: context.expectPatch, dryRun: context.dryRun,
+                             conditions: conditions, allowSame: allowSame, newChannel: newChannel, expectLive: context.expectPatch, dryRun: context.dryRun,
                              actor: context.actor, now: context.now).json
     }
 }

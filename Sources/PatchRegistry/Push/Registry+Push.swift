@@ -108,6 +108,8 @@ extension Registry {
     /// recently refreshed first: a round reaches the devices in use before a flood's.
     public func pushDevices(app: AppName, appVersion: AppVersion? = nil, channel: ChannelName? = nil,
                             now: Date = Date()) throws(RegistryError) -> [PushDevice] {
+        // A mistyped audience is refused rather than answered with no devices ("pushed to 0").
+        if let channel { try requireChannel(channel, app: app) }
         var sql = "SELECT token, environment, app_version, channel, registered_at FROM push_devices WHERE app = ? AND registered_at >= ?"
         var values: [SQLValue] = [.text(app.rawValue), .text(TUFTime.format(now.addingTimeInterval(-Registry.pushTokenLifetime)))]
         if let appVersion { sql += " AND app_version = ?"; values.append(.text(appVersion.rawValue)) }
@@ -242,6 +244,7 @@ extension Registry {
     public func recordPush(app: AppName, appVersion: AppVersion?, channel: ChannelName?, timestampVersion: Int64, reason: String,
                            summary: PushSummary, actor: Actor, now: Date = Date()) throws(RegistryError) -> AuditEvent {
         try write { () throws -> AuditEvent in
+            if let channel { try requireChannel(channel, app: app) }
             var details = summary.json.objectValue ?? [:]
             details["appVersion"] = appVersion.map { .string($0.rawValue) } ?? .null
             details["channel"] = channel.map { .string($0.rawValue) } ?? .null

@@ -73,7 +73,7 @@ extension Registry {
         guard (1...1_000_000).contains(maxRollbackPPM) else { throw .invalidInput("the maximum rollback rate must be above 0 % and at most 100 %") }
         guard (1...100_000_000).contains(minDevices) else { throw .invalidInput("the minimum device count must be 1 to 100000000") }
         return try write { () throws -> PatchGuard? in
-            _ = try self.app(app)
+            _ = try self.app(app, declaring: [channel])
             let old = try guards(app: app).first { $0.channel == channel }
             if let old, old.maxRollbackPPM == maxRollbackPPM, old.minDevices == minDevices, old.action == action { return nil }
             let time = TUFTime.format(now)
@@ -95,7 +95,7 @@ extension Registry {
     @discardableResult
     public func removeGuard(app: AppName, channel: ChannelName = .production, actor: Actor, now: Date = Date()) throws(RegistryError) -> Bool {
         try write { () throws -> Bool in
-            _ = try self.app(app)
+            _ = try self.app(app, declaring: [channel])
             guard let old = try guards(app: app).first(where: { $0.channel == channel }) else { return false }
             try db.run("DELETE FROM patch_guards WHERE app = ? AND channel = ?", [.text(app.rawValue), .text(channel.rawValue)])
             try AuditLog.append(db, app: app.rawValue, actor: actor, action: "guard.remove", details: ["from": old.json], at: now)

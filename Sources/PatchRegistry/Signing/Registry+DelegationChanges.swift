@@ -44,7 +44,7 @@ extension Registry {
         let proposed = ReleaseChange.delegate(channel: channel, role: role, keys: byID.keys.sorted().map { byID[$0]! }, threshold: threshold, replace: replace)
         let change = try proposing(proposed, app: name, dryRun: false, actor: actor, now: now) { () throws(RegistryError) in
           try Registry.signing(with: signingKeys) { () throws(RegistryError) in try write { () throws -> DelegationChange in
-            _ = try self.app(name)
+            _ = try self.app(name, declaring: [channel])
             let rows = try delegationRows(app: name)
             let sameName = rows.first { $0.record.name == role }, sameChannel = rows.first { $0.record.channel == channel }
             if let other = sameChannel, other.record.name != role {
@@ -99,7 +99,7 @@ extension Registry {
     @discardableResult
     public func undelegate(app name: AppName, channel: ChannelName, actor: Actor, now: Date = Date()) throws(RegistryError) -> DelegationRecord {
         let record = try write { () throws -> DelegationRecord in
-            _ = try self.app(name)
+            _ = try self.app(name, declaring: [channel])
             guard let record = try delegations(app: name).first(where: { $0.channel == channel }) else {
                 throw RegistryError.notFound("\(channel) of \(name) is not delegated")
             }

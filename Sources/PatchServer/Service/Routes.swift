@@ -221,8 +221,11 @@ extension PatchService {
 
     func list(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
+        // `active=true`: served now (delivery live), as `patchctl list --active` means it.
         let activeOnly = try PatchService.flag(request, "active")
-        let patches = try read { registry throws(RegistryError) in try registry.patches(app: app, appVersion: nil, activeOnly: activeOnly) }
+        let patches = try read { registry throws(RegistryError) in
+            activeOnly ? try registry.servedPatches(app: app) : try registry.patches(app: app, appVersion: nil, activeOnly: false)
+        }
         return .json(.array(patches.map(\.json)))
     }
 

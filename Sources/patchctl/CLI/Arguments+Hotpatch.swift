@@ -7,8 +7,16 @@ extension Arguments {
         do { return try AppName(try required(name)) } catch let error as ValidationError { throw .usage(error.message) } catch let error as CLIError { throw error } catch { throw .usage("\(error)") }
     }
 
-    func optionalAppName(_ name: String = "--app") throws(CLIError) -> AppName? {
-        guard values[name] != nil else { return nil }
+    /// `--app`'s value; nil when it is not given. A listing (status, list, audit) names its
+    /// every-app flag as `everyApp`: then, as for every other command, hotpatch.json's app is
+    /// the default when `--app` is not given, and nil (every app) takes the flag, so a listing
+    /// run in one app's repository shows that app rather than every app of the registry.
+    func optionalAppName(_ name: String = "--app", everyApp: String? = nil) throws(CLIError) -> AppName? {
+        if let everyApp, flag(everyApp) {
+            guard values[name] == nil else { throw .usage("give \(name) NAME or \(everyApp), not both") }
+            return nil
+        }
+        guard values[name] != nil else { return everyApp == nil ? nil : try ProjectFile.current.get()?.app }
         return try appName(name)
     }
 

@@ -5,14 +5,15 @@ import PatchRegistry
 
 struct AuditCommand: Command {
     static let spec = CommandSpec("audit", summary: "Show the audit log of every change; --verify checks its hash chain",
-                                  options: [.value("--app", "NAME", "only this app's events"),
+                                  options: ListedApps.options + [
                                             .value("--after", "SEQ", "only events after this seq (the last one you have read)"),
                                             .value("--page-size", "N", "with --server: events per request, 1 to 1000 (default 1000); every page is read"),
                                             .flag("--verify", "verify the hash chain (exit 1 if broken)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.optionalAppName()
+        // Every app's events (and the whole chain's verdict either way) with --all-apps.
+        let name = try ListedApps.named(arguments)
         let verify = arguments.flag("--verify")
         let after = try arguments.int("--after", in: 0...Int.max) ?? 0
         let pageSize = try arguments.int("--page-size", in: 1...1000)

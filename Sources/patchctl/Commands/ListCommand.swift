@@ -5,20 +5,25 @@ import PatchRegistry
 
 struct ListCommand: Command {
     static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, who and when",
-                                  options: [.value("--app", "NAME", "only this app (with --server: default every app the token may read)"),
-                                            // "active" is the stored state (not revoked); a superseded or halted patch is active but reaches no device.
-                                            .flag("--active", "only active patches (not revoked; includes superseded and halted ones, see DELIVERY)"),
+                                  options: ListedApps.options + [
+                                            .flag("--active", "only the patches served now (DELIVERY live: some device is offered it; not superseded, halted or revoked)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.optionalAppName()
+        let name = try ListedApps.named(arguments)
         let active = arguments.flag("--active")
         let backend = try Backends.open(arguments)
         var patches: [JSON] = []
-        for app in try backend.apps(name) { patches += try backend.patches(app: app, activeOnly: active) }
-        patches = try DeviceFigures.annotate(NowServed.annotate(patches), backend: backend)
+        for app in try ListedApps.names(name, backend: backend) { patches += try backend.patches(app: app, activeOnly: active) }
+        // "Active" is what a release engineer reads as "what devices run now": a superseded or
+        // halted patch is not revoked but is offered to no device, so it is left out. Filtered
+        // here on the delivery the listing itself gives, so a server from before `active=true`
+        // meant "served now" (it sent every patch not revoked) answers the same.
+        patches = NowServed.annotate(patches)
+        if active { patches = patches.filter { $0["delivery"]?.stringValue == Delivery.live.rawValue } }
+        patches = try DeviceFigures.annotate(patches, backend: backend)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
-        guard !patches.isEmpty else { Output.line(active ? "no active patches" : "no patches"); return }
+        guard !patches.isEmpty else { Output.line(active ? "no patches served now" : "no patches"); return }
         Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
             [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "production",
              String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",

@@ -8,15 +8,14 @@ import PatchRegistry
 /// local registry or with --server from `GET /v1/apps/{app}/status`.
 struct StatusCommand: Command {
     static let spec = CommandSpec("status", summary: "Show what devices get now per app version (the rollout split) and each role's metadata version and expiry",
-                                  options: [.value("--app", "NAME", "only this app (default: every app of the registry)"),
-                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+                                  options: ListedApps.options + [.flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let name = try arguments.optionalAppName()
+        let name = try ListedApps.named(arguments)
         // Both paths give AppStatus.json, one object per app; one printer renders it.
         let backend = try Backends.open(arguments)
         var apps: [JSON] = []
-        for app in try backend.apps(name) { apps.append(try withReports(backend.status(app: app), backend: backend)) }
+        for app in try ListedApps.names(name, backend: backend) { apps.append(try withReports(backend.status(app: app), backend: backend)) }
         if arguments.flag("--json") { Output.json(["apps": .array(apps)]); return }
         guard !apps.isEmpty else { Output.line("no apps"); return }
         let now = Date()
@@ -49,6 +48,7 @@ struct StatusCommand: Command {
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
                 }.joined(separator: ", ")]
             }))
+            for halted in Self.halted(app) { Output.line(Self.haltedLine(halted)) }
             // Halted patches show as such beside their figures (the split above only says "none").
             var delivery: [String: String] = [:]
             for v in versions {
@@ -69,6 +69,30 @@ struct StatusCommand: Command {
         stats["app"] = nil
         object["reports"] = .object(stats)
         return .object(object)
+    }
+
+    /// The app's halted patches: `halted` as the registry gives it (with device figures), or,
+    /// from a server that predates it, the `halted` deliveries of `versions` without figures.
+    static func halted(_ app: JSON) -> [JSON] {
+        if let halted = app["halted"]?.arrayValue { return halted }
+        return (app["versions"]?.arrayValue ?? []).flatMap { v in
+            (v["patches"]?.arrayValue ?? []).filter { $0["delivery"]?.stringValue == Delivery.halted.rawValue }.map { p -> JSON in
+                ["appVersion": v["appVersion"] ?? .null, "channel": v["channel"] ?? .string(ChannelName.production.rawValue), "patch": p["patch"] ?? .null]
+            }
+        }
+    }
+
+    /// "halted: 2.3 production patch 3 (rollout 0 %) is offered to no device; devices that
+    /// installed it keep it until a newer patch reaches them or it is revoked (12 devices
+    /// reported installing it, 2 rolled it back)". The split alone says "none", which reads as
+    /// if no device ran it; it also names both ways to take it off the devices that do.
+    static func haltedLine(_ halted: JSON) -> String {
+        var line = "halted: \(halted["appVersion"]?.stringValue ?? "") \(halted["channel"]?.stringValue ?? "production") patch \(halted["patch"]?.intValue ?? 0) (rollout 0 %) is offered to no device; devices that installed it keep it until a newer patch reaches them or it is revoked"
+        if let installed = halted["installedDevices"]?.intValue {
+            let rolledBack = halted["rolledBackDevices"]?.intValue ?? 0
+            line += " (\(installed) device\(installed == 1 ? "" : "s") reported installing it\(rolledBack > 0 ? ", \(rolledBack) rolled it back" : ""))"
+        }
+        return line
     }
 
     /// The version rows of one app, production's first, then each other channel's by name,

@@ -1,5 +1,7 @@
-/// "Did you mean …" for a misspelt command or option: the candidate with the smallest edit
-/// distance, if it is close enough to be a typo rather than another word.
+/// "Did you mean …" for a misspelt command, option or channel: the candidate with the smallest
+/// edit distance, if it is close enough to be a typo rather than another word. In PatchCore, the
+/// module both the CLI grammar (HotpatchCLI) and the registry (a mistyped `--channel`) stand on,
+/// so one distance decides what counts as a typo everywhere.
 public enum Suggestion {
     public static func closest(to typed: String, among candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(typed, $0)) }.min { $0.1 < $1.1 }
