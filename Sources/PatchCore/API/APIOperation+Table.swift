@@ -32,6 +32,10 @@ extension APIOperation {
                                             scope: .publisher, commands: ["halt"])
     public static let resumePatch = APIOperation("resumePatch", "POST", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume",
                                               scope: .publisher, commands: ["resume"])
+    /// Declared channels (issue 42): an operation naming a channel the app has not declared is
+    /// refused with a did-you-mean.
+    public static let createChannel = APIOperation("createChannel", "POST", "/v1/apps/{app}/channels", scope: .publisher, commands: ["channels create"])
+    public static let listChannels = APIOperation("listChannels", "GET", "/v1/apps/{app}/channels", scope: .auditor, commands: ["channels list"])
     public static let setSchedule = APIOperation("setSchedule", "PUT", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule",
                                               scope: .publisher, commands: ["rollout"])
     public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher,
@@ -92,7 +96,7 @@ extension APIOperation {
     public static let all: [APIOperation] = [
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
-        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, getAudit, listApps,
+        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, getAudit, listApps,
         listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]

@@ -123,7 +123,7 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
 public enum ReleaseOperations {
     public static let all: [any ReleaseOperation.Type] = [
         PublishOperation.self, PromoteOperation.self, RolloutOperation.self, HaltOperation.self, ResumeOperation.self,
-        RevokeOperation.self, RollbackOperation.self,
+        RevokeOperation.self, RollbackOperation.self, CreateChannelOperation.self,
     ]
 
     public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }

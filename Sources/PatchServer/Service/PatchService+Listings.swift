@@ -13,6 +13,13 @@ extension PatchService {
         return .json(.array(apps.filter { token.app == nil || $0.name == token.app }.map(\.json)))
     }
 
+    /// `GET /v1/apps/{app}/channels`: the app's declared channels, production first.
+    func channels(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        let app = try appCatalog(p["app"]).app
+        let channels = try read { registry throws(RegistryError) in try registry.channels(app: app) }
+        return .json(.array(channels.map { .string($0.rawValue) }))
+    }
+
     /// `GET /v1/tokens[?app=A]`: the tokens scoped to the token's app, or with a token for
     /// every app, every token (`app` narrows to those scoped to A).
     func tokens(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {

@@ -17,6 +17,7 @@ extension PatchService {
         // Release operations (Sources/PatchRegistry/Operations): decode, execute, encode, one
         // handler for all of them (OperationRoutes.swift).
         for operation in ReleaseOperations.all { r.add(operation) }
+        r.add(.listChannels, metric: .list) { s, q, p throws(HTTPError) in try s.channels(q, p) }
         r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).

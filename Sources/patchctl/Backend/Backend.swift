@@ -33,6 +33,8 @@ protocol Backend {
     func stats(app: AppName) throws(CLIError) -> JSON
     /// `getAudit`: `{"events": […], "chain": …}` from `after` on (every page of a server's).
     func audit(app: AppName?, after: Int, pageSize: Int?, verify: Bool) throws(CLIError) -> [String: JSON]
+    /// `listChannels`: the app's declared channels, production first.
+    func channels(app: AppName) throws(CLIError) -> [String]
     /// `listTokens`.
     func tokens(app: AppName?) throws(CLIError) -> [JSON]
     /// `patchScript`: a patch's script as published (decrypted locally; a server serves only

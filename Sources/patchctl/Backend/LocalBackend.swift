@@ -52,6 +52,10 @@ struct LocalBackend: Backend {
         }
     }
 
+    func channels(app: AppName) throws(CLIError) -> [String] {
+        try run { () throws(RegistryError) in try local.channels(app: app).map(\.rawValue) }
+    }
+
     func tokens(app: AppName?) throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.tokens(scope: app).map(\.json) } }
 
     func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8] {

@@ -51,6 +51,10 @@ struct RemoteBackend: Backend {
         return result
     }
 
+    func channels(app: AppName) throws(CLIError) -> [String] {
+        try array(remote.json(.listChannels, ["app": app.rawValue]), "channel listing").compactMap(\.stringValue)
+    }
+
     func tokens(app: AppName?) throws(CLIError) -> [JSON] {
         try array(remote.json(.listTokens, query: app.map { ["app": $0.rawValue] } ?? [:]), "token listing")
     }

@@ -16,6 +16,7 @@ struct PublishCommand: Command {
                                             .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
+                                            .flag("--new-channel", "declare --channel with this publish (a channel not declared is refused, with a did-you-mean)"),
                                             .flag("--dry-run", "say what would be published and change nothing"),
                                             .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
@@ -34,7 +35,7 @@ struct PublishCommand: Command {
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         let operation = PublishOperation(appVersion: version, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                         allowSame: allowSame, bundle: bundle)
+                                         allowSame: allowSame, newChannel: arguments.flag("--new-channel"), bundle: bundle)
         var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
         var schedule: JSON?
         if let staged, dryRun {
