@@ -30,6 +30,8 @@ export const operations = Object.freeze({
   setRollout: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/rollout", scope: "publisher" }),
   haltPatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/halt", scope: "publisher" }),
   resumePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume", scope: "publisher" }),
+  createChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/channels", scope: "publisher" }),
+  listChannels: Object.freeze({ method: "GET", path: "/v1/apps/{app}/channels", scope: "auditor" }),
   getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
@@ -60,6 +62,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "newChannel", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
       Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
@@ -133,6 +136,12 @@ export const releases = Object.freeze({
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+    ]),
+  }),
+  channel: Object.freeze({
+    routes: ["createChannel"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: true }),
     ]),
   }),
 });

@@ -45,7 +45,7 @@ struct StatusRollbackTests {
         let table = try w.run(["list"]).stdout
         #expect(table.contains("DELIVERY") && table.contains("superseded"))
         #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2"]).status == 0)
-        #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1"]).status == 0)
+        #expect(try w.run(["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--yes"]).status == 0)
         #expect(try w.run(["list", "--active"]).stdout == "no patches served now\n")
     }
 
