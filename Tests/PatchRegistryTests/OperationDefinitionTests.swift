@@ -164,12 +164,17 @@ struct OperationDefinitionTests {
         ("revoke", ["appVersion": "2.3", "all": "true", "channel": "beta"], false),
         ("rollback", ["appVersion": "2.3", "channel": "beta", "patch": "3"], false),
         ("rollback", ["appVersion": "2.3", "to": "1", "rollout": "50", "message": "back"], false),
+        ("channel", ["channel": "staging"], false),
+        ("guard", ["channel": "beta", "maxRollbackRatePpm": "20000", "minDevices": "50", "action": "revoke"], false),
+        ("guard-remove", ["channel": "beta"], false),
+        ("throttle", ["minInterval": "60", "ipRatePerMinute": "0"], false),
+        ("schedule", ["appVersion": "2.3", "patch": "2", "steps": "25,50,100", "everySeconds": "3600"], false),
     ] as [(String, [String: String], Bool)])
     func codec(kind: String, fields: [String: String], bundle: Bool) throws {
         let app = try AppName("demo")
         let type = try #require(ReleaseOperations.type(kind))
         let operation = try type.init(OperationValues(fields, bundle: bundle ? Array("fix()".utf8) : nil))
-        let options = CallOptions(dryRun: true, expectPatch: 3, confirmed: type.definition.confirms)
+        let options = CallOptions(dryRun: type.definition.dryRun, expectPatch: type.definition.expectPatch ? 3 : nil, confirmed: type.definition.confirms)
         let request = operation.request(app: app, options)
         #expect(request.path["app"] == "demo")
         let path = request.path.filter { $0.key != "app" }
@@ -198,6 +203,11 @@ struct OperationDefinitionTests {
         #expect(throws: RegistryError.self) {
             try rollout.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array(#"{"percent":"1"}"#.utf8))
         }
+        // A schedule's steps are a JSON array of integers in the body, nothing else.
+        #expect(throws: RegistryError.self) {
+            try ScheduleOperation.definition.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil },
+                                                    body: Array(#"{"steps":[25,"50"],"everySeconds":60}"#.utf8))
+        }
         #expect(throws: RegistryError.self) {
             try HaltOperation.definition.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array("x".utf8))
         }
@@ -214,5 +224,10 @@ struct OperationDefinitionTests {
         #expect(message { _ = try RollbackOperation(OperationValues(["appVersion": "2.3", "rollout": "5"])) } != nil)
         #expect(message { _ = try ResumeOperation(OperationValues(["appVersion": "2.3", "patch": "1", "rollout": "0"])) } != nil)
         #expect(message { _ = try RolloutOperation(OperationValues(["appVersion": "2.3", "patch": "1"])) } != nil)
+        #expect(message { _ = try GuardOperation(OperationValues(["maxRollbackRatePpm": "20000", "minDevices": "50", "action": "explode"])) }?
+            .contains("halt or revoke") == true)
+        #expect(message { _ = try ScheduleOperation(OperationValues(["appVersion": "2.3", "patch": "1", "steps": "25,x", "everySeconds": "60"])) } != nil)
+        // Steps are a set taken in increasing order, whatever order they came in.
+        #expect(try ScheduleOperation(OperationValues(["appVersion": "2.3", "patch": "1", "steps": "100,25,50,25", "everySeconds": "60"])).steps == [25, 50, 100])
     }
 }

@@ -35,9 +35,10 @@ extension ReleaseOperation {
     public func request(app: AppName, _ options: CallOptions = CallOptions()) -> OperationRequest {
         let definition = Self.definition
         var values = self.values
-        if options.dryRun { values["dryRun"] = "true" }
-        if let expect = options.expectPatch { values["expectPatch"] = String(expect) }
-        if options.confirmed { values["confirm"] = "true" }
+        // Only what the operation takes: a caller cannot send what its routes would refuse.
+        if options.dryRun, definition.dryRun { values["dryRun"] = "true" }
+        if let expect = options.expectPatch, definition.expectPatch { values["expectPatch"] = String(expect) }
+        if options.confirmed, definition.confirms { values["confirm"] = "true" }
         let route = definition.route(for: values)
         var path = ["app": app.rawValue], query: [String: String] = [:], headers: [String: String] = [:]
         var members: [String: JSON] = [:]
@@ -47,7 +48,7 @@ extension ReleaseOperation {
             case .path where route.parameters.contains(name): path[name] = raw
             case .path, .query: query[name] = raw
             case .header: headers[parameter.header ?? name] = raw
-            case .body: members[name] = parameter.kind.isNumber ? Int64(raw).map { .int($0) } ?? .string(raw) : .string(raw)
+            case .body: members[name] = parameter.kind.bodyValue(raw)
             case .content: continue
             }
         }
@@ -57,7 +58,26 @@ extension ReleaseOperation {
 }
 
 extension OperationParameter.Kind {
-    var isNumber: Bool { self == .patch || self == .percent }
+    var isNumber: Bool { self == .patch || self == .percent || self == .integer }
+
+    /// A value's JSON form in a body: numbers as integers, a list as an array of them.
+    func bodyValue(_ raw: String) -> JSON {
+        if self == .integers { return .array(raw.split(separator: ",").map { Int64($0).map { .int($0) } ?? .string(String($0)) }) }
+        return isNumber ? Int64(raw).map { .int($0) } ?? .string(raw) : .string(raw)
+    }
+
+    /// A body member's text form, or nil when it is not of this kind's JSON type.
+    func text(_ value: JSON) -> String? {
+        switch (self, value) {
+        case (.integers, .array(let items)):
+            let numbers = items.compactMap(\.intValue)
+            return numbers.count == items.count ? numbers.map(String.init).joined(separator: ",") : nil
+        case (.integers, _): return nil
+        case (_, .int(let n)) where isNumber: return String(n)
+        case (_, .string(let s)) where !isNumber: return s
+        default: return nil
+        }
+    }
 }
 
 extension OperationDefinition {
@@ -104,12 +124,10 @@ extension OperationDefinition {
             guard let parameter = members.first(where: { $0.name == name }) else {
                 throw .invalidCall("the body has a member \(name.debugSanitized) that \(kind) does not take (it takes \(members.map(\.name).joined(separator: ", ")))")
             }
-            switch (parameter.kind.isNumber, value) {
-            case (true, .int(let n)): values[name] = String(n)
-            case (false, .string(let s)): values[name] = s
-            case (true, _): throw .invalidCall("\(name) must be an integer")
-            case (false, _): throw .invalidCall("\(name) must be a string")
+            guard let text = parameter.kind.text(value) else {
+                throw .invalidCall("\(name) must be \(parameter.kind == .integers ? "an array of integers" : parameter.kind.isNumber ? "an integer" : "a string")")
             }
+            values[name] = text
         }
         for parameter in members where parameter.required && values[parameter.name] == nil {
             throw .invalidCall("the body must be JSON like \(example): \(parameter.name) is required")

@@ -136,6 +136,10 @@ public struct OperationParameter: Sendable, Hashable {
 
     public enum Kind: String, Sendable {
         case appVersion, channel, patch, percent, text, flag
+        /// A whole number; in a body, a JSON integer.
+        case integer
+        /// Whole numbers: in a body a JSON array of integers, in text form comma-separated.
+        case integers
         /// Delivery conditions as canonical JSON (docs/PROTOCOL.md section 5).
         case conditions
         case bytes
@@ -222,6 +226,26 @@ public struct OperationValues: Sendable, Equatable {
 
     public func text(_ name: String) -> String? { fields[name] }
 
+    /// A decimal without sign or leading zeros within `range`.
+    public func integer(_ name: String, in range: ClosedRange<Int>) throws(RegistryError) -> Int? {
+        guard let raw = fields[name] else { return nil }
+        guard let n = Int(raw), String(n) == raw, range.contains(n) else {
+            throw OperationValues.bad("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), got \(raw.debugSanitized)")
+        }
+        return n
+    }
+
+    /// Comma-separated decimals, each within `range`, at most `limit` of them.
+    public func integers(_ name: String, in range: ClosedRange<Int>, limit: Int) throws(RegistryError) -> [Int]? {
+        guard let raw = fields[name] else { return nil }
+        let items = raw.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let numbers = items.compactMap { item in Int(item).flatMap { String($0) == item && range.contains($0) ? $0 : nil } }
+        guard numbers.count == items.count, !numbers.isEmpty, numbers.count <= limit else {
+            throw OperationValues.bad("\(name) must be 1 to \(limit) integers from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return numbers
+    }
+
     public func conditions(_ name: String) throws(RegistryError) -> DeliveryConditions? {
         guard let raw = fields[name] else { return nil }
         guard let json = try? JSONParser.parse(Array(raw.utf8), maxLength: 16 * 1024), let conditions = DeliveryConditions(json) else {
@@ -241,6 +265,7 @@ public struct OperationValues: Sendable, Equatable {
             case let v as ChannelName: out[name] = v.rawValue
             case let v as Int: out[name] = String(v)
             case let v as Bool: if v { out[name] = "true" }
+            case let v as [Int]: out[name] = v.map(String.init).joined(separator: ",")
             case let v as String: out[name] = v
             case let v as DeliveryConditions: out[name] = v.json.canonicalString
             default: preconditionFailure("\(name): no wire form for \(type(of: value))")
@@ -255,7 +280,8 @@ public struct OperationValues: Sendable, Equatable {
         var out: [String: JSON] = ["kind": .string(definition.kind)]
         for (name, raw) in fields {
             switch definition.parameter(name)?.kind {
-            case .patch?, .percent?: out[name] = Int64(raw).map { .int($0) } ?? .string(raw)
+            case .patch?, .percent?, .integer?: out[name] = Int64(raw).map { .int($0) } ?? .string(raw)
+            case .integers?: out[name] = .array(raw.split(separator: ",").map { Int64($0).map { .int($0) } ?? .string(String($0)) })
             case .flag?: out[name] = .bool(raw == "true")
             case .conditions?: out[name] = (try? JSONParser.parse(Array(raw.utf8))) ?? .string(raw)
             default: out[name] = .string(raw)
@@ -274,6 +300,7 @@ public struct OperationValues: Sendable, Equatable {
             case .string(let s): fields[name] = s
             case .int(let n): fields[name] = String(n)
             case .bool(let b): if b { fields[name] = "true" }
+            case .array(let items) where items.allSatisfy({ $0.intValue != nil }): fields[name] = items.compactMap(\.intValue).map(String.init).joined(separator: ",")
             default: fields[name] = value.canonicalString
             }
         }

@@ -124,6 +124,7 @@ public enum ReleaseOperations {
     public static let all: [any ReleaseOperation.Type] = [
         PublishOperation.self, PromoteOperation.self, RolloutOperation.self, HaltOperation.self, ResumeOperation.self,
         RevokeOperation.self, RollbackOperation.self, CreateChannelOperation.self,
+        GuardOperation.self, RemoveGuardOperation.self, ThrottleOperation.self, ScheduleOperation.self,
     ]
 
     public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }

@@ -954,6 +954,37 @@ export const releases = Object.freeze({
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: true }),
     ]),
   }),
+  guard: Object.freeze({
+    routes: ["setGuard"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "channel", in: "body", kind: "channel", required: false }),
+      Object.freeze({ name: "maxRollbackRatePpm", in: "body", kind: "integer", required: true }),
+      Object.freeze({ name: "minDevices", in: "body", kind: "integer", required: true }),
+      Object.freeze({ name: "action", in: "body", kind: "text", required: false }),
+    ]),
+  }),
+  guard-remove: Object.freeze({
+    routes: ["removeGuard"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
+    ]),
+  }),
+  throttle: Object.freeze({
+    routes: ["setThrottle"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "minInterval", in: "body", kind: "integer", required: false }),
+      Object.freeze({ name: "ipRatePerMinute", in: "body", kind: "integer", required: false }),
+    ]),
+  }),
+  schedule: Object.freeze({
+    routes: ["setSchedule"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
+      Object.freeze({ name: "steps", in: "body", kind: "integers", required: true }),
+      Object.freeze({ name: "everySeconds", in: "body", kind: "integer", required: true }),
+    ]),
+  }),
 });
 
 """#),

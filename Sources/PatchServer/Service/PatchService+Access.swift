@@ -4,8 +4,6 @@ import PatchRegistry
 // What `patchctl apps throttle` and `patchctl tokens create` do, over HTTP: the same registry
 // calls, answering the JSON those commands print with --json.
 extension PatchService {
-    /// The throttle route's JSON body, at most: two integers.
-    static let throttleBodyLimit = 1024
     /// The token route's JSON body, at most: a 200-character name written all in `\u` escapes
     /// (12 bytes a character outside the BMP) and an app name fit, so a body the schema allows
     /// is never 413.
@@ -16,28 +14,6 @@ extension PatchService {
         let app = try appCatalog(p["app"]).app
         let rules = try read { registry throws(RegistryError) in try registry.throttleRules(app: app) }
         return .json(rules.json)
-    }
-
-    /// `PUT /v1/apps/{app}/throttle`: `{"minInterval": 600, "ipRatePerMinute": 0}`, either
-    /// left out to keep it. The rules in force and `changed`; the app's catalog is rebuilt
-    /// before the answer, so this instance applies them from its next request (others on the
-    /// registry at their next reload: the rules are part of the app's serving fingerprint).
-    func setThrottle(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let body = try PatchService.object(request, limit: PatchService.throttleBodyLimit, members: ["minInterval", "ipRatePerMinute"],
-                                           what: "a throttle change", example: #"{"minInterval": 3600, "ipRatePerMinute": 600}"#)
-        let interval = try PatchService.integer(body, "minInterval", in: ThrottleRules.minIntervalRange)
-        let rate = try PatchService.integer(body, "ipRatePerMinute", in: ThrottleRules.ipRateRange)
-        let (rules, changed) = try change(app: app, by: token) { registry throws(RegistryError) in
-            var rules = try registry.throttleRules(app: app)
-            rules.minInterval = interval ?? rules.minInterval
-            rules.ipRatePerMinute = rate ?? rules.ipRatePerMinute
-            return (rules, try registry.setThrottleRules(app: app, rules, actor: token.actor))
-        }
-        var json = rules.json.objectValue ?? [:]
-        json["changed"] = .bool(changed)
-        return .json(.object(json))
     }
 
     /// `POST /v1/tokens`: `{"app": "demo", "role": "auditor", "name": "dashboard"}` (app left

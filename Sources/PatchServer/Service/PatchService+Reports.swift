@@ -7,7 +7,6 @@ extension PatchService {
     static let reportsBodyLimit = 64 << 10
     /// Events per report, at most.
     static let reportEventLimit = 100
-    static let guardBodyLimit = 4096
 
     /// `POST /v1/apps/{app}/reports`: no token, so bounded like the check path: the per-IP
     /// bucket and the 64 KiB cap applied from the head (`admit`), then only parsed and queued
@@ -122,61 +121,6 @@ extension PatchService {
         let hours = Int(try PatchService.integer(request, "hours", in: 1...720, default: 48))
         let stats = try read { registry throws(RegistryError) in try registry.reportStats(app: app, hours: hours) }
         return .json(stats.json)
-    }
-
-    /// `PUT /v1/apps/{app}/guard`: `{"channel": "production", "maxRollbackRatePpm": 20000,
-    /// "minDevices": 50, "action": "halt"}` (channel and action optional).
-    func setGuard(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let body: JSON
-        do { body = try JSONParser.parse(request.body, maxLength: PatchService.guardBodyLimit) } catch { throw .badRequest("body must be JSON: \(error)") }
-        let channel = try body["channel"].map { raw throws(HTTPError) in
-            guard let text = raw.stringValue else { throw .badRequest("channel must be a string") }
-            return try PatchService.channel(text)
-        } ?? .production
-        guard let ppm = body["maxRollbackRatePpm"]?.intValue, let minDevices = body["minDevices"]?.intValue else {
-            throw .badRequest("body needs integer maxRollbackRatePpm (2 % = 20000) and minDevices")
-        }
-        let rawAction = body["action"]?.stringValue ?? GuardAction.halt.rawValue
-        guard let action = GuardAction(rawValue: rawAction) else { throw .badRequest("action must be halt or revoke") }
-        let set = try change(app: app, by: token) { registry throws(RegistryError) in
-            (try registry.setGuard(app: app, channel: channel, maxRollbackPPM: Int(ppm), minDevices: Int(minDevices), action: action, actor: token.actor),
-             try registry.guards(app: app).first { $0.channel == channel })
-        }
-        var out = set.1?.json.objectValue ?? [:]
-        out["changed"] = .bool(set.0 != nil)
-        return .json(.object(out))
-    }
-
-    /// `PUT /v1/apps/{app}/versions/{version}/patches/{patch}/schedule`: `{"steps": [25, 50,
-    /// 100], "everySeconds": 3600}` (Registry.setSchedule).
-    func setSchedule(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let version = try appVersion(p["appVersion"])
-        let number = try PatchService.patchNumber(p["patch"])
-        let body: JSON
-        do { body = try JSONParser.parse(request.body, maxLength: PatchService.guardBodyLimit) } catch { throw .badRequest("body must be JSON: \(error)") }
-        guard let steps = body["steps"]?.arrayValue?.compactMap({ $0.intValue }).map({ Int($0) }), steps.count == body["steps"]?.arrayValue?.count,
-              steps.count <= 100, let every = body["everySeconds"]?.intValue else {
-            throw .badRequest("body must be JSON like {\"steps\": [25, 50, 100], \"everySeconds\": 3600}")
-        }
-        // Steps are taken in increasing order whatever order they came in (duplicates ignored).
-        let ordered = Set(steps).sorted()
-        let schedule = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.setSchedule(app: app, appVersion: version, number: number, steps: ordered, everySeconds: Int(every), actor: token.actor)
-        }
-        return .json(schedule.json)
-    }
-
-    /// `DELETE /v1/apps/{app}/guard?channel=C`.
-    func removeGuard(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
-        let token = try caller(p)
-        let channel = try request.query("channel").map { raw throws(HTTPError) in try PatchService.channel(raw) } ?? .production
-        let removed = try change(app: app, by: token) { registry throws(RegistryError) in try registry.removeGuard(app: app, channel: channel, actor: token.actor) }
-        return .json(["channel": .string(channel.rawValue), "changed": .bool(removed)])
     }
 
     /// `hotpatch_patch_devices{app,version,channel,patch,event}`: distinct devices per event of

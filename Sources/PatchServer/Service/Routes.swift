@@ -24,11 +24,8 @@ extension PatchService {
         r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
         r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
         r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
-        r.add(.setGuard, metric: .guards, body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setGuard(q, p) }
-        r.add(.removeGuard, metric: .guards) { s, q, p throws(HTTPError) in try s.removeGuard(q, p) }
         // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).
         r.add(.getThrottle, metric: .list) { s, q, p throws(HTTPError) in try s.throttle(q, p) }
-        r.add(.setThrottle, metric: .throttle, body: PatchService.throttleBodyLimit) { s, q, p throws(HTTPError) in try s.setThrottle(q, p) }
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
         r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
         r.add(.revokeToken, metric: .tokens) { s, q, p throws(HTTPError) in try s.revokeToken(q, p) }
@@ -40,8 +37,6 @@ extension PatchService {
         // Delegated keys per channel (PatchService+Delegations.swift).
         r.add(.delegateChannel, metric: .delegations, body: PatchService.delegationBodyLimit) { s, q, p throws(HTTPError) in try s.delegateChannel(q, p) }
         r.add(.undelegateChannel, metric: .delegations) { s, q, p throws(HTTPError) in try s.undelegateChannel(q, p) }
-        r.add(.setSchedule, metric: .rollout,
-              body: PatchService.guardBodyLimit) { s, q, p throws(HTTPError) in try s.setSchedule(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add(.listApps, metric: .list) { s, q, p throws(HTTPError) in try s.apps(q, p) }

@@ -52,14 +52,6 @@ protocol Backend {
     /// A release operation (publish, promote, rollout, halt, resume, revoke, rollback): the
     /// registry's `perform` here, its route over a server, with nothing per operation.
     func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed
-    /// `setSchedule`: `RolloutSchedule.json`.
-    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON
-    /// `setGuard`: whether anything changed.
-    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool
-    /// `removeGuard`: whether there was one.
-    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool
-    /// `setThrottle`: the rules with `"changed"`.
-    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON
     /// `notifyDevices?dryRun=true`: how many devices a round would wake; refused for an app
     /// without an APNs key. Nothing is sent.
     func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int

@@ -81,34 +81,6 @@ struct LocalBackend: Backend {
         catch { throw error.cliError }
     }
 
-    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            try local.setSchedule(app: app, appVersion: version, number: patch, steps: steps, everySeconds: everySeconds, actor: who).json
-        }
-    }
-
-    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool {
-        try run { () throws(RegistryError) in
-            try local.setGuard(app: app, channel: channel, maxRollbackPPM: maxRollbackPPM, minDevices: minDevices, action: action, actor: who) != nil
-        }
-    }
-
-    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool {
-        try run { () throws(RegistryError) in try local.removeGuard(app: app, channel: channel, actor: who) }
-    }
-
-    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            var rules = try local.throttleRules(app: app)
-            rules.minInterval = minInterval ?? rules.minInterval
-            rules.ipRatePerMinute = ipRatePerMinute ?? rules.ipRatePerMinute
-            let changed = try local.setThrottleRules(app: app, rules, actor: who)
-            var json = rules.json.objectValue ?? [:]
-            json["changed"] = .bool(changed)
-            return .object(json)
-        }
-    }
-
     func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int {
         let config = try run { () throws(RegistryError) in try local.apnsConfig(app: app) }
         guard config != nil else {

@@ -133,28 +133,6 @@ struct RemoteBackend: Backend {
         return .done(try change(response))
     }
 
-    func setSchedule(app: AppName, version: AppVersion, patch: Int, steps: [Int], everySeconds: Int) throws(CLIError) -> JSON {
-        let body: JSON = ["steps": .array(steps.map { .int(Int64($0)) }), "everySeconds": .int(Int64(everySeconds))]
-        return try remote.json(.setSchedule, ["app": app.rawValue, "appVersion": version.rawValue, "patch": String(patch)], body: body.canonicalBytes)
-    }
-
-    func setGuard(app: AppName, channel: ChannelName, maxRollbackPPM: Int, minDevices: Int, action: GuardAction) throws(CLIError) -> Bool {
-        let body: JSON = ["channel": .string(channel.rawValue), "maxRollbackRatePpm": .int(Int64(maxRollbackPPM)),
-                          "minDevices": .int(Int64(minDevices)), "action": .string(action.rawValue)]
-        return try remote.json(.setGuard, ["app": app.rawValue], body: body.canonicalBytes)["changed"]?.boolValue ?? false
-    }
-
-    func removeGuard(app: AppName, channel: ChannelName) throws(CLIError) -> Bool {
-        try remote.json(.removeGuard, ["app": app.rawValue], query: ["channel": channel.rawValue])["changed"]?.boolValue ?? false
-    }
-
-    func setThrottle(app: AppName, minInterval: Int?, ipRatePerMinute: Int?) throws(CLIError) -> JSON {
-        var body: [String: JSON] = [:]
-        if let minInterval { body["minInterval"] = .int(Int64(minInterval)) }
-        if let ipRatePerMinute { body["ipRatePerMinute"] = .int(Int64(ipRatePerMinute)) }
-        return try remote.json(.setThrottle, ["app": app.rawValue], body: JSON.object(body).canonicalBytes)
-    }
-
     func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int {
         var query = ["dryRun": "true"]
         if let version { query["appVersion"] = version.rawValue }

@@ -18,16 +18,20 @@ enum ReleaseCall {
         do { return try type.init(values) } catch { throw error.cliError }
     }
 
-    /// Runs `operation` on `backend` for `app`: what its route answers.
-    static func run<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, backend: any Backend, _ arguments: Arguments) throws(CLIError) -> JSON {
+    /// Runs `operation` on `backend` for `app`: what its route answers. The call options come
+    /// from the command's `arguments` (none: a step of a command that runs no dry run of it).
+    static func run<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, backend: any Backend, _ arguments: Arguments? = nil) throws(CLIError) -> JSON {
         let definition = Operation.definition
-        var options = CallOptions(dryRun: definition.dryRun && arguments.flag("--dry-run"),
+        var options = CallOptions()
+        if let arguments {
+            options = CallOptions(dryRun: definition.dryRun && arguments.flag("--dry-run"),
                                   expectPatch: definition.expectPatch ? try ExpectPatch.value(arguments) : nil,
                                   confirmed: definition.confirms && arguments.flag("--yes"))
+        }
         switch try backend.perform(operation, app: app, options) {
         case .done(let answer): return answer
         case .needsConfirmation(let reason):
-            guard !arguments.flag("--json"), isatty(STDIN_FILENO) == 1, isatty(STDERR_FILENO) == 1 else {
+            guard let arguments, !arguments.flag("--json"), isatty(STDIN_FILENO) == 1, isatty(STDERR_FILENO) == 1 else {
                 throw .usage("\(reason); nothing was changed. Give --yes to go ahead")
             }
             FileHandle.standardError.write(Data("\(reason).\nType yes to go ahead: ".utf8))

@@ -35,7 +35,7 @@ enum StagedRollout {
     }
 
     static func apply(_ plan: Plan, app: AppName, version: AppVersion, patch: Int, backend: any Backend) throws(CLIError) -> JSON {
-        try backend.setSchedule(app: app, version: version, patch: patch, steps: plan.steps, everySeconds: plan.everySeconds)
+        try ReleaseCall.run(ScheduleOperation(appVersion: version, patch: patch, steps: plan.steps, everySeconds: plan.everySeconds), app: app, backend: backend)
     }
 
     /// "then 25 %, 50 %, 100 %, at most one step every 3600 s, from 2026-12-01T11:00:00Z, while its guard's evidence allows"

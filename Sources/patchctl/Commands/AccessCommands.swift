@@ -53,8 +53,9 @@ struct AppsThrottleCommand: Command {
         let interval = try arguments.int("--min-interval", in: 0...(86_400 * 30))
         let rate = try arguments.value("--ip-rate").map { (text) throws(CLIError) in try parseRate(text) }
         let backend = try Backends.open(arguments)
-        let rules = interval != nil || rate != nil ? try backend.setThrottle(app: name, minInterval: interval, ipRatePerMinute: rate)
-                                                   : try backend.throttle(app: name)
+        let rules = interval != nil || rate != nil
+            ? try ReleaseCall.run(ThrottleOperation(minInterval: interval, ipRatePerMinute: rate), app: name, backend: backend, arguments)
+            : try backend.throttle(app: name)
         if arguments.flag("--json") { Output.json(rules); return }
         let changed = rules["changed"]?.boolValue
         let minInterval = rules["minInterval"]?.intValue ?? 0, perIP = rules["ipRatePerMinute"]?.intValue ?? 0

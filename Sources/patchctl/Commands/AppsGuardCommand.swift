@@ -31,9 +31,10 @@ struct AppsGuardCommand: Command {
         let backend = try Backends.open(arguments)
         var changed: Bool?
         if off {
-            changed = try backend.removeGuard(app: name, channel: channel)
+            changed = try ReleaseCall.run(RemoveGuardOperation(channel: channel), app: name, backend: backend, arguments)["changed"]?.boolValue
         } else if let rate {
-            changed = try backend.setGuard(app: name, channel: channel, maxRollbackPPM: rate, minDevices: minDevices ?? 50, action: action ?? .halt)
+            let operation = GuardOperation(channel: channel, maxRollbackPPM: rate, minDevices: minDevices ?? 50, action: action ?? .halt)
+            changed = try ReleaseCall.run(operation, app: name, backend: backend, arguments)["changed"]?.boolValue
         }
         let stats = try backend.stats(app: name)
         let rule = (stats["guards"]?.arrayValue ?? []).first { $0["channel"]?.stringValue == channel.rawValue }
