@@ -297,6 +297,10 @@ def test_the_endpoint_is_bounded_like_the_check_path(ws, start):
 
 def test_apps_guard_locally(ws):
     assert "no guard on production" in ws.ok("apps", "guard", "demo")
+    # A guard is set on a declared channel; a mistyped one is refused with the nearest.
+    assert_cli_error(ws.run("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "1%"), 2, 'no channel "beta"')
+    ws.ok("channels", "create", "beta", "--app", "demo")
+    assert_cli_error(ws.run("apps", "guard", "demo", "--channel", "bta", "--max-rollback-rate", "1%"), 2, 'did you mean "beta"')
     out = ws.ok("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "0.5%", "--min-devices", "200", "--action", "revoke")
     assert "guard beta: revoke a patch once ≥ 200 devices installed it and the rollback rate's 95 % lower bound exceeds 0.5%" in out
     again = ws.json("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "0.5%", "--min-devices", "200", "--action", "revoke")
