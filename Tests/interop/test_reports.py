@@ -155,8 +155,12 @@ def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
     assert figures["devices"]["installed"] == 120 and figures["devices"]["rolledBack"] == 24
     assert figures["devices"]["confirmed"] == 96 and figures["devices"]["downloaded"] == 120
 
-    event = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] == "guard.halt"]
+    events = ws.json("audit", "--app", "demo")["events"]
+    event = [e for e in events if e["action"] == "guard.halt"]
     assert len(event) == 1 and event[0]["actor"] == "patchd guard"
+    # The guard halts as `patchctl halt` does: a patch.halt event (no longer a patch.rollout to 0).
+    by_guard = [e["action"] for e in events if e["actor"] == "patchd guard"]
+    assert by_guard == ["patch.halt", "guard.halt"], by_guard
     details = event[0]["details"]
     assert (details["installed"], details["rolledBack"], details["lowerBoundPpm"]) == (trip["installed"], trip["rolledBack"], trip["lowerBoundPpm"])
     assert details["thresholdPpm"] == 20000
