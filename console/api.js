@@ -94,7 +94,7 @@ export function perform(kind, app, values = {}) {
   const inPath = new Set([...operations[route].path.matchAll(/\{([A-Za-z]+)\}/g)].map(m => m[1]));
   const path = { app }, query = {}, body = {};
   for (const [name, value] of given) {
-    const parameter = release.parameters.find(p => p.name === name);
+    const parameter = release.parameters.find(p => p.name === name && (!p.route || p.route === route));
     if (!parameter) throw new Error(`${kind} takes no ${name}`);
     if (parameter.in === "path" && inPath.has(name)) path[name] = value;
     else if (parameter.in === "body") body[name] = parameter.kind === "patch" || parameter.kind === "percent" ? Number(value) : String(value);

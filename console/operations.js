@@ -116,9 +116,9 @@ export const releases = Object.freeze({
     routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
-      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false, route: "revokePatch" }),
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
-      Object.freeze({ name: "all", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "all", in: "query", kind: "flag", required: true, route: "revokeVersion" }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),

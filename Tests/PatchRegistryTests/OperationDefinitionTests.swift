@@ -91,7 +91,7 @@ private func declaredParameters(_ yaml: String) -> [String: Set<Declared>] {
 /// What the definition says each route of `operation` takes.
 private func expected(_ definition: OperationDefinition, route: APIOperation) -> Set<Declared> {
     var out: Set<Declared> = [Declared(name: "app", place: "path", required: true)]
-    for parameter in definition.parameters + definition.callParameters {
+    for parameter in definition.parameters + definition.callParameters where parameter.belongs(to: route) {
         switch parameter.place {
         case .path where route.parameters.contains(parameter.name): out.insert(Declared(name: parameter.name, place: "path", required: true))
         case .path, .body, .content: continue
@@ -145,7 +145,8 @@ struct OperationDefinitionTests {
         for type in ReleaseOperations.all {
             let d = type.definition
             let parameters = (d.parameters + d.callParameters).map { p in
-                "    Object.freeze({ name: \"\(p.name)\", in: \"\(p.place.rawValue)\", kind: \"\(p.kind.rawValue)\", required: \(p.required) }),\n"
+                "    Object.freeze({ name: \"\(p.name)\", in: \"\(p.place.rawValue)\", kind: \"\(p.kind.rawValue)\", required: \(p.required)"
+                    + (p.route.map { ", route: \"\($0)\"" } ?? "") + " }),\n"
             }.joined()
             out += "  \(d.kind): Object.freeze({\n    routes: [\(d.routes.map { "\"\($0.id)\"" }.joined(separator: ", "))], danger: \"\(d.danger.rawValue)\", confirms: \(d.confirms),\n"
             out += "    parameters: Object.freeze([\n\(parameters.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))\n    ]),\n  }),\n"
@@ -178,7 +179,7 @@ struct OperationDefinitionTests {
         let request = operation.request(app: app, options)
         #expect(request.path["app"] == "demo")
         let path = request.path.filter { $0.key != "app" }
-        let call = try type.definition.decode(path: path, query: request.query.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 },
+        let call = try type.definition.decode(route: request.route, path: path, query: request.query.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 },
                                               header: { name in request.headers.first { $0.key.lowercased() == name.lowercased() }?.value },
                                               body: request.body ?? [])
         #expect(call.values == operation.values, "\(kind)")
@@ -191,25 +192,25 @@ struct OperationDefinitionTests {
     func strictDecoding() throws {
         let rollout = RolloutOperation.definition
         #expect(throws: RegistryError.self) {
-            try rollout.decode(path: ["appVersion": "2.3", "patch": "1"], query: [("rolout", "10")], header: { _ in nil }, body: Array(#"{"percent":1}"#.utf8))
+            try rollout.decode(route: .setRollout, path: ["appVersion": "2.3", "patch": "1"], query: [("rolout", "10")], header: { _ in nil }, body: Array(#"{"percent":1}"#.utf8))
         }
         #expect(throws: RegistryError.self) {
-            try rollout.decode(path: ["appVersion": "2.3", "patch": "1"], query: [("dryRun", "true"), ("dryRun", "false")], header: { _ in nil },
+            try rollout.decode(route: .setRollout, path: ["appVersion": "2.3", "patch": "1"], query: [("dryRun", "true"), ("dryRun", "false")], header: { _ in nil },
                                body: Array(#"{"percent":1}"#.utf8))
         }
         #expect(throws: RegistryError.self) {
-            try rollout.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array(#"{"percent":1,"x":2}"#.utf8))
+            try rollout.decode(route: .setRollout, path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array(#"{"percent":1,"x":2}"#.utf8))
         }
         #expect(throws: RegistryError.self) {
-            try rollout.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array(#"{"percent":"1"}"#.utf8))
+            try rollout.decode(route: .setRollout, path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array(#"{"percent":"1"}"#.utf8))
         }
         // A schedule's steps are a JSON array of integers in the body, nothing else.
         #expect(throws: RegistryError.self) {
-            try ScheduleOperation.definition.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil },
+            try ScheduleOperation.definition.decode(route: .setSchedule, path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil },
                                                     body: Array(#"{"steps":[25,"50"],"everySeconds":60}"#.utf8))
         }
         #expect(throws: RegistryError.self) {
-            try HaltOperation.definition.decode(path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array("x".utf8))
+            try HaltOperation.definition.decode(route: .haltPatch, path: ["appVersion": "2.3", "patch": "1"], query: [], header: { _ in nil }, body: Array("x".utf8))
         }
     }
 

@@ -282,10 +282,11 @@ class Workspace:
         return path
 
     def publish(self, app, app_version, content, rollout=None, channel=None):
-        """Local publish of `content` (str or bytes); returns (published JSON, plaintext bytes)."""
+        """Local publish of `content` (str or bytes); returns (published JSON, plaintext bytes).
+        A `channel` is declared with the publish (`--new-channel`, a no-op when it exists)."""
         data = content.encode() if isinstance(content, str) else content
         extra = ["--rollout", rollout] if rollout is not None else []
-        extra += ["--channel", channel] if channel is not None else []
+        extra += ["--channel", channel, "--new-channel"] if channel is not None else []
         return self.json("publish", "--app", app, "--app-version", app_version, *extra, self.write_file(data)), data
 
     def token(self, *args) -> str:

@@ -45,7 +45,7 @@ def test_list_and_audit_show_channel_and_release_notes_and_a_bad_channel_is_a_us
     ws = workspace
     ws.create_app("demo")
     bundle = ws.write_file("noted();")
-    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--message", "fixes the login crash", bundle)
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--new-channel", "--message", "fixes the login crash", bundle)
     text = ws.ok("list", "--app", "demo")
     assert "CHANNEL" in text and "beta" in text and "demo 2.3 patch 1: fixes the login crash" in text
     assert "fixes the login crash" in ws.ok("audit", "--app", "demo")
@@ -66,6 +66,7 @@ def test_project_channel_is_publishs_default_and_fetch_follows_one_channel(works
     (repo / "patches" / "demo" / "2.3" / "main.js").write_text("staged();\n")
     assert run_in(ws, repo, "init", "--app", "demo", "--channel", "staging").rc == 0
     assert json.loads((repo / "hotpatch.json").read_text())["channel"] == "staging"
+    ws.ok("channels", "create", "staging", "--app", "demo")  # channels are declared before a publish
     result = run_in(ws, repo, "publish", "--app-version", "2.3")
     assert result.rc == 0 and "patch 1 to staging" in result.stdout, result.stderr
     (repo / "hotpatch.json").write_text('{"app":"demo","channel":7}')
@@ -88,6 +89,7 @@ def test_promote_over_the_server_needs_a_publisher_token_and_records_the_token(w
     auditor.write_text(ws.token("--all", "--role", "auditor") + "\n")
     for f in (publisher, auditor):
         f.chmod(0o600)
+    ws.ok("channels", "create", "qa", "--app", "demo")  # promote's --to must be a declared channel
     server = start(ws)
     args = ["promote", "--app", "demo", "--app-version", "2.3", "--from", "staging", "--server", server.url]
     assert_cli_error(ws.run(*args, "--to", "production", "--token-file", auditor, registry=False), 2, "publisher")
@@ -117,7 +119,7 @@ def test_status_and_rollback_keep_channels_apart(workspace):
     before = ws.registry_state()
     assert_cli_error(ws.run("rollback", "--app", "demo", "--app-version", "2.3"), 2, "would leave production with no patch")
     assert ws.registry_state() == before
-    production = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1").stdout
+    production = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--yes").stdout
     assert "revoked demo 2.3 patch 1 (production)" in production and "demo 2.3 now serves: none → 100 %" in production
 
 
@@ -134,7 +136,10 @@ def test_promote_prints_what_the_target_channel_serves_and_rollback_dry_run_chan
     assert dry.rc == 0, dry
     assert "would revoke demo 2.3 patch 3" in dry.stdout and "then: patch 1 → 100 %" in dry.stdout
     assert ws.registry_state() == before, "a dry run changed the registry"
-    assert ws.json("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run")["then"]["served"] == [{"patch": 1, "basisPoints": 10000}]
+    dry = ws.json("rollback", "--app", "demo", "--app-version", "2.3", "--dry-run")
+    assert dry["dryRun"] is True and dry["revoked"]["patch"] == 3
+    assert dry["now"]["served"] == [{"patch": 1, "basisPoints": 10000}], "a dry run answers what the rollback would: what devices get then"
+    assert ws.registry_state() == before, "a dry run changed the registry"
 
 
 def test_revoke_message_is_kept_with_the_patch_and_in_the_audit_locally_and_over_the_server(workspace):
@@ -147,12 +152,14 @@ def test_revoke_message_is_kept_with_the_patch_and_in_the_audit_locally_and_over
     assert revoked[0]["revokeMessage"] == "crashes on iOS 17"
     assert ws.json("audit", "--app", "demo")["events"][-1]["details"]["message"] == "crashes on iOS 17"
     assert "demo 2.3 patch 2 revoked: crashes on iOS 17" in ws.run("list", "--app", "demo").stdout
-    bad = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--message", "a\u0007bell")
-    assert bad.rc != 0 and [p["state"] for p in ws.json("list", "--app", "demo")] == ["active", "revoked"], "a refused message changes nothing"
+    # --yes: the refusal is the message's, not the missing confirmation of emptying production.
+    bad = ws.run("revoke", "--app", "demo", "--app-version", "2.3", "--all", "--yes", "--message", "a\u0007bell")
+    assert bad.rc != 0 and "U+0007" in bad.stderr, bad
+    assert [p["state"] for p in ws.json("list", "--app", "demo")] == ["active", "revoked"], "a refused message changes nothing"
     server = Patchd(ws)
     try:
         token = token_file(ws, ws.token("--app", "demo", "--name", "ci"), "ci.token")
-        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--message", "superseded by the store build", "--json")
+        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--message", "superseded by the store build", "--yes", "--json")
         assert over.rc == 0, over
         assert json.loads(over.stdout)[0]["revokeMessage"] == "superseded by the store build"
     finally:
@@ -188,7 +195,7 @@ def test_revoke_acts_on_one_channel_and_says_which_locally_and_over_the_server(w
         token = token_file(ws, ws.token("--app", "demo", "--name", "ci"), "ci.token")
         over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--channel", "production")
         assert over.rc == 2 and "is a staging patch, not production" in over.stderr, over
-        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--json")
+        over = remote(ws, server, token, "revoke", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--all", "--yes", "--json")
         assert over.rc == 0, over
         assert sorted(p["patch"] for p in json.loads(over.stdout)) == [2, 3]
     finally:

@@ -76,6 +76,7 @@ def test_over_the_server_ids_are_hashed_before_sending_and_dry_runs_change_nothi
     ws.create_app("demo")
     ws.publish("demo", "2.3", "live();\n")
     ws.ok("apps", "throttle", "demo", "--min-interval", "0")
+    ws.ok("channels", "create", "staging", "--app", "demo")  # the dry promote's --to
     server = start(ws)
     token = token_file(ws, ws.token("--app", "demo"), "publisher")
     bundle = ws.write_file("qa-remote();\n")

@@ -51,7 +51,7 @@ def site(tmp_path_factory):
     changed = DEMO_SCRIPT + "\n// console test: a second patch\nconsole.log('patch 2');\n"
     second = ws.json("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "50", "--message", NOTE, ws.write_file(changed))
     # A staging patch (a second channel column) and a guard on production.
-    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--message", "QA build",
+    ws.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--new-channel", "--message", "QA build",
           ws.write_file(changed + "console.log('staging');\n"))
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "20%", "--min-devices", "50")
     # An encrypted app, whose scripts the console does not diff.
@@ -406,13 +406,19 @@ def test_publisher_changes_a_rollout_and_revokes_with_a_reason(site, browser):
     visible(browser, 'button[data-action="revoke"]').click()
     visible(browser, "#confirm-message").send_keys("QA found <b>a crash</b>")
     browser.find_element(By.ID, "confirm-ok").click()
+    # Patch 3 is staging's only patch: patchd answers 409 confirmation_required, and the
+    # console asks once more, naming what devices would run then, before it resends.
+    alert = wait(browser, EC.alert_is_present())
+    assert "would leave staging serving no patch" in alert.text and "Revoke anyway?" in alert.text, alert.text
+    alert.accept()
     text_in(browser, "#notice", "revoked demo 2.3 patch 3")
     text_in(browser, "#patch-facts", "QA found <b>a crash</b>")
     assert not browser.find_elements(By.CSS_SELECTOR, "#patch-facts b")
     assert not browser.find_elements(By.CSS_SELECTOR, "button[data-action]"), "a revoked patch offers no action"
     patch3 = site["ws"].json("list", "--app", "demo")[2]
     assert (patch3["state"], patch3["revokeMessage"]) == ("revoked", "QA found <b>a crash</b>")
-    assert errors(browser) == []
+    # The first send's 409 is the browser's only network error: the console asked, then resent.
+    assert errors(browser, allowed=("/patches/3/revoke?message=QA+found",)) == []
 
 
 def test_a_guard_trip_that_halted_instead_of_revoking_says_so(site, browser):

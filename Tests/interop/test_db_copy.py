@@ -66,7 +66,7 @@ def populated(workspace):
     src.ok("apps", "create", "vault", "--encrypt")
     for i in range(3):
         src.ok("publish", "--app", "demo", "--app-version", "2.3", ws.write_file(f"fix({i});"))
-    src.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", ws.write_file("beta();"))
+    src.ok("publish", "--app", "demo", "--app-version", "2.3", "--channel", "beta", "--new-channel", ws.write_file("beta();"))
     src.ok("publish", "--app", "demo", "--app-version", "2.4", "--devices", "phone-1,phone-2", "--min-os", "15.0", ws.write_file("only();"))
     src.ok("publish", "--app", "vault", "--app-version", "1.0", ws.write_file("secret(\"é\\u0000\");"))
     src.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--message", "crashes")

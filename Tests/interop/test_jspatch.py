@@ -243,7 +243,7 @@ def test_patchd_serves_packages_and_latest_with_rollout_and_throttling(workspace
         workspace.ok("apps", "jspatch", "plain")
         poll(lambda: request(server.url, "/jspatch/plain/1.0/v1.zip").status == 200, timeout=5)
         # A revocation withdraws the package at once.
-        workspace.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1")
+        workspace.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--yes")
         poll(lambda: request(server.url, "/jspatch/demo/2.3/v1.zip").status == 404, timeout=5)
     finally:
         code, hung = server.stop()

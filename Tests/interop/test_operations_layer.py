@@ -51,7 +51,7 @@ def test_every_remote_capable_command_prints_the_same_json_both_ways(pair):
     steps = [
         ("publish", "--app", "demo", "--app-version", "2.3", "--message", "first", local.write_file("fix(1)")),
         ("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "25%", local.write_file("fix(2)")),
-        ("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", local.write_file("fix(3)")),
+        ("publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", "--new-channel", local.write_file("fix(3)")),
         ("publish", "--app", "demo", "--app-version", "2.3", "--dry-run", local.write_file("fix(4)")),
         ("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--rollout", "50", "--expect-patch", "2"),
         ("halt", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--message", "crash on launch"),
@@ -136,7 +136,7 @@ def test_export_over_server_mirrors_what_the_local_export_writes_after_verifying
     # What the mirror holds verifies as a device reads it.
     assert served.run("verify", "--repo", mirror, "--app", "demo", "--root", served.root_file("demo"), registry=False).rc == 0
     # A revoke on the server, and the next mirror deletes the bundle no device may get now.
-    served.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2")
+    served.ok("revoke", "--app", "demo", "--app-version", "2.3", "--patch", "2", "--yes")  # production's last patch
     # (patchd serves the revoke within a second.)
     poll(lambda: json.loads(remote(served, server, token, "export", "--app", "demo", "--out", mirror, "--json").stdout)["removedFiles"] > 0,
          timeout=10)

@@ -231,7 +231,7 @@ def test_simple_check(ws, server):
     assert cached.status == 304 and cached.body == b""
 
     token = ws.token("--app", "demo")
-    ws.ok("revoke", "--server", server.url, "--token", token, "--app", "demo", "--app-version", "2.4",
+    ws.ok("revoke", "--server", server.url, "--token", token, "--app", "demo", "--app-version", "2.4", "--all", "--yes",
           registry=False)
     gone = request(server.url, path, headers={"X-Device-ID": "device-a", "If-None-Match": etag})
     assert gone.status == 204 and gone.body == b""

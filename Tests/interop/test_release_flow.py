@@ -79,7 +79,7 @@ def test_init_refuses_to_replace_a_project_file_without_force(app_repo):
 
 @pytest.mark.parametrize("command", [
     ["audit", "--verify"], ["list"], ["publish", "--app", "demo", "--app-version", "1.0", "x.js"],
-    ["revoke", "--app", "demo", "--app-version", "1.0"], ["rollout", "--app", "demo", "--app-version", "1.0", "--patch", "1", "--percent", "5"],
+    ["revoke", "--app", "demo", "--app-version", "1.0", "--all", "--yes"], ["rollout", "--app", "demo", "--app-version", "1.0", "--patch", "1", "--percent", "5"],
     ["export", "--app", "demo", "--out", "out"], ["keys", "rotate", "--app", "demo", "--role", "timestamp"],
     ["tokens", "create", "--all"], ["apps", "root", "demo"], ["diff", "--app", "demo", "--app-version", "1.0", "1", "2"],
 ])

@@ -155,8 +155,12 @@ def test_guard_halts_a_patch_fed_by_simulated_devices(ws, start):
     assert figures["devices"]["installed"] == 120 and figures["devices"]["rolledBack"] == 24
     assert figures["devices"]["confirmed"] == 96 and figures["devices"]["downloaded"] == 120
 
-    event = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] == "guard.halt"]
+    events = ws.json("audit", "--app", "demo")["events"]
+    event = [e for e in events if e["action"] == "guard.halt"]
     assert len(event) == 1 and event[0]["actor"] == "patchd guard"
+    # The guard halts as `patchctl halt` does: a patch.halt event (no longer a patch.rollout to 0).
+    by_guard = [e["action"] for e in events if e["actor"] == "patchd guard"]
+    assert by_guard == ["patch.halt", "guard.halt"], by_guard
     details = event[0]["details"]
     assert (details["installed"], details["rolledBack"], details["lowerBoundPpm"]) == (trip["installed"], trip["rolledBack"], trip["lowerBoundPpm"])
     assert details["thresholdPpm"] == 20000
@@ -297,6 +301,10 @@ def test_the_endpoint_is_bounded_like_the_check_path(ws, start):
 
 def test_apps_guard_locally(ws):
     assert "no guard on production" in ws.ok("apps", "guard", "demo")
+    # A guard is set on a declared channel; a mistyped one is refused with the nearest.
+    assert_cli_error(ws.run("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "1%"), 2, 'no channel "beta"')
+    ws.ok("channels", "create", "beta", "--app", "demo")
+    assert_cli_error(ws.run("apps", "guard", "demo", "--channel", "bta", "--max-rollback-rate", "1%"), 2, 'did you mean "beta"')
     out = ws.ok("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "0.5%", "--min-devices", "200", "--action", "revoke")
     assert "guard beta: revoke a patch once ≥ 200 devices installed it and the rollback rate's 95 % lower bound exceeds 0.5%" in out
     again = ws.json("apps", "guard", "demo", "--channel", "beta", "--max-rollback-rate", "0.5%", "--min-devices", "200", "--action", "revoke")

@@ -52,7 +52,7 @@ def test_status_over_server_is_the_local_status(ws, start):
         [(p["appVersion"], p["patch"], p["delivery"]) for p in ws.json("list", "--app", "demo")]
 
 
-def test_rollback_over_server_revokes_the_newest_live_patch_and_says_what_devices_get(ws, start):
+def test_rollback_over_server_revokes_the_newest_release_and_says_what_devices_get(ws, start):
     server = start(ws)
     auditor = token_file(ws, ws.token("--app", "demo", "--role", "auditor", "--name", "qa"), "qa.token")
     assert_cli_error(remote(ws, server, auditor, "rollback", "--app", "demo", "--app-version", "2.3"), 2, "403")
@@ -68,10 +68,17 @@ def test_rollback_over_server_revokes_the_newest_live_patch_and_says_what_device
     # revoke and rollout over --server print the same line.
     rollout = remote(ws, server, publisher, "rollout", "--app", "demo", "--app-version", "2.4", "--patch", "1", "--rollout", "40")
     assert rollout.stdout.splitlines()[-1] == "demo 2.4 now serves: patch 1 → 40 %, none → 60 %"
-    revoke = remote(ws, server, publisher, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1")
+    # Patch 1 is 2.3's last patch: revoking it needs --yes without a terminal.
+    refused = remote(ws, server, publisher, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1")
+    assert_cli_error(refused, 64, "would leave production", "--yes")
+    assert [p["state"] for p in ws.json("list", "--app", "demo") if p["appVersion"] == "2.3"] == ["active", "revoked", "revoked"]
+    revoke = remote(ws, server, publisher, "revoke", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--yes")
     assert revoke.stdout.splitlines()[-1] == "demo 2.3 now serves: none → 100 %"
-    # Nothing live: exit 2, nothing changed.
-    assert_cli_error(remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3"), 2, "no live patch")
+    # No release left to undo (every patch revoked): exit 2, nothing changed.
+    before = ws.registry_state()
+    assert_cli_error(remote(ws, server, publisher, "rollback", "--app", "demo", "--app-version", "2.3"), 2,
+                     "has no release on production to roll back")
+    assert ws.registry_state() == before
 
 
 def test_rollback_to_republishes_an_earlier_patch_locally_and_over_the_server_and_python_tuf_reads_where_from(ws, start, tmp_path):
@@ -110,13 +117,14 @@ def test_expect_patch_refuses_a_change_made_against_a_state_that_moved_on_locall
     server = start(ws)
     publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
     before = ws.registry_state()
-    for args in (["rollback", "--app", "demo", "--app-version", "2.3", "--expect-patch", "2"],
-                 ["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--expect-patch", "2"],
-                 ["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--rollout", "50%", "--expect-patch", "0"],
-                 ["publish", "--app", "demo", "--app-version", "2.3", "--expect-patch", "1", ws.write_file(b"fix(5)")]):
-        assert_cli_error(ws.run(*args), 2, "serves patch 3 now, not")
+    # rollback's --expect-patch is the release it undoes; the others' is the patch served now.
+    for args, says in ((["rollback", "--app", "demo", "--app-version", "2.3", "--expect-patch", "2"], "a rollback undoes is patch 3, not patch 2"),
+                       (["revoke", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--expect-patch", "2"], "serves patch 3 now, not"),
+                       (["rollout", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--rollout", "50%", "--expect-patch", "0"], "serves patch 3 now, not"),
+                       (["publish", "--app", "demo", "--app-version", "2.3", "--expect-patch", "1", ws.write_file(b"fix(5)")], "serves patch 3 now, not")):
+        assert_cli_error(ws.run(*args), 2, says)
         refused = remote(ws, server, publisher, *args)
-        assert refused.rc == 2 and "serves patch 3 now" in refused.stderr, (args, refused)
+        assert refused.rc == 2 and says in refused.stderr, (args, refused)
     assert ws.registry_state() == before, "a refused --expect-patch changed the registry"
     # 2.4's only patch is halted: none is live, so `--expect-patch 0` publishes once; the same
     # command again (a retried job) is refused, as patch 2 lives now.

@@ -186,6 +186,8 @@ def test_python_tuf_follows_rotation_and_undelegation_of_a_staging_role_over_the
     ws.publish("demo", "2.3", "production();\n")
     server = start(ws)
     token = token_file(ws, ws.token("--all", "--name", "ci"), "ci.token")
+    declared = remote(ws, server, token, "channels", "create", "staging", "--app", "demo")  # a role is delegated a declared channel
+    assert declared.rc == 0, declared.stderr
     made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa", "--json")
     assert made.rc == 0, made.stderr
     assert json.loads(made.stdout)["serverKey"] is True
@@ -236,6 +238,8 @@ def test_a_role_key_that_never_leaves_the_machine_delegates_over_the_server(work
                                               serialization.NoEncryption()), "beta.pem")
     raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     pub = ws.write_file(json.dumps({"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}).encode(), "beta.pub")
+    declared = remote(ws, server, token, "channels", "create", "beta", "--app", "demo")
+    assert declared.rc == 0, declared.stderr
     made = remote(ws, server, token, "keys", "delegate", "--app", "demo", "--channel", "beta", "--name", "beta",
                   "--key", pub, "--key-file", pem, "--json")
     assert made.rc == 0, made.stderr

@@ -242,6 +242,7 @@ def test_python_tuf_follows_a_delegated_staging_role_published_without_the_targe
     ws = workspace
     ws.create_app("demo")
     _, prod = ws.publish("demo", "2.3", "production();\n")
+    ws.ok("channels", "create", "staging", "--app", "demo")
     ws.ok("keys", "delegate", "--app", "demo", "--channel", "staging", "--name", "qa")
     for key in (ws.keys / "demo").glob("targets.*.pem"):
         key.unlink()  # the top-level targets key goes offline; the registry keeps qa's key

@@ -118,6 +118,7 @@ def repo(tmp_path_factory, patchctl_path):
     ws.create_app(APP)
     ws.publish(APP, "2.3", PROD_1)
     alice, bob, qa1, qa2 = (Person(ws, name) for name in ("alice", "bob", "qa1", "qa2"))
+    ws.ok("channels", "create", "staging", "--app", APP)
     delegated = ws.json("keys", "delegate", "--app", APP, "--channel", "staging", "--name", "qa", "--key", qa1.pub, "--key", qa2.pub,
                         "--threshold", "2", "--key-file", qa1.pem, "--key-file", qa2.pem)
     assert delegated["threshold"] == 2 and sorted(delegated["keyids"]) == sorted([qa1.keyid, qa2.keyid])
@@ -446,6 +447,7 @@ def test_a_channel_is_delegated_after_the_rule_landed(workspace):
     ws = workspace
     alice, bob = two_person_app(ws)
     qa1, qa2 = Person(ws, "qa1"), Person(ws, "qa2")
+    ws.ok("channels", "create", "staging", "--app", APP)  # a declaration signs nothing: no change waits for it
     args = ("keys", "delegate", "--app", APP, "--channel", "staging", "--name", "qa", "--key", qa1.pub, "--key", qa2.pub,
             "--threshold", "2", "--key-file", qa1.pem, "--key-file", qa2.pem)
     alone = ws.run(*args, "--key-file", alice.pem)

@@ -84,13 +84,13 @@ extension OperationDefinition {
     /// Reads a call from what a route captured (`path`, without `app`), its query arguments
     /// in order, a header lookup and the body: any argument the operation does not declare,
     /// or one sent twice, is refused, so a misspelt option is never silently ignored.
-    public func decode(path: [String: String], query: [(name: String, value: String)], header: (String) -> String?,
+    public func decode(route: APIOperation, path: [String: String], query: [(name: String, value: String)], header: (String) -> String?,
                        body: [UInt8]) throws(RegistryError) -> (values: OperationValues, options: CallOptions) {
         var values = OperationValues()
         for (name, value) in path where name != "app" { values[name] = value }
         for (name, value) in query {
-            guard let parameter = parameter(name), parameter.place == .query else {
-                throw .invalidCall("\(kind) takes no query parameter \(name.debugSanitized) (it takes \(queryNames.joined(separator: ", ")))")
+            guard let parameter = parameter(name, on: route), parameter.place == .query else {
+                throw .invalidCall("\(kind) takes no query parameter \(name.debugSanitized) here (it takes \(queryNames(route).joined(separator: ", ")))")
             }
             guard values[name] == nil else { throw .invalidCall("\(name) was sent twice") }
             values[name] = value
@@ -111,7 +111,9 @@ extension OperationDefinition {
         return (values, options)
     }
 
-    private var queryNames: [String] { (parameters + callParameters).filter { $0.place == .query }.map(\.name) }
+    private func queryNames(_ route: APIOperation) -> [String] {
+        (parameters + callParameters).filter { $0.place == .query && $0.belongs(to: route) }.map(\.name)
+    }
 
     /// A JSON object of the body parameters, each of its declared type.
     private func decodeMembers(_ body: [UInt8], into values: inout OperationValues) throws(RegistryError) {

@@ -116,6 +116,11 @@ public struct OperationDefinition: Sendable {
 
     public func parameter(_ name: String) -> OperationParameter? { (parameters + callParameters).first { $0.name == name } }
 
+    /// The parameter `name` as `route` takes it.
+    public func parameter(_ name: String, on route: APIOperation) -> OperationParameter? {
+        (parameters + callParameters).first { $0.name == name && $0.belongs(to: route) }
+    }
+
     /// The route a call with `values` goes to.
     public func route(for values: OperationValues) -> APIOperation {
         routes.first { $0.parameters.allSatisfy { $0 == "app" || values[$0] != nil } } ?? routes[routes.count - 1]
@@ -152,15 +157,21 @@ public struct OperationParameter: Sendable, Hashable {
     public let summary: String
     /// The header a `header` parameter is sent in.
     public let header: String?
+    /// The one route of the operation that takes it (`operationId`); nil: every route.
+    public let route: String?
 
-    public init(_ name: String, _ place: Place, _ kind: Kind, required: Bool = false, header: String? = nil, _ summary: String) {
+    public init(_ name: String, _ place: Place, _ kind: Kind, required: Bool = false, header: String? = nil, route: String? = nil, _ summary: String) {
         self.name = name
         self.place = place
         self.kind = kind
         self.required = required
         self.summary = summary
         self.header = header
+        self.route = route
     }
+
+    /// Whether `route` takes it.
+    public func belongs(to route: APIOperation) -> Bool { self.route == nil || self.route == route.id }
 
     public static let appVersion = OperationParameter("appVersion", .path, .appVersion, required: true, "the app version, as devices send it")
     public static let dryRun = OperationParameter("dryRun", .query, .flag, "true: work the change out in full and keep nothing (200)")

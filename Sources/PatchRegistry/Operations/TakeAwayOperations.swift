@@ -9,9 +9,10 @@ public struct RevokeOperation: ReleaseOperation, Equatable {
         kind: "revoke", routes: [.revokePatch, .revokeVersion],
         parameters: [
             .appVersion,
-            OperationParameter("patch", .path, .patch, "the patch (revokePatch's path); without it, `all` must be true"),
+            OperationParameter("patch", .path, .patch, route: "revokePatch", "the patch to revoke"),
             .channel("the channel (default production); with a patch, checked against the patch's"),
-            OperationParameter("all", .query, .flag, "true: every active patch of the version in the channel (revokeVersion)"),
+            OperationParameter("all", .query, .flag, required: true, route: "revokeVersion",
+                               "true: every active patch of the version in the channel; never what a missing parameter means"),
             .message,
         ],
         audits: ["patch.revoke", "change.propose"], danger: .takesAway, confirms: true, metric: "revoke")

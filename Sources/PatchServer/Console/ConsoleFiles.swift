@@ -261,7 +261,7 @@ export function perform(kind, app, values = {}) {
   const inPath = new Set([...operations[route].path.matchAll(/\{([A-Za-z]+)\}/g)].map(m => m[1]));
   const path = { app }, query = {}, body = {};
   for (const [name, value] of given) {
-    const parameter = release.parameters.find(p => p.name === name);
+    const parameter = release.parameters.find(p => p.name === name && (!p.route || p.route === route));
     if (!parameter) throw new Error(`${kind} takes no ${name}`);
     if (parameter.in === "path" && inPath.has(name)) path[name] = value;
     else if (parameter.in === "body") body[name] = parameter.kind === "patch" || parameter.kind === "percent" ? Number(value) : String(value);
@@ -926,9 +926,9 @@ export const releases = Object.freeze({
     routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
-      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false }),
+      Object.freeze({ name: "patch", in: "path", kind: "patch", required: false, route: "revokePatch" }),
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
-      Object.freeze({ name: "all", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "all", in: "query", kind: "flag", required: true, route: "revokeVersion" }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),

@@ -9,7 +9,7 @@ extension Router where Context == PatchService {
         let definition = operation.definition
         for route in definition.routes {
             add(route, metric: Metrics.Route(rawValue: definition.metric) ?? .unknown, body: definition.bodyLimit) { s, q, p throws(HTTPError) in
-                try s.perform(operation, q, p)
+                try s.perform(operation, on: route, q, p)
             }
         }
     }
@@ -19,12 +19,13 @@ extension PatchService {
     /// Every release operation's handler: decode the call from the request, execute it in the
     /// registry under the caller's token, encode what it answers. A dry run is 200; a change
     /// its operation's status; one that waits for signatures 202 (`RegistryError.pending`).
-    func perform<Operation: ReleaseOperation>(_ type: Operation.Type, _ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+    func perform<Operation: ReleaseOperation>(_ type: Operation.Type, on route: APIOperation, _ request: HTTPRequest,
+                                              _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
         let app = try appCatalog(p["app"]).app
         let token = try caller(p)
         let operation: Operation, options: CallOptions
         do {
-            let call = try type.definition.decode(path: p.values, query: request.arguments, header: { request.header($0) }, body: request.body)
+            let call = try type.definition.decode(route: route, path: p.values, query: request.arguments, header: { request.header($0) }, body: request.body)
             operation = try type.init(call.values)
             options = call.options
         } catch { throw error.httpError }
