@@ -54,7 +54,7 @@ export const operations = Object.freeze({
 });
 
 export const releases = Object.freeze({
-  publish: Object.freeze({
+  "publish": Object.freeze({
     routes: ["publishPatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
@@ -69,7 +69,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  promote: Object.freeze({
+  "promote": Object.freeze({
     routes: ["promotePatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -82,7 +82,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  rollout: Object.freeze({
+  "rollout": Object.freeze({
     routes: ["setRollout"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -92,7 +92,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  halt: Object.freeze({
+  "halt": Object.freeze({
     routes: ["haltPatch"], danger: "stops", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -102,7 +102,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  resume: Object.freeze({
+  "resume": Object.freeze({
     routes: ["resumePatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -112,7 +112,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  revoke: Object.freeze({
+  "revoke": Object.freeze({
     routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -125,7 +125,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
     ]),
   }),
-  rollback: Object.freeze({
+  "rollback": Object.freeze({
     routes: ["rollBackTo"], danger: "takesAway", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -138,13 +138,13 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  channel: Object.freeze({
+  "channel": Object.freeze({
     routes: ["createChannel"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: true }),
     ]),
   }),
-  guard: Object.freeze({
+  "guard": Object.freeze({
     routes: ["setGuard"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "body", kind: "channel", required: false }),
@@ -153,26 +153,40 @@ export const releases = Object.freeze({
       Object.freeze({ name: "action", in: "body", kind: "text", required: false }),
     ]),
   }),
-  guard-remove: Object.freeze({
+  "guard-remove": Object.freeze({
     routes: ["removeGuard"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
     ]),
   }),
-  throttle: Object.freeze({
+  "throttle": Object.freeze({
     routes: ["setThrottle"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "minInterval", in: "body", kind: "integer", required: false }),
       Object.freeze({ name: "ipRatePerMinute", in: "body", kind: "integer", required: false }),
     ]),
   }),
-  schedule: Object.freeze({
+  "schedule": Object.freeze({
     routes: ["setSchedule"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
       Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
       Object.freeze({ name: "steps", in: "body", kind: "integers", required: true }),
       Object.freeze({ name: "everySeconds", in: "body", kind: "integer", required: true }),
+    ]),
+  }),
+  "token": Object.freeze({
+    routes: ["createToken"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "app", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "role", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "name", in: "body", kind: "text", required: false }),
+    ]),
+  }),
+  "token-revoke": Object.freeze({
+    routes: ["revokeToken"], danger: "takesAway", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "id", in: "path", kind: "text", required: true }),
     ]),
   }),
 });

@@ -63,6 +63,21 @@ public struct TokenRecord: Sendable, Equatable {
     public func mayIssue(app: AppName?) -> Bool {
         role == .publisher && (self.app == nil || self.app == app)
     }
+
+    /// Why it may not do `action`, naming what it is and what `action` needs, so whoever holds
+    /// it knows which token to ask for: "this token is an auditor token for app demo;
+    /// publishing needs a publisher token for demo or for every app". patchd's 403 says this.
+    public func refusal(needs role: TokenRole, for action: String, scope: String = "") -> String {
+        let article = self.role == .auditor ? "an" : "a"
+        let has = "this token is \(article) \(self.role.rawValue) token for \(app.map { "app \($0)" } ?? "every app")"
+        let kind = role == .auditor ? "a token (auditor or publisher)" : "a publisher token"
+        return "\(has); \(action) needs \(kind)\(scope)"
+    }
+
+    /// The same, for `action` on `app` (nil: every app).
+    public func refusal(needs role: TokenRole, app: AppName?, for action: String) -> String {
+        refusal(needs: role, for: action, scope: " for \(app.map { "\($0) or for every app" } ?? "every app")")
+    }
 }
 
 /// A token as `tokens list` shows it: its public record and history, never its secret or hash.
@@ -181,7 +196,10 @@ extension Registry {
     /// those, and so on (`parent`): a leaked token cannot have minted one that outlives it.
     /// They stop working at once (every request looks its token up). One `token.revoke` per
     /// token, each under its own scope; those revoked along with it name it in `revokedWith`.
-    public func revokeToken(id: String, actor: Actor, now: Date = Date()) throws(RegistryError) -> TokenRecord {
+    /// `authorize` sees the token found before anything changes, inside the same write, and
+    /// refuses it by throwing (patchd: one broader than the caller).
+    public func revokeToken(id: String, actor: Actor, now: Date = Date(),
+                            authorize: (TokenRecord) throws(RegistryError) -> Void = { _ in }) throws(RegistryError) -> TokenRecord {
         try write { () throws -> TokenRecord in
             let columns = "id, app, role, name, revoked_at"
             func row(_ s: SQLRow) -> (record: TokenRecord, revokedAt: String?) {
@@ -190,6 +208,7 @@ extension Registry {
             }
             let found = try db.query("SELECT \(columns) FROM tokens WHERE id = ?", [.text(id)], row: row).first
             guard let (record, revokedAt) = found else { throw RegistryError.notFound("no token with id \(id.debugSanitized)") }
+            try authorize(record)
             if let revokedAt { throw RegistryError.conflict("token \(id) was already revoked at \(revokedAt)") }
             // The walk goes through descendants already revoked: theirs need not be.
             let descendants = try db.query("""

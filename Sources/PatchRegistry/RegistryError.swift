@@ -10,6 +10,8 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// The change would leave a version and channel serving no patch and was not confirmed
     /// (`confirm=true`, `--yes`): nothing was changed; the message says what devices would run.
     case unconfirmed(String)
+    /// The caller's token may not make this change (`TokenRecord.refusal`): 403 over HTTP.
+    case forbidden(String)
     case notFound(String)
     case conflict(String)
     case keys(String)
@@ -26,7 +28,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .invalidInput(let m), .invalidCall(let m), .unconfirmed(let m), .notFound(let m), .conflict(let m), .keys(let m), .io(let m): return m
+        case .invalidInput(let m), .invalidCall(let m), .unconfirmed(let m), .forbidden(let m), .notFound(let m), .conflict(let m), .keys(let m), .io(let m): return m
         case .storage(let e):
             if e.isDiskFull { return "the registry's disk is full; nothing was changed (\(e.message))" }
             if e.isBusy { return "the registry is locked by another process; nothing was changed, try again" }
@@ -46,7 +48,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// True when the request itself was wrong (a 4xx over HTTP, a usage-like exit in the CLI).
     public var isCallerError: Bool {
         switch self {
-        case .invalidInput, .invalidCall, .unconfirmed, .notFound, .conflict, .pending, .signaturesNeeded: return true
+        case .invalidInput, .invalidCall, .unconfirmed, .forbidden, .notFound, .conflict, .pending, .signaturesNeeded: return true
         default: return false
         }
     }

@@ -90,7 +90,7 @@ private func declaredParameters(_ yaml: String) -> [String: Set<Declared>] {
 
 /// What the definition says each route of `operation` takes.
 private func expected(_ definition: OperationDefinition, route: APIOperation) -> Set<Declared> {
-    var out: Set<Declared> = [Declared(name: "app", place: "path", required: true)]
+    var out: Set<Declared> = route.parameters.contains("app") ? [Declared(name: "app", place: "path", required: true)] : []
     for parameter in definition.parameters + definition.callParameters where parameter.belongs(to: route) {
         switch parameter.place {
         case .path where route.parameters.contains(parameter.name): out.insert(Declared(name: parameter.name, place: "path", required: true))
@@ -148,7 +148,7 @@ struct OperationDefinitionTests {
                 "    Object.freeze({ name: \"\(p.name)\", in: \"\(p.place.rawValue)\", kind: \"\(p.kind.rawValue)\", required: \(p.required)"
                     + (p.route.map { ", route: \"\($0)\"" } ?? "") + " }),\n"
             }.joined()
-            out += "  \(d.kind): Object.freeze({\n    routes: [\(d.routes.map { "\"\($0.id)\"" }.joined(separator: ", "))], danger: \"\(d.danger.rawValue)\", confirms: \(d.confirms),\n"
+            out += "  \"\(d.kind)\": Object.freeze({\n    routes: [\(d.routes.map { "\"\($0.id)\"" }.joined(separator: ", "))], danger: \"\(d.danger.rawValue)\", confirms: \(d.confirms),\n"
             out += "    parameters: Object.freeze([\n\(parameters.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))\n    ]),\n  }),\n"
         }
         return out + "});\n"
@@ -170,6 +170,8 @@ struct OperationDefinitionTests {
         ("guard-remove", ["channel": "beta"], false),
         ("throttle", ["minInterval": "60", "ipRatePerMinute": "0"], false),
         ("schedule", ["appVersion": "2.3", "patch": "2", "steps": "25,50,100", "everySeconds": "3600"], false),
+        ("token", ["app": "demo", "role": "auditor", "name": "dashboard"], false),
+        ("token-revoke", ["id": "0123456789ab"], false),
     ] as [(String, [String: String], Bool)])
     func codec(kind: String, fields: [String: String], bundle: Bool) throws {
         let app = try AppName("demo")
@@ -177,7 +179,7 @@ struct OperationDefinitionTests {
         let operation = try type.init(OperationValues(fields, bundle: bundle ? Array("fix()".utf8) : nil))
         let options = CallOptions(dryRun: type.definition.dryRun, expectPatch: type.definition.expectPatch ? 3 : nil, confirmed: type.definition.confirms)
         let request = operation.request(app: app, options)
-        #expect(request.path["app"] == "demo")
+        #expect(request.path["app"] == (request.route.parameters.contains("app") ? "demo" : nil))
         let path = request.path.filter { $0.key != "app" }
         let call = try type.definition.decode(route: request.route, path: path, query: request.query.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 },
                                               header: { name in request.headers.first { $0.key.lowercased() == name.lowercased() }?.value },

@@ -42,7 +42,8 @@ public struct GuardOperation: ReleaseOperation, Equatable {
     public var summary: String { "guard \(channel): \(action.rawValue) above \(maxRollbackPPM) ppm rolled back, from \(minDevices) devices" }
 
     /// The guard as it is now, with `changed`.
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         let changed = try registry.setGuard(app: app, channel: channel, maxRollbackPPM: maxRollbackPPM, minDevices: minDevices, action: action,
                                             actor: context.actor, now: context.now) != nil
         var out = try registry.guards(app: app).first { $0.channel == channel }?.json.objectValue ?? [:]
@@ -68,7 +69,8 @@ public struct RemoveGuardOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "remove the guard of \(channel)" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         let removed = try registry.removeGuard(app: app, channel: channel, actor: context.actor, now: context.now)
         return ["channel": .string(channel.rawValue), "changed": .bool(removed)]
     }
@@ -103,7 +105,8 @@ public struct ThrottleOperation: ReleaseOperation, Equatable {
     public var summary: String { "throttle: minimum interval \(minInterval.map { "\($0) s" } ?? "kept"), \(ipRatePerMinute.map { "\($0)" } ?? "kept") requests a minute per address" }
 
     /// The rules in force, with `changed`.
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         var rules = try registry.throttleRules(app: app)
         rules.minInterval = minInterval ?? rules.minInterval
         rules.ipRatePerMinute = ipRatePerMinute ?? rules.ipRatePerMinute
@@ -151,8 +154,9 @@ public struct ScheduleOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "stage \(appVersion) patch \(patch): \(steps.map { "\($0) %" }.joined(separator: ", ")), every \(everySeconds) s" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.setSchedule(app: app, appVersion: appVersion, number: patch, steps: steps, everySeconds: everySeconds,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.setSchedule(app: app, appVersion: appVersion, number: patch, steps: steps, everySeconds: everySeconds,
                                  actor: context.actor, now: context.now).json
     }
 }

@@ -22,7 +22,8 @@ public struct CreateChannelOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "declare the channel \(channel)" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         let created = try registry.declareChannel(app: app, channel: channel, actor: context.actor, now: context.now)
         return ["app": .string(app.rawValue), "channel": .string(channel.rawValue), "created": .bool(created)]
     }

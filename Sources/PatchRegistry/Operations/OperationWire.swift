@@ -25,14 +25,14 @@ public struct CallOptions: Sendable, Equatable {
         self.confirmed = confirmed
     }
 
-    public func context(actor: Actor, now: Date = Date()) -> OperationContext {
-        OperationContext(actor: actor, dryRun: dryRun, expectPatch: expectPatch, confirmed: confirmed, now: now)
+    public func context(app: AppName?, actor: Actor, caller: TokenRecord? = nil, now: Date = Date()) -> OperationContext {
+        OperationContext(app: app, actor: actor, caller: caller, dryRun: dryRun, expectPatch: expectPatch, confirmed: confirmed, now: now)
     }
 }
 
 extension ReleaseOperation {
     /// This call as its route takes it.
-    public func request(app: AppName, _ options: CallOptions = CallOptions()) -> OperationRequest {
+    public func request(app: AppName?, _ options: CallOptions = CallOptions()) -> OperationRequest {
         let definition = Self.definition
         var values = self.values
         // Only what the operation takes: a caller cannot send what its routes would refuse.
@@ -40,7 +40,8 @@ extension ReleaseOperation {
         if let expect = options.expectPatch, definition.expectPatch { values["expectPatch"] = String(expect) }
         if options.confirmed, definition.confirms { values["confirm"] = "true" }
         let route = definition.route(for: values)
-        var path = ["app": app.rawValue], query: [String: String] = [:], headers: [String: String] = [:]
+        var path: [String: String] = [:], query: [String: String] = [:], headers: [String: String] = [:]
+        if let app, route.parameters.contains("app") { path["app"] = app.rawValue }
         var members: [String: JSON] = [:]
         for (name, raw) in values.fields {
             guard let parameter = definition.parameter(name) else { preconditionFailure("\(definition.kind): \(name) is not a parameter") }

@@ -56,8 +56,9 @@ public struct PublishOperation: ReleaseOperation, Equatable {
         "publish a \(bundle.count)-byte bundle to \(appVersion) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
     }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.publish(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.publish(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
                              conditions: conditions, allowSame: allowSame, newChannel: newChannel, expectLive: context.expectPatch, dryRun: context.dryRun,
                              actor: context.actor, now: context.now).json
     }
@@ -108,8 +109,9 @@ public struct PromoteOperation: ReleaseOperation, Equatable {
         "promote \(appVersion) \(patch.map { "patch \($0)" } ?? "the newest patch") of \(from) to \(to) at \(rollout) %"
     }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.promote(app: app, appVersion: appVersion, from: from, to: to, number: patch, rollout: rollout, message: message,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.promote(app: app, appVersion: appVersion, from: from, to: to, number: patch, rollout: rollout, message: message,
                              expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
     }
 }

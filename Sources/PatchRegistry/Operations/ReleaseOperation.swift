@@ -23,7 +23,7 @@ public protocol ReleaseOperation: Sendable {
     var summary: String { get }
     /// Makes the change (or, with `context.dryRun`, works it out in full and keeps nothing):
     /// what the route answers.
-    func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON
+    func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON
     /// The status of a change that was made: `definition.status` unless a call's form says
     /// otherwise (a plain rollback revokes; `--to` publishes).
     var status: Int { get }
@@ -35,7 +35,12 @@ extension ReleaseOperation {
 
 /// What one call of an operation carries besides its parameters.
 public struct OperationContext: Sendable {
+    /// The app its route names; nil for an operation on the registry as a whole (tokens).
+    public var app: AppName?
     public var actor: Actor
+    /// The token a call to patchd came with, whose scope an operation holds what it issues or
+    /// revokes to; nil in patchctl's local form, whose user holds the registry itself.
+    public var caller: TokenRecord?
     /// `dryRun=true` / `--dry-run`: everything is worked out, nothing is kept.
     public var dryRun: Bool
     /// `expectPatch=N` / `--expect-patch N`: what the operation's version and channel must
@@ -46,12 +51,21 @@ public struct OperationContext: Sendable {
     public var confirmed: Bool
     public var now: Date
 
-    public init(actor: Actor, dryRun: Bool = false, expectPatch: Int? = nil, confirmed: Bool = false, now: Date = Date()) {
+    public init(app: AppName?, actor: Actor, caller: TokenRecord? = nil, dryRun: Bool = false, expectPatch: Int? = nil, confirmed: Bool = false,
+                now: Date = Date()) {
+        self.app = app
         self.actor = actor
+        self.caller = caller
         self.dryRun = dryRun
         self.expectPatch = expectPatch
         self.confirmed = confirmed
         self.now = now
+    }
+
+    /// The app the operation acts on: its route always names one.
+    public func requireApp() throws(RegistryError) -> AppName {
+        guard let app else { throw .internalError("an operation on an app was run without one") }
+        return app
     }
 }
 

@@ -33,8 +33,9 @@ public struct RolloutOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "set \(appVersion) patch \(patch) to \(percent) %" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.setRollout(app: app, appVersion: appVersion, number: patch, percent: percent, expectLive: context.expectPatch,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.setRollout(app: app, appVersion: appVersion, number: patch, percent: percent, expectLive: context.expectPatch,
                                 dryRun: context.dryRun, actor: context.actor, now: context.now).json
     }
 }
@@ -65,8 +66,9 @@ public struct HaltOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "halt \(appVersion) patch \(patch)" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.halt(app: app, appVersion: appVersion, number: patch, message: message, expectLive: context.expectPatch,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.halt(app: app, appVersion: appVersion, number: patch, message: message, expectLive: context.expectPatch,
                           dryRun: context.dryRun, actor: context.actor, now: context.now).json
     }
 }
@@ -100,8 +102,9 @@ public struct ResumeOperation: ReleaseOperation, Equatable {
 
     public var summary: String { "resume \(appVersion) patch \(patch)\(percent.map { " at \($0) %" } ?? "")" }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try registry.resume(app: app, appVersion: appVersion, number: patch, percent: percent, expectLive: context.expectPatch,
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        return try registry.resume(app: app, appVersion: appVersion, number: patch, percent: percent, expectLive: context.expectPatch,
                             dryRun: context.dryRun, actor: context.actor, now: context.now).json
     }
 }

@@ -49,9 +49,10 @@ public struct RevokeOperation: ReleaseOperation, Equatable {
         patch.map { "revoke \(appVersion) patch \($0)" } ?? "revoke every active patch of \(appVersion) \(channel ?? .production)"
     }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         // A dry run changes nothing, so it needs no confirmation: it shows what would go.
-        .array(try registry.revoke(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
+        return .array(try registry.revoke(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
                                    expectLive: context.expectPatch, dryRun: context.dryRun, confirmed: context.confirmed || context.dryRun,
                                    actor: context.actor, now: context.now).map(\.json))
     }
@@ -110,7 +111,8 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
 
     public var status: Int { to == nil ? 200 : 201 }
 
-    public func execute(on registry: Registry, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
         if let to {
             return try registry.rollBack(app: app, appVersion: appVersion, channel: channel, to: to, rollout: rollout ?? 100, message: message,
                                          expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
@@ -126,6 +128,7 @@ public enum ReleaseOperations {
         PublishOperation.self, PromoteOperation.self, RolloutOperation.self, HaltOperation.self, ResumeOperation.self,
         RevokeOperation.self, RollbackOperation.self, CreateChannelOperation.self,
         GuardOperation.self, RemoveGuardOperation.self, ThrottleOperation.self, ScheduleOperation.self,
+        CreateTokenOperation.self, RevokeTokenOperation.self,
     ]
 
     public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }
@@ -140,7 +143,7 @@ public enum ReleaseOperations {
 extension Registry {
     /// The one way a release operation runs, in patchd's handler and in patchctl's local form
     /// alike: what its route answers, marked `"dryRun": true` for a dry run.
-    public func perform(_ operation: some ReleaseOperation, app: AppName, _ context: OperationContext) throws(RegistryError) -> JSON {
-        try operation.execute(on: self, app: app, context).markedDryRun(context.dryRun)
+    public func perform(_ operation: some ReleaseOperation, _ context: OperationContext) throws(RegistryError) -> JSON {
+        try operation.execute(on: self, context).markedDryRun(context.dryRun)
     }
 }

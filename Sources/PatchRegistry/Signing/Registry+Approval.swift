@@ -249,7 +249,7 @@ extension Registry {
         case .operation(let kind, let values):
             // The proposer's call passed every check then (a revoke that empties a channel
             // was confirmed): the approvers sign its summary.
-            try ReleaseOperations.decode(kind, values).execute(on: self, app: app, OperationContext(actor: actor, confirmed: true, now: now))
+            try ReleaseOperations.decode(kind, values).execute(on: self, OperationContext(app: app, actor: actor, confirmed: true, now: now))
         case .targetsKeys(let keys, let threshold):
             try setTargetsKeys(app: app, keys: keys, threshold: threshold, actor: actor, now: now).json
         case .delegate(let channel, let role, let keys, let threshold, let replace):

@@ -864,7 +864,7 @@ export const operations = Object.freeze({
 });
 
 export const releases = Object.freeze({
-  publish: Object.freeze({
+  "publish": Object.freeze({
     routes: ["publishPatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
@@ -879,7 +879,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  promote: Object.freeze({
+  "promote": Object.freeze({
     routes: ["promotePatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -892,7 +892,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  rollout: Object.freeze({
+  "rollout": Object.freeze({
     routes: ["setRollout"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -902,7 +902,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  halt: Object.freeze({
+  "halt": Object.freeze({
     routes: ["haltPatch"], danger: "stops", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -912,7 +912,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  resume: Object.freeze({
+  "resume": Object.freeze({
     routes: ["resumePatch"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -922,7 +922,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  revoke: Object.freeze({
+  "revoke": Object.freeze({
     routes: ["revokePatch", "revokeVersion"], danger: "takesAway", confirms: true,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -935,7 +935,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
     ]),
   }),
-  rollback: Object.freeze({
+  "rollback": Object.freeze({
     routes: ["rollBackTo"], danger: "takesAway", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
@@ -948,13 +948,13 @@ export const releases = Object.freeze({
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
   }),
-  channel: Object.freeze({
+  "channel": Object.freeze({
     routes: ["createChannel"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: true }),
     ]),
   }),
-  guard: Object.freeze({
+  "guard": Object.freeze({
     routes: ["setGuard"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "body", kind: "channel", required: false }),
@@ -963,26 +963,40 @@ export const releases = Object.freeze({
       Object.freeze({ name: "action", in: "body", kind: "text", required: false }),
     ]),
   }),
-  guard-remove: Object.freeze({
+  "guard-remove": Object.freeze({
     routes: ["removeGuard"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
     ]),
   }),
-  throttle: Object.freeze({
+  "throttle": Object.freeze({
     routes: ["setThrottle"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "minInterval", in: "body", kind: "integer", required: false }),
       Object.freeze({ name: "ipRatePerMinute", in: "body", kind: "integer", required: false }),
     ]),
   }),
-  schedule: Object.freeze({
+  "schedule": Object.freeze({
     routes: ["setSchedule"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
       Object.freeze({ name: "patch", in: "path", kind: "patch", required: true }),
       Object.freeze({ name: "steps", in: "body", kind: "integers", required: true }),
       Object.freeze({ name: "everySeconds", in: "body", kind: "integer", required: true }),
+    ]),
+  }),
+  "token": Object.freeze({
+    routes: ["createToken"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "app", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "role", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "name", in: "body", kind: "text", required: false }),
+    ]),
+  }),
+  "token-revoke": Object.freeze({
+    routes: ["revokeToken"], danger: "takesAway", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "id", in: "path", kind: "text", required: true }),
     ]),
   }),
 });

@@ -32,18 +32,13 @@ public struct HTTPError: Error, Equatable {
     public static func badRequest(_ message: String) -> HTTPError { HTTPError(400, "bad_request", message) }
     public static func notFound(_ message: String = "no such resource") -> HTTPError { HTTPError(404, "not_found", message) }
     public static let unauthorized = HTTPError(401, "unauthorized", "a bearer token is required", headers: [("WWW-Authenticate", "Bearer")])
-    /// 403 naming what the token is and what the request needs, so whoever holds it knows
-    /// which token to ask for: "this token is an auditor token for app demo; publishing
-    /// needs a publisher token for demo or for every app".
+    /// 403 naming what the token is and what the request needs (`TokenRecord.refusal`).
     public static func forbidden(_ token: TokenRecord, needs role: TokenRole, app: AppName?, for action: String) -> HTTPError {
-        forbidden(token, needs: role, for: action, scope: " for \(app.map { "\($0) or for every app" } ?? "every app")")
+        HTTPError(403, "forbidden", token.refusal(needs: role, app: app, for: action))
     }
     /// 403 for a route whose path names no app: the token lacks the role on any app.
     public static func forbidden(_ token: TokenRecord, needs role: TokenRole, for action: String, scope: String = "") -> HTTPError {
-        let article = token.role == .auditor ? "an" : "a"
-        let has = "this token is \(article) \(token.role.rawValue) token for \(token.app.map { "app \($0)" } ?? "every app")"
-        let kind = role == .auditor ? "a token (auditor or publisher)" : "a publisher token"
-        return HTTPError(403, "forbidden", "\(has); \(action) needs \(kind)\(scope)")
+        HTTPError(403, "forbidden", token.refusal(needs: role, for: action, scope: scope))
     }
     public static func methodNotAllowed(_ allowed: String) -> HTTPError {
         HTTPError(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
@@ -66,6 +61,7 @@ extension RegistryError {
         switch self {
         case .invalidInput(let m), .invalidCall(let m): return .badRequest(m)
         case .unconfirmed(let m): return HTTPError(409, "confirmation_required", m)
+        case .forbidden(let m): return HTTPError(403, "forbidden", m)
         case .notFound(let m): return .notFound(m)
         case .conflict(let m): return HTTPError(409, "conflict", m)
         case .pending(let change):

@@ -21,7 +21,8 @@ extension PatchService {
     /// its operation's status; one that waits for signatures 202 (`RegistryError.pending`).
     func perform<Operation: ReleaseOperation>(_ type: Operation.Type, on route: APIOperation, _ request: HTTPRequest,
                                               _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
-        let app = try appCatalog(p["app"]).app
+        // An operation on the registry as a whole (tokens) names no app.
+        let app = route.parameters.contains("app") ? try appCatalog(p["app"]).app : nil
         let token = try caller(p)
         let operation: Operation, options: CallOptions
         do {
@@ -30,10 +31,11 @@ extension PatchService {
             options = call.options
         } catch { throw error.httpError }
         let answer = try change(app: app, by: token) { registry throws(RegistryError) in
-            try registry.perform(operation, app: app, options.context(actor: token.actor))
+            try registry.perform(operation, options.context(app: app, actor: token.actor, caller: token))
         }
         let status = options.dryRun ? 200 : operation.status
         if status == 201 { metrics.recordPublish() }
-        return .json(answer, status: status)
+        // A change's answer is never cached (a token's secret is in one).
+        return .json(answer, status: status, headers: [("Cache-Control", "no-store")])
     }
 }

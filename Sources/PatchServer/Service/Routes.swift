@@ -27,8 +27,6 @@ extension PatchService {
         // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).
         r.add(.getThrottle, metric: .list) { s, q, p throws(HTTPError) in try s.throttle(q, p) }
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
-        r.add(.createToken, metric: .tokens, body: PatchService.tokenBodyLimit) { s, q, p throws(HTTPError) in try s.createToken(q, p) }
-        r.add(.revokeToken, metric: .tokens) { s, q, p throws(HTTPError) in try s.revokeToken(q, p) }
         // The two-person rule (PatchService+Pending.swift).
         r.add(.listPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingList(q, p) }
         r.add(.getPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingOne(q, p) }

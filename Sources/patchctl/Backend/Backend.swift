@@ -51,16 +51,12 @@ protocol Backend {
     // Changes: each answers what its route answers, marked `"dryRun": true` for a dry run.
     /// A release operation (publish, promote, rollout, halt, resume, revoke, rollback): the
     /// registry's `perform` here, its route over a server, with nothing per operation.
-    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName?, _ options: CallOptions) throws(CLIError) -> Performed
     /// `notifyDevices?dryRun=true`: how many devices a round would wake; refused for an app
     /// without an APNs key. Nothing is sent.
     func pushAudience(app: AppName, version: AppVersion?, channel: ChannelName?) throws(CLIError) -> Int
     /// `notifyDevices`: one round of pushes (the APNs key is where the registry is).
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary
-    /// `createToken`: the listing entry and, once, `"token"`.
-    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON
-    /// `revokeToken`: the token and every token issued from it; `TokenRecord.revokedJSON`.
-    func revokeToken(id: String) throws(CLIError) -> JSON
 
     // The two-person rule. A change above that needs signatures this side cannot make throws
     // `CLIError.pending`, after signing with the command's `--key-file` keys (over a server:

@@ -75,8 +75,8 @@ struct LocalBackend: Backend {
         return try run { () throws(RegistryError) in try local.export(app: app, to: out, layout: layout, timestampLifetime: lifetime) }
     }
 
-    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed {
-        do { return .done(try Registry.signing(with: keys) { () throws(RegistryError) in try local.perform(operation, app: app, options.context(actor: who)) }) }
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName?, _ options: CallOptions) throws(CLIError) -> Performed {
+        do { return .done(try Registry.signing(with: keys) { () throws(RegistryError) in try local.perform(operation, options.context(app: app, actor: who)) }) }
         catch .unconfirmed(let message) { return .needsConfirmation(message) }
         catch { throw error.cliError }
     }
@@ -95,14 +95,6 @@ struct LocalBackend: Backend {
 
     func notify(app: AppName, version: AppVersion?, channel: ChannelName?, reason: String) throws(CLIError) -> PushSummary {
         try Notify.run(registry: local, app: app, version: version, channel: channel, reason: reason, actor: who)
-    }
-
-    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in try local.createToken(app: app, role: role, name: name ?? who.name, actor: who).json }
-    }
-
-    func revokeToken(id: String) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in try local.revokeToken(id: id, actor: who).revokedJSON }
     }
 
     func pending(app: AppName, all: Bool) throws(CLIError) -> [JSON] {

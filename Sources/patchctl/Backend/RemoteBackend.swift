@@ -123,7 +123,7 @@ struct RemoteBackend: Backend {
 
     /// Every release operation: its request as the operation encodes it (the same codec
     /// patchd decodes with), the server's answer, a 202 signed here when the keys are.
-    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName, _ options: CallOptions) throws(CLIError) -> Performed {
+    func perform<Operation: ReleaseOperation>(_ operation: Operation, app: AppName?, _ options: CallOptions) throws(CLIError) -> Performed {
         let request = operation.request(app: app, options)
         let response = try remote.send(request.route, request.path, query: request.query, headers: request.headers, body: request.body)
         if response.status == 409, let error = (try? JSONParser.parse(response.body))?["error"],
@@ -151,15 +151,6 @@ struct RemoteBackend: Backend {
         guard let summary = PushSummary(json: json) else { throw .failed("the server's push answer is not a push summary") }
         return summary
     }
-
-    func createToken(app: AppName?, role: TokenRole, name: String?) throws(CLIError) -> JSON {
-        var body: [String: JSON] = ["role": .string(role.rawValue)]
-        if let app { body["app"] = .string(app.rawValue) }
-        if let name { body["name"] = .string(name) }
-        return try remote.json(.createToken, body: JSON.object(body).canonicalBytes)
-    }
-
-    func revokeToken(id: String) throws(CLIError) -> JSON { try remote.json(.revokeToken, ["id": id]) }
 
     func pending(app: AppName, all: Bool) throws(CLIError) -> [JSON] {
         try array(remote.json(.listPending, ["app": app.rawValue], query: all ? ["all": "true"] : [:]), "pending listing")

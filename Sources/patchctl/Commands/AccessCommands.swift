@@ -17,7 +17,8 @@ struct TokensCreateCommand: Command {
         guard (app == nil) == arguments.flag("--all") else { throw .usage("give exactly one of --app NAME or --all") }
         let roleName = arguments.value("--role") ?? "publisher"
         guard let role = TokenRole(rawValue: roleName) else { throw .usage("--role must be publisher or auditor, got \(roleName.debugSanitized)") }
-        let issued = try Backends.open(arguments).createToken(app: app, role: role, name: arguments.value("--name"))
+        let issued = try ReleaseCall.run(CreateTokenOperation(app: app, role: role, name: arguments.value("--name")), app: nil,
+                                         backend: try Backends.open(arguments), arguments)
         // A default that may publish is said, on stderr (stdout's last line stays the secret).
         if arguments.value("--role") == nil {
             Output.error("note: no --role given, so this is a publisher token (it may publish, revoke and change rollouts); for read-only use (CI checks, dashboards) create one with --role auditor")
@@ -34,7 +35,8 @@ struct TokensRevokeCommand: Command {
                                   positionals: ["ID"], options: [.flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let revoked = try Backends.open(arguments).revokeToken(id: arguments.positionals[0])
+        let operation = try ReleaseCall.make(RevokeTokenOperation.self, ["id": arguments.positionals[0]])
+        let revoked = try ReleaseCall.run(operation, app: nil, backend: try Backends.open(arguments), arguments)
         if arguments.flag("--json") { Output.json(revoked); return }
         Output.line("revoked token \(revoked["id"]?.stringValue ?? "") (\(revoked["role"]?.stringValue ?? ""), \"\(revoked["name"]?.stringValue ?? "")\")")
     }
