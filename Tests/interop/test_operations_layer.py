@@ -248,4 +248,5 @@ def test_tokens_revoke_over_server_revokes_no_broader_than_its_caller(pair):
     assert normalized(local.json("tokens", "revoke", local_id)) == normalized(json.loads(mine.stdout))
     assert local_token
     assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", issued["c"]["id"]), 2, "409", "already revoked")
-    assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", "not-an-id"), 2, "400")
+    # A malformed id is the operation's own usage error, before anything is sent (the server would say 400).
+    assert_cli_error(remote(served, server, demo_bot, "tokens", "revoke", "not-an-id"), 64, "12 lower-case hex digits")
