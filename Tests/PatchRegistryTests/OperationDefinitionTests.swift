@@ -172,6 +172,9 @@ struct OperationDefinitionTests {
         ("schedule", ["appVersion": "2.3", "patch": "2", "steps": "25,50,100", "everySeconds": "3600"], false),
         ("token", ["app": "demo", "role": "auditor", "name": "dashboard"], false),
         ("token-revoke", ["id": "0123456789ab"], false),
+        ("delegate", ["channel": "staging", "name": "qa", "threshold": "1", "replace": "true",
+                      "keys": #"[{"keytype":"ed25519","keyval":{"public":"\#(String(repeating: "ab", count: 32))"},"scheme":"ed25519"}]"#], false),
+        ("undelegate", ["channel": "staging"], false),
     ] as [(String, [String: String], Bool)])
     func codec(kind: String, fields: [String: String], bundle: Bool) throws {
         let app = try AppName("demo")

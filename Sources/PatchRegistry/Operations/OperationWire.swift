@@ -63,6 +63,8 @@ extension OperationParameter.Kind {
 
     /// A value's JSON form in a body: numbers as integers, a list as an array of them.
     func bodyValue(_ raw: String) -> JSON {
+        if self == .flag { return .bool(raw == "true") }
+        if self == .json { return (try? JSONParser.parse(Array(raw.utf8))) ?? .string(raw) }
         if self == .integers { return .array(raw.split(separator: ",").map { Int64($0).map { .int($0) } ?? .string(String($0)) }) }
         return isNumber ? Int64(raw).map { .int($0) } ?? .string(raw) : .string(raw)
     }
@@ -70,6 +72,9 @@ extension OperationParameter.Kind {
     /// A body member's text form, or nil when it is not of this kind's JSON type.
     func text(_ value: JSON) -> String? {
         switch (self, value) {
+        case (.json, _): return value.canonicalString
+        case (.flag, .bool(let b)): return b ? "true" : "false"
+        case (.flag, _): return nil
         case (.integers, .array(let items)):
             let numbers = items.compactMap(\.intValue)
             return numbers.count == items.count ? numbers.map(String.init).joined(separator: ",") : nil
@@ -128,8 +133,15 @@ extension OperationDefinition {
                 throw .invalidCall("the body has a member \(name.debugSanitized) that \(kind) does not take (it takes \(members.map(\.name).joined(separator: ", ")))")
             }
             guard let text = parameter.kind.text(value) else {
-                throw .invalidCall("\(name) must be \(parameter.kind == .integers ? "an array of integers" : parameter.kind.isNumber ? "an integer" : "a string")")
+                let type = switch parameter.kind {
+                case .integers: "an array of integers"
+                case .flag: "true or false"
+                default: parameter.kind.isNumber ? "an integer" : "a string"
+                }
+                throw .invalidCall("\(name) must be \(type)")
             }
+            // A flag's false is its absence, as a value encodes it.
+            if parameter.kind == .flag, text == "false" { continue }
             values[name] = text
         }
         for parameter in members where parameter.required && values[parameter.name] == nil {

@@ -159,6 +159,9 @@ public struct OperationParameter: Sendable, Hashable {
         case integer
         /// Whole numbers: in a body a JSON array of integers, in text form comma-separated.
         case integers
+        /// A JSON value (a key list, signed metadata): in a body as it is, in text form its
+        /// canonical JSON.
+        case json
         /// Delivery conditions as canonical JSON (docs/PROTOCOL.md section 5).
         case conditions
         case bytes
@@ -251,6 +254,12 @@ public struct OperationValues: Sendable, Equatable {
 
     public func text(_ name: String) -> String? { fields[name] }
 
+    public func json(_ name: String) throws(RegistryError) -> JSON? {
+        guard let raw = fields[name] else { return nil }
+        guard let json = try? JSONParser.parse(Array(raw.utf8)) else { throw OperationValues.bad("\(name) must be JSON") }
+        return json
+    }
+
     /// A decimal without sign or leading zeros within `range`.
     public func integer(_ name: String, in range: ClosedRange<Int>) throws(RegistryError) -> Int? {
         guard let raw = fields[name] else { return nil }
@@ -293,6 +302,7 @@ public struct OperationValues: Sendable, Equatable {
             case let v as [Int]: out[name] = v.map(String.init).joined(separator: ",")
             case let v as String: out[name] = v
             case let v as DeliveryConditions: out[name] = v.json.canonicalString
+            case let v as JSON: out[name] = v.canonicalString
             default: preconditionFailure("\(name): no wire form for \(type(of: value))")
             }
         }
@@ -308,7 +318,7 @@ public struct OperationValues: Sendable, Equatable {
             case .patch?, .percent?, .integer?: out[name] = Int64(raw).map { .int($0) } ?? .string(raw)
             case .integers?: out[name] = .array(raw.split(separator: ",").map { Int64($0).map { .int($0) } ?? .string(String($0)) })
             case .flag?: out[name] = .bool(raw == "true")
-            case .conditions?: out[name] = (try? JSONParser.parse(Array(raw.utf8))) ?? .string(raw)
+            case .conditions?, .json?: out[name] = (try? JSONParser.parse(Array(raw.utf8))) ?? .string(raw)
             default: out[name] = .string(raw)
             }
         }

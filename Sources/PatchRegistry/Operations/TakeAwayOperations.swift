@@ -128,7 +128,7 @@ public enum ReleaseOperations {
         PublishOperation.self, PromoteOperation.self, RolloutOperation.self, HaltOperation.self, ResumeOperation.self,
         RevokeOperation.self, RollbackOperation.self, CreateChannelOperation.self,
         GuardOperation.self, RemoveGuardOperation.self, ThrottleOperation.self, ScheduleOperation.self,
-        CreateTokenOperation.self, RevokeTokenOperation.self,
+        CreateTokenOperation.self, RevokeTokenOperation.self, DelegateOperation.self, UndelegateOperation.self,
     ]
 
     public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }

@@ -16,8 +16,6 @@ public enum ReleaseChange: Sendable, Equatable {
     /// from now on. Pending like a release: the targets the new root needs are signed by the
     /// new keys.
     case targetsKeys(keys: [TUFKey], threshold: Int)
-    /// `keys delegate` (with `replace`: a rotation), on an app whose targets keys are not here.
-    case delegate(channel: ChannelName, role: String, keys: [TUFKey], threshold: Int?, replace: Bool)
 
     public init(_ operation: some ReleaseOperation) {
         self = .operation(kind: type(of: operation).definition.kind, values: operation.values)
@@ -27,7 +25,6 @@ public enum ReleaseChange: Sendable, Equatable {
         switch self {
         case .operation(let kind, _): kind
         case .targetsKeys: "targets-keys"
-        case .delegate: "delegate"
         }
     }
 
@@ -42,14 +39,11 @@ public enum ReleaseChange: Sendable, Equatable {
         switch self {
         case .operation(let kind, let values): (try? ReleaseOperations.decode(kind, values))?.summary ?? kind
         case .targetsKeys(let keys, let threshold): "targets signed by \(threshold) of \(keys.count) keys"
-        case .delegate(let channel, let role, let keys, let threshold, let replace):
-            "\(replace ? "rotate the keys of" : "delegate \(channel) to") the role \(role): \(threshold.map { "\($0) of " } ?? "")\(keys.count) key\(keys.count == 1 ? "" : "s")"
         }
     }
 
     /// The stored form, without a publish's bundle (kept in its own column).
     var json: JSON {
-        func optional(_ value: Int?) -> JSON { value.map { .int(Int64($0)) } ?? .null }
         switch self {
         case .operation(let kind, let values):
             guard let type = ReleaseOperations.type(kind) else { return ["kind": .string(kind)] }
@@ -57,10 +51,6 @@ public enum ReleaseChange: Sendable, Equatable {
         case .targetsKeys(let keys, let threshold):
             return ["kind": .string(kind), "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
                     "threshold": .int(Int64(threshold))]
-        case .delegate(let channel, let role, let keys, let threshold, let replace):
-            return ["kind": .string(kind), "channel": .string(channel.rawValue), "name": .string(role),
-                    "keys": .object(Dictionary(uniqueKeysWithValues: keys.map { ($0.keyID, $0.json) })),
-                    "threshold": optional(threshold), "replace": .bool(replace)]
         }
     }
 
@@ -80,12 +70,6 @@ public enum ReleaseChange: Sendable, Equatable {
             case "targets-keys":
                 guard let keys = object["keys"]?.objectValue, let threshold = int("threshold") else { throw bad("targets-keys") }
                 self = .targetsKeys(keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: "targets") }, threshold: threshold)
-            case "delegate":
-                guard let raw = object["channel"]?.stringValue, let role = object["name"]?.stringValue, let keys = object["keys"]?.objectValue else {
-                    throw bad("delegate")
-                }
-                self = .delegate(channel: try ChannelName(raw), role: role, keys: try keys.keys.sorted().map { try TUFKey(json: keys[$0]!, role: role) },
-                                 threshold: int("threshold"), replace: object["replace"]?.boolValue ?? false)
             default: throw bad("kind \(kind)")
             }
         } catch let error as RegistryError { throw error } catch { throw bad("\(error)") }

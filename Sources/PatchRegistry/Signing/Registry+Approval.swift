@@ -252,8 +252,6 @@ extension Registry {
             try ReleaseOperations.decode(kind, values).execute(on: self, OperationContext(app: app, actor: actor, confirmed: true, now: now))
         case .targetsKeys(let keys, let threshold):
             try setTargetsKeys(app: app, keys: keys, threshold: threshold, actor: actor, now: now).json
-        case .delegate(let channel, let role, let keys, let threshold, let replace):
-            try delegate(app: app, channel: channel, role: role, keys: keys, threshold: threshold, replace: replace, actor: actor, now: now).json
         }
     }
 }

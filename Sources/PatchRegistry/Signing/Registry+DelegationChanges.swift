@@ -41,7 +41,8 @@ extension Registry {
         }
         let byID = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
         guard !byID.isEmpty else { throw .invalidInput("a delegated role needs at least one key") }
-        let proposed = ReleaseChange.delegate(channel: channel, role: role, keys: byID.keys.sorted().map { byID[$0]! }, threshold: threshold, replace: replace)
+        let proposed = ReleaseChange(DelegateOperation(channel: channel, role: role, keys: byID.keys.sorted().map { byID[$0]! }, threshold: threshold,
+                                                       replace: replace))
         let change = try proposing(proposed, app: name, dryRun: false, actor: actor, now: now) { () throws(RegistryError) in
           try Registry.signing(with: signingKeys) { () throws(RegistryError) in try write { () throws -> DelegationChange in
             _ = try self.app(name, declaring: [channel])

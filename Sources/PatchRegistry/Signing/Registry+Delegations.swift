@@ -120,7 +120,7 @@ extension Registry {
         // then (they are not here now), checked like any role file signed elsewhere.
         let context = SigningContext.current
         var presigned = presigned
-        if presigned == nil, let approval = context?.approval, case .delegate = approval.change { presigned = approval.captured }
+        if presigned == nil, let approval = context?.approval, approval.change.kind == DelegateOperation.definition.kind { presigned = approval.captured }
         let bytes: [UInt8]
         let expires: Date
         if let presigned {

@@ -999,6 +999,24 @@ export const releases = Object.freeze({
       Object.freeze({ name: "id", in: "path", kind: "text", required: true }),
     ]),
   }),
+  "delegate": Object.freeze({
+    routes: ["delegateChannel"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "channel", in: "body", kind: "channel", required: true }),
+      Object.freeze({ name: "name", in: "body", kind: "text", required: true }),
+      Object.freeze({ name: "keys", in: "body", kind: "json", required: false }),
+      Object.freeze({ name: "threshold", in: "body", kind: "integer", required: false }),
+      Object.freeze({ name: "replace", in: "body", kind: "flag", required: false }),
+      Object.freeze({ name: "role", in: "body", kind: "json", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+    ]),
+  }),
+  "undelegate": Object.freeze({
+    routes: ["undelegateChannel"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "channel", in: "path", kind: "channel", required: true }),
+    ]),
+  }),
 });
 
 """#),

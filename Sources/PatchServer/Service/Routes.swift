@@ -32,9 +32,6 @@ extension PatchService {
         r.add(.getPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingOne(q, p) }
         r.add(.approvePending, metric: .publish, body: PatchService.approvalBodyLimit) { s, q, p throws(HTTPError) in try s.approvePending(q, p) }
         r.add(.rejectPending, metric: .publish) { s, q, p throws(HTTPError) in try s.rejectPending(q, p) }
-        // Delegated keys per channel (PatchService+Delegations.swift).
-        r.add(.delegateChannel, metric: .delegations, body: PatchService.delegationBodyLimit) { s, q, p throws(HTTPError) in try s.delegateChannel(q, p) }
-        r.add(.undelegateChannel, metric: .delegations) { s, q, p throws(HTTPError) in try s.undelegateChannel(q, p) }
         r.add(.getAudit, metric: .audit) { s, q, p throws(HTTPError) in try s.audit(q, p) }
         // Listings for any token, each filtered to what the token may read (PatchService+Listings.swift).
         r.add(.listApps, metric: .list) { s, q, p throws(HTTPError) in try s.apps(q, p) }

@@ -68,25 +68,6 @@ protocol Backend {
     func approve(app: AppName, id: Int64) throws(CLIError) -> JSON
     /// `rejectPending`.
     func reject(app: AppName, id: Int64, reason: String?) throws(CLIError) -> JSON
-
-    /// `delegateChannel`: `DelegationChange.json` with `app`, and where a key made for the
-    /// role is kept (`keyFile` locally, `serverKey` over a server).
-    func delegate(_ request: DelegateRequest) throws(CLIError) -> JSON
-    /// `undelegateChannel`: the delegation that ended, `DelegationRecord.json` with `app`.
-    func undelegate(app: AppName, channel: ChannelName) throws(CLIError) -> JSON
-}
-
-/// `delegateChannel`'s parameters.
-struct DelegateRequest {
-    var app: AppName
-    var channel: ChannelName
-    var role: String
-    /// The role's public keys; empty: one new Ed25519 key, kept where the registry is.
-    var keys: [TUFKey]
-    var threshold: Int?
-    var replace: Bool
-    /// `--key-file`: private keys of the role that sign its metadata here; local only.
-    var signingKeys: [SigningKey] = []
 }
 
 /// What a release operation did: its answer, or nothing yet because it would leave a version

@@ -112,36 +112,4 @@ struct LocalBackend: Backend {
         try run { () throws(RegistryError) in try local.reject(app: app, id: id, reason: reason, actor: who).json }
     }
 
-    func delegate(_ r: DelegateRequest) throws(CLIError) -> JSON {
-        var keys = r.keys, given = r.signingKeys
-        var made: URL?
-        if keys.isEmpty {
-            try run { () throws(RegistryError) in try Registry.checkDelegatedRoleName(r.role) }
-            do {
-                let key = try SigningKey.generateEd25519()
-                made = try local.keys.storeDelegated(key, app: r.app, role: r.role)
-                keys = [key.tufKey]
-                given.append(key)
-            } catch { throw .failed("cannot make the role's key: \(error)") }
-        }
-        do {
-            let change = try local.delegate(app: r.app, channel: r.channel, role: r.role, keys: keys, threshold: r.threshold,
-                                            signingKeys: given, replace: r.replace, actor: who)
-            var json = change.json.objectValue ?? [:]
-            json["app"] = .string(r.app.rawValue)
-            if let made { json["keyFile"] = .string(made.path) }
-            return .object(json)
-        } catch {
-            if let made { try? FileManager.default.removeItem(at: made) }
-            throw error.cliError
-        }
-    }
-
-    func undelegate(app: AppName, channel: ChannelName) throws(CLIError) -> JSON {
-        try run { () throws(RegistryError) in
-            var json = try local.undelegate(app: app, channel: channel, actor: who).json.objectValue ?? [:]
-            json["app"] = .string(app.rawValue)
-            return .object(json)
-        }
-    }
 }

@@ -201,31 +201,6 @@ struct RemoteBackend: Backend {
         return try remote.json(.approvePending, ["app": app, "id": String(id)], body: JSON.object(["signatures": .array(signatures)]).canonicalBytes)
     }
 
-    /// `delegateChannel`. With `--key-file`, the role's private keys never leave this machine: the server
-    /// answers the role's next metadata unsigned (`?dryRun=true`), it is signed here, and sent
-    /// back with the delegation.
-    func delegate(_ r: DelegateRequest) throws(CLIError) -> JSON {
-        guard r.signingKeys.isEmpty || !r.keys.isEmpty else { throw .usage("--key-file over --server goes with the role's public keys (--key)") }
-        var body: [String: JSON] = ["channel": .string(r.channel.rawValue), "name": .string(r.role)]
-        if !r.keys.isEmpty { body["keys"] = .array(r.keys.map(\.json)) }
-        if let threshold = r.threshold { body["threshold"] = .int(Int64(threshold)) }
-        if r.replace { body["replace"] = .bool(true) }
-        let values = ["app": r.app.rawValue]
-        if !r.signingKeys.isEmpty {
-            let prepared = try remote.json(.delegateChannel, values, query: ["dryRun": "true"], body: JSON.object(body).canonicalBytes)
-            guard let unsigned = prepared["unsigned"] else { throw .failed("the server's answer names no unsigned role metadata") }
-            do {
-                let role = try SignedTargets(signing: try TargetsBody(signed: unsigned), with: r.signingKeys)
-                body["role"] = try JSONParser.parse(role.bytes)
-            } catch { throw .failed("cannot sign the role's metadata: \(error)") }
-        }
-        return try remote.json(.delegateChannel, values, body: JSON.object(body).canonicalBytes)
-    }
-
-    func undelegate(app: AppName, channel: ChannelName) throws(CLIError) -> JSON {
-        try remote.json(.undelegateChannel, ["app": app.rawValue, "channel": channel.rawValue])
-    }
-
     private func array(_ json: JSON, _ what: String) throws(CLIError) -> [JSON] {
         guard let array = json.arrayValue else { throw .failed("the server's \(what) is not a JSON array") }
         return array

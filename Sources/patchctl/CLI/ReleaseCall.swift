@@ -20,9 +20,10 @@ enum ReleaseCall {
 
     /// Runs `operation` on `backend` for `app`: what its route answers. The call options come
     /// from the command's `arguments` (none: a step of a command that runs no dry run of it).
-    static func run<Operation: ReleaseOperation>(_ operation: Operation, app: AppName?, backend: any Backend, _ arguments: Arguments? = nil) throws(CLIError) -> JSON {
+    static func run<Operation: ReleaseOperation>(_ operation: Operation, app: AppName?, backend: any Backend, _ arguments: Arguments? = nil,
+                                                 dryRun: Bool = false) throws(CLIError) -> JSON {
         let definition = Operation.definition
-        var options = CallOptions()
+        var options = CallOptions(dryRun: dryRun)
         if let arguments {
             options = CallOptions(dryRun: definition.dryRun && arguments.flag("--dry-run"),
                                   expectPatch: definition.expectPatch ? try ExpectPatch.value(arguments) : nil,

@@ -31,8 +31,20 @@ struct KeysDelegateCommand: Command {
         }
         let backend = try Backends.open(arguments)
         let app = try backend.app(arguments)
-        let out = try backend.delegate(DelegateRequest(app: app, channel: channel, role: role, keys: keys, threshold: threshold,
-                                                       replace: arguments.flag("--replace"), signingKeys: try SigningKeys.read(arguments)))
+        var operation = DelegateOperation(channel: channel, role: role, keys: keys, threshold: threshold, replace: arguments.flag("--replace"))
+        let signingKeys = try SigningKeys.read(arguments)
+        if !keys.isEmpty, !signingKeys.isEmpty {
+            // The role's private keys never leave this machine: the role's next metadata is
+            // asked for (a dry run), signed here, and sent with the delegation, locally and
+            // over --server alike.
+            let prepared = try ReleaseCall.run(operation, app: app, backend: backend, dryRun: true)
+            guard let unsigned = prepared["unsigned"] else { throw .failed("the answer names no unsigned role metadata") }
+            do {
+                let signed = try SignedTargets(signing: try TargetsBody(signed: unsigned), with: signingKeys)
+                operation.signedRole = try JSONParser.parse(signed.bytes)
+            } catch { throw .failed("cannot sign the role's metadata: \(error)") }
+        }
+        let out = try ReleaseCall.run(operation, app: app, backend: backend, arguments)
         if arguments.flag("--json") { Output.json(out); return }
         let keyIDs = out["keyids"]?.arrayValue?.compactMap(\.stringValue) ?? []
         let paths = out["paths"]?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -60,7 +72,7 @@ struct KeysUndelegateCommand: Command {
         guard let channel = try arguments.channel("--channel") else { throw .usage("--channel is required") }
         let backend = try Backends.open(arguments)
         let app = try backend.app(arguments)
-        let out = try backend.undelegate(app: app, channel: channel)
+        let out = try ReleaseCall.run(UndelegateOperation(channel: channel), app: app, backend: backend, arguments)
         if arguments.flag("--json") { Output.json(out); return }
         Output.line("\(channel) of \(app) is no longer delegated to the role \(out["name"]?.stringValue ?? ""): its targets are signed by the top-level targets key again")
     }
