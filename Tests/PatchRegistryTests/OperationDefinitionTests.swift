@@ -174,6 +174,7 @@ struct OperationDefinitionTests {
         ("token-revoke", ["id": "0123456789ab"], false),
         ("delegate", ["channel": "staging", "name": "qa", "threshold": "1", "replace": "true",
                       "keys": #"[{"keytype":"ed25519","keyval":{"public":"\#(String(repeating: "ab", count: 32))"},"scheme":"ed25519"}]"#], false),
+        ("delegate", ["channel": "staging", "name": "qa"], false),
         ("undelegate", ["channel": "staging"], false),
     ] as [(String, [String: String], Bool)])
     func codec(kind: String, fields: [String: String], bundle: Bool) throws {

@@ -58,7 +58,7 @@ public struct DelegateOperation: ReleaseOperation, Equatable {
     }
 
     public var values: OperationValues {
-        .encode(["channel": channel, "name": role, "keys": keys.isEmpty ? nil : JSON.array(keys.map(\.json)), "threshold": threshold,
+        .encode(["channel": channel, "name": role, "keys": keys.isEmpty ? Optional<JSON>.none : JSON.array(keys.map(\.json)), "threshold": threshold,
                  "replace": replace, "role": signedRole])
     }
 

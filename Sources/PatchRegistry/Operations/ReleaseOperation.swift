@@ -302,6 +302,7 @@ public struct OperationValues: Sendable, Equatable {
             case let v as [Int]: out[name] = v.map(String.init).joined(separator: ",")
             case let v as String: out[name] = v
             case let v as DeliveryConditions: out[name] = v.json.canonicalString
+            // (JSON is nil-literal-expressible: a `nil` meant as "left out" must be typed `JSON?`.)
             case let v as JSON: out[name] = v.canonicalString
             default: preconditionFailure("\(name): no wire form for \(type(of: value))")
             }

@@ -138,6 +138,10 @@ extension Registry {
             }
             bytes = presigned
             expires = file.body.expires
+            // Its keys signed a role of this change (so none given for it is a stray), and a
+            // change stored as pending replays these bytes when it lands: its keys are not here.
+            context?.used.formUnion(file.signatures.map(\.keyID))
+            context?.captured = presigned
         } else {
             let signers = try roleSigners(app: app, role: record.name, signed: body.signedJSON, keyIDs: record.keys.keys.sorted(),
                                           threshold: record.threshold, keys: record.keys)
