@@ -168,6 +168,17 @@ struct RequestHeadTests {
         #expect(try Self.parse("GET / HTTP/1.1\r\nX: \(String(repeating: "a", count: 100))", limits: limits) == nil)
     }
 
+    @Test("up to 4 empty lines before the request line are ignored; a 5th is 400 as soon as it arrives (issue 43: 50 KiB of CRLFs spun a loop)")
+    func leadingEmptyLines() throws {
+        let request = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n"
+        #expect(try Self.parse(String(repeating: "\r\n", count: 4) + request)?.fields.count == 1)
+        #expect(try Self.parse(String(repeating: "\r\n", count: 4)) == nil, "four may still be followed by a request")
+        for extra in [String(repeating: "\r\n", count: 5), String(repeating: "\r\n", count: 5) + request, String(repeating: "\r\n", count: 25_600)] {
+            #expect(throws: FramingError.malformed("more than 4 empty lines before the request line")) { try Self.parse(extra) }
+        }
+        #expect(FramingError.malformed("x").httpError.status == 400)
+    }
+
     @Test("a header line past the field limit is 431 as soon as it begins, before the head ends; the limit itself is served")
     func fieldLimit() throws {
         let lines = { (n: Int) in (0..<n).map { "X-F\($0): v\r\n" }.joined() }

@@ -24,6 +24,7 @@ checked by test_new_limit_flags_parse. -s prints the figures (RSS growth, probe 
 cut-off times, admitted / refused).
 """
 
+import os
 import re
 import select
 import socket
@@ -91,6 +92,13 @@ def cert(tmp_path_factory):
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def cpu_seconds(pid):
+    """User and system CPU time a process has used (/proc/PID/stat, clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class RssWatch:
@@ -581,6 +589,29 @@ def test_a_head_with_more_than_100_field_lines_is_431_and_closed(ws, start, line
             conn.send(head)
             resp = conn.response(2.0)
             assert resp is not None and resp.status == 200, resp
+
+
+def test_leading_empty_lines_past_four_are_400_at_once_and_spin_no_core(ws, start):
+    """Issue 43, item 7: 50 KiB of CRLF before any request line used to fill the input buffer
+    with nothing to parse while the socket stayed readable, a core at 100 % until the header
+    timeout. Now a 5th empty line is 400 at once, the connection closed, and patchd's CPU time
+    over the exchange stays far under the second the old loop burnt; 4 are still ignored."""
+    s = start(ws)
+    with RawConn(s.url) as conn:
+        conn.send(b"\r\n" * 4 + msg("GET /healthz HTTP/1.1", "Host: 127.0.0.1"))
+        resp = conn.response(2.0)
+        assert resp is not None and resp.status == 200, resp
+    before = cpu_seconds(s.proc.pid)
+    started = time.monotonic()
+    with RawConn(s.url) as conn:
+        conn.send(b"\r\n" * 25_600)
+        resp = conn.response(2.0)
+        assert resp is not None and resp.status == 400, resp
+        assert "empty lines before the request line" in json_error(resp, 400)["message"]
+        assert conn.wait_closed(2.0), "the connection stayed open after the 400"
+    elapsed, spent = time.monotonic() - started, cpu_seconds(s.proc.pid) - before
+    assert elapsed < 2.0
+    assert spent < 0.5, f"patchd spent {spent:.2f} s of CPU on one connection of CRLFs"
 
 
 # -- 3. idle and half-open slots --------------------------------------------------------------

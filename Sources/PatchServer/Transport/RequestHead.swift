@@ -34,13 +34,24 @@ struct RequestHead: Sendable {
         var fields = 100
     }
 
+    /// Empty lines taken before a request line: RFC 9112 §2.2 asks a server to ignore "at
+    /// least one"; a client that sends a CRLF after a POST body sends one. More is 400: 50 KiB
+    /// of them used to fill the input buffer with no request line begun, so the parse waited
+    /// for more while the socket stayed readable, a core spinning until the header timeout.
+    static let maxLeadingEmptyLines = 4
+
     /// Parses a head from the start of `bytes`: nil while it is incomplete (and within the
     /// limits), the head once its empty line has arrived, or the error to answer with.
     static func parse(_ bytes: UnsafeRawBufferPointer, limits: Limits) throws(FramingError) -> RequestHead? {
         var p = HeadScanner(bytes: bytes)
         // RFC 9112 §2.2: empty lines before the request line are ignored (some clients send
         // a CRLF after a POST body).
-        while p.remaining >= 2, p.peek(0) == cr, p.peek(1) == lf { p.index += 2 }
+        var emptyLines = 0
+        while p.remaining >= 2, p.peek(0) == cr, p.peek(1) == lf {
+            emptyLines += 1
+            if emptyLines > maxLeadingEmptyLines { throw .malformed("more than \(maxLeadingEmptyLines) empty lines before the request line") }
+            p.index += 2
+        }
         let lineStart = p.index
         guard let lineEnd = try p.lineEnd(limit: lineStart + limits.requestLine) else {
             if bytes.count - lineStart > limits.requestLine { throw .uriTooLong }
