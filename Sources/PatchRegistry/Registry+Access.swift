@@ -36,6 +36,24 @@ public struct TokenRecord: Sendable, Equatable {
     public let app: AppName?
     public let role: TokenRole
     public let name: String
+    /// The id of the token its line of issue starts at (itself, for one `patchctl tokens
+    /// create` issued): the tokens issued from one token, and from those, share one budget of
+    /// changes, so issuing children does not multiply it (issue 43). Known when the token is
+    /// looked up by its secret; otherwise its own id.
+    public var tree: String
+
+    public init(id: String, app: AppName?, role: TokenRole, name: String, tree: String? = nil) {
+        self.id = id
+        self.app = app
+        self.role = role
+        self.name = name
+        self.tree = tree ?? id
+    }
+
+    /// The same token: its line of issue is what is known of it, not part of it.
+    public static func == (lhs: TokenRecord, rhs: TokenRecord) -> Bool {
+        lhs.id == rhs.id && lhs.app == rhs.app && lhs.role == rhs.role && lhs.name == rhs.name
+    }
 
     /// What `tokens revoke` answers, locally and from patchd: the token, `"revoked": true`.
     public var revokedJSON: JSON {
@@ -157,6 +175,14 @@ extension Registry {
     /// refused, never cleaned, so two names that look alike are two names that are alike.
     public static let maxTokenName = 200
 
+    /// Live tokens one token may have issued at once (POST /v1/tokens): the review's 30
+    /// children from 30 addresses each had the per-token change budget before budgets were
+    /// shared by a line of issue; this bounds what a leaked token can spread into.
+    public static let maxChildTokens = 16
+
+    /// How long a line of issue may be (a token, its child, the child's child, …).
+    public static let maxIssueDepth = 8
+
     /// Issues a token of 256 random bits, stored only as its SHA-256. Scoped to one app, or
     /// to every app when `app` is nil. `parent`: the id of the token it is issued with (POST
     /// /v1/tokens), which must still be live when this commits; revoking it revokes this one.
@@ -180,6 +206,21 @@ extension Registry {
             // admitted leaves no live child behind its revocation.
             if let parent, try db.query("SELECT 1 FROM tokens WHERE id = ? AND revoked_at IS NULL", [.text(parent)], row: { $0.int(0) }).isEmpty {
                 throw RegistryError.conflict("token \(parent.debugSanitized), which would issue it, is revoked or unknown; nothing was issued")
+            }
+            if let parent {
+                let children = try db.query("SELECT COUNT(*) FROM tokens WHERE parent = ? AND revoked_at IS NULL", [.text(parent)]) { $0.int(0) }.first ?? 0
+                guard children < Int64(Registry.maxChildTokens) else {
+                    throw RegistryError.conflict("token \(parent) has issued \(children) live tokens, the most one token may: revoke some (`patchctl tokens revoke ID`) first; nothing was issued")
+                }
+                let depth = try db.query("""
+                    WITH RECURSIVE up(id, parent, depth) AS (
+                        SELECT id, parent, 1 FROM tokens WHERE id = ?
+                        UNION ALL SELECT t.id, t.parent, up.depth + 1 FROM tokens t JOIN up ON t.id = up.parent WHERE up.depth <= ?
+                    ) SELECT MAX(depth) FROM up
+                    """, [.text(parent), .int(Int64(Registry.maxIssueDepth))]) { $0.int(0) }.first ?? 1
+                guard depth < Int64(Registry.maxIssueDepth) else {
+                    throw RegistryError.conflict("token \(parent) is \(depth) tokens down a line of issue, the longest one may be: issue from a token nearer its start; nothing was issued")
+                }
             }
             try db.run("INSERT INTO tokens(id, hash, app, role, name, created_at, created_by, parent) VALUES (?,?,?,?,?,?,?,?)",
                        [.text(record.id), .text(hash), app.map { .text($0.rawValue) } ?? .null, .text(role.rawValue), .text(label),
@@ -250,9 +291,18 @@ extension Registry {
         guard secret.hasPrefix("hp_"), secret.utf8.count == 67 else { return nil }
         let hash = Digest.sha256Hex(Array(secret.utf8))
         return try read { () throws(StorageError) in
-            try db.query("SELECT id, app, role, name FROM tokens WHERE hash = ? AND revoked_at IS NULL", [.text(hash)]) { s in
+            // The token, and the first token of its line of issue (parents followed up, at most
+            // `maxIssueDepth` of them: a chain is never longer, createToken refuses deeper).
+            try db.query("""
+                WITH RECURSIVE up(id, parent, depth) AS (
+                    SELECT id, parent, 0 FROM tokens WHERE hash = ? AND revoked_at IS NULL
+                    UNION ALL SELECT t.id, t.parent, up.depth + 1 FROM tokens t JOIN up ON t.id = up.parent WHERE up.depth < ?
+                )
+                SELECT t.id, t.app, t.role, t.name, (SELECT id FROM up ORDER BY depth DESC LIMIT 1)
+                FROM tokens t WHERE t.hash = ? AND t.revoked_at IS NULL
+                """, [.text(hash), .int(Int64(Registry.maxIssueDepth)), .text(hash)]) { s in
                 TokenRecord(id: s.text(0), app: s.optionalText(1).flatMap { try? AppName($0) },
-                            role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3))
+                            role: TokenRole(rawValue: s.text(2)) ?? .auditor, name: s.text(3), tree: s.optionalText(4))
             }.first
         }
     }

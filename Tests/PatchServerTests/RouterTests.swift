@@ -136,6 +136,31 @@ struct RouterTests {
         #expect(f.publish("later()").status == 201)
     }
 
+    @Test("tokens issued from one token share its change budget (issue 43: 30 children landed 929 publishes in 4 s); one token issues at most 16 live tokens")
+    func perTreeLimit() throws {
+        let f = try ServiceFixture()
+        var children: [String] = []
+        for i in 0..<Registry.maxChildTokens {
+            let issued = f.post("/v1/tokens", body: #"{"app": "demo", "name": "child-\#(i)"}"#, token: f.publisherToken)
+            #expect(issued.status == 201)
+            children.append(try #require(try f.json(issued)["token"]?.stringValue))
+        }
+        let tooMany = f.post("/v1/tokens", body: #"{"app": "demo", "name": "one-too-many"}"#, token: f.publisherToken)
+        #expect(tooMany.status == 409)
+        #expect(try f.json(tooMany)["error"]?["message"]?.stringValue?.contains("16 live tokens") == true)
+        // Issuing spent 17 of the 30 changes a minute of the parent's line: 13 more publishes,
+        // by whichever of its tokens, and the next is 429.
+        var landed = 0
+        for i in 0..<20 where f.post("/v1/apps/demo/patches", body: "p\(i)()", token: children[i % children.count], query: ["appVersion": "2.3"]).status == 201 {
+            landed += 1
+        }
+        #expect(landed == 30 - Registry.maxChildTokens - 1)
+        let grandchild = f.post("/v1/tokens", body: #"{"app": "demo", "name": "gc"}"#, token: children[0])
+        #expect(grandchild.status == 429, "a child's issue spends the same budget")
+        f.clock.advance(2)
+        #expect(f.publish("later()").status == 201)
+    }
+
     @Test("a revoked token stops working at once")
     func revokedToken() throws {
         let f = try ServiceFixture()

@@ -352,8 +352,9 @@ public final class PatchService: HTTPResponder {
     /// answer goes out, so a client that changed something sees it on its next request.
     /// `app` nil: a change that serves nothing new (a token issued).
     func change<T: Sendable>(app: AppName?, by token: TokenRecord, _ body: (Registry) throws(RegistryError) -> T) throws(HTTPError) -> T {
-        if let wait = ipLimiter.take(scope: "token", ip: token.id, ratePerMinute: configuration.changesPerTokenPerMinute) {
-            throw .throttled(retryAfter: wait, "this token made more than \(configuration.changesPerTokenPerMinute) changes in a minute; retry in \(wait) s")
+        // One budget per line of issue: a token's children spend their ancestors' (issue 43).
+        if let wait = ipLimiter.take(scope: "token", ip: token.tree, ratePerMinute: configuration.changesPerTokenPerMinute) {
+            throw .throttled(retryAfter: wait, "this token and the tokens issued from the same one made more than \(configuration.changesPerTokenPerMinute) changes in a minute; retry in \(wait) s")
         }
         do {
             return try registry.withLock { registry throws(RegistryError) -> T in
