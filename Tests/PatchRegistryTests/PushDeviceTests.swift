@@ -96,20 +96,47 @@ struct PushDeviceTests {
     func freshestFirst() throws {
         let (t, app) = try Self.fixture()
         for n in 1...3 { try Self.register(t, app, n, at: Self.t0 + Double(n)) }
-        try Self.register(t, app, 1, at: Self.t0 + 10)
+        // Past the refresh interval: a refresh within it changes nothing (next test).
+        try Self.register(t, app, 1, at: Self.t0 + Registry.pushRefreshInterval + 10)
         #expect(try t.registry.pushDevices(app: app, now: Self.t0).map(\.token) == [Self.token(1), Self.token(3), Self.token(2)])
+    }
+
+    @Test("a refresh within pushRefreshInterval with the same environment, version and channel writes nothing; one that changes them, or comes later, does")
+    func refreshesCoalesce() throws {
+        let (t, app) = try Self.fixture()
+        try Self.register(t, app, 1, at: Self.t0)
+        func registeredAt() throws -> String? {
+            try t.registry.db.query("SELECT registered_at FROM push_devices WHERE app = 'demo'") { $0.text(0) }.first
+        }
+        let first = try registeredAt()
+        let version = try t.registry.dataVersion()
+        for minutes in [1.0, 30, 300] {
+            #expect(try Self.register(t, app, 1, at: Self.t0 + minutes * 60) == .refreshed)
+        }
+        #expect(try registeredAt() == first, "nothing written")
+        #expect(try t.registry.dataVersion() == version)
+        // A device updated to another version (or environment) is written at once.
+        try t.publish(app, "2.4", "two()")
+        #expect(try Self.register(t, app, 1, version: "2.4", at: Self.t0 + 600) == .refreshed)
+        #expect(try t.registry.pushDevices(app: app, now: Self.t0).map(\.appVersion.rawValue) == ["2.4"])
+        #expect(try Self.register(t, app, 1, version: "2.4", environment: .sandbox, at: Self.t0 + 700) == .refreshed)
+        #expect(try t.registry.pushDevices(app: app, now: Self.t0).map(\.environment) == [.sandbox])
+        let changed = try registeredAt()
+        #expect(try Self.register(t, app, 1, version: "2.4", environment: .sandbox, at: Self.t0 + 700 + Registry.pushRefreshInterval + 1) == .refreshed)
+        #expect(try registeredAt() != changed, "past the interval a refresh keeps the token alive")
     }
 
     @Test("a full table takes a new token in place of the stalest one (its binding too); refreshing never evicts")
     func fullEvictsStalest() throws {
         let (t, app) = try Self.fixture()
         for n in 1...3 { #expect(try Self.register(t, app, n, limit: 3, at: Self.t0 + Double(n)) == .stored) }
-        #expect(try Self.register(t, app, 1, limit: 3, at: Self.t0 + 10) == .refreshed)
-        #expect(try Self.register(t, app, 4, limit: 3, at: Self.t0 + 11) == .stored)
+        let later = Self.t0 + Registry.pushRefreshInterval
+        #expect(try Self.register(t, app, 1, limit: 3, at: later + 10) == .refreshed)
+        #expect(try Self.register(t, app, 4, limit: 3, at: later + 11) == .stored)
         #expect(try Self.rows(t, "push_devices") == [Self.token(1), Self.token(3), Self.token(4)])
         #expect(try Self.rows(t, "push_device_owners") == [Self.token(1), Self.token(3), Self.token(4)])
         // Another device can now take the evicted token: its binding went with it.
-        #expect(try Self.register(t, app, 2, device: "device-2", limit: 3, at: Self.t0 + 12) == .stored)
+        #expect(try Self.register(t, app, 2, device: "device-2", limit: 3, at: later + 12) == .stored)
         #expect(try Self.rows(t, "push_devices").count == 3)
     }
 
