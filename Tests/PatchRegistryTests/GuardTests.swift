@@ -85,7 +85,7 @@ struct GuardTests {
         #expect(try t.registry.serving(app: app, appVersion: v23).delivery[1] == .live)
     }
 
-    @Test("action revoke revokes the patch with the figures as its message when the version has another live patch to fall back to")
+    @Test("action revoke halts too (issue 43: reports are anonymous evidence) and names the rollback a person runs to take the patch away")
     func revokes() throws {
         let t = try TempRegistry()
         let app = try t.app("demo")
@@ -94,11 +94,14 @@ struct GuardTests {
         try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .revoke, actor: t.actor)
         let touched = try feed(t, app, patch: 2, devices: 0..<60, rolledBack: 10)
         let trip = try #require(try t.registry.enforceGuards(app: app, patches: touched).first)
-        #expect(trip.action == .revoke && trip.override == nil && trip.json["configured"]?.stringValue == "revoke")
+        // Issue 43: the evidence is anonymous, so the guard halts and names the person's command.
+        #expect(trip.action == .halt && trip.json["configured"]?.stringValue == "revoke")
+        #expect(trip.override?.reason.hasPrefix("a guard acts on anonymous evidence, so it only halts") == true)
+        #expect(trip.override?.reason.hasSuffix("`patchctl rollback --app demo --app-version 2.3 --channel production --patch 2`") == true)
         let patch = try #require(try t.registry.patches(app: app, appVersion: v23, activeOnly: false).first { $0.number == 2 })
-        #expect(patch.state == .revoked && patch.revokeMessage?.hasPrefix("guard: rollback rate lower bound 9.3132% > 2%") == true)
-        #expect(try t.registry.auditEvents(app: app).map(\.action).suffix(2) == ["patch.revoke", "guard.revoke"])
-        #expect(try t.registry.serving(app: app, appVersion: v23).summary == "patch 1 → 100 %", "the fleet falls back to patch 1")
+        #expect(patch.state == .active && patch.rollout == 0, "halted: kept by the devices that run it")
+        #expect(try t.registry.auditEvents(app: app).map(\.action).suffix(2) == ["patch.halt", "guard.halt"])
+        #expect(try t.registry.serving(app: app, appVersion: v23).delivery[2] == .halted)
     }
 
     @Test("action revoke never revokes a version's only live patch: it halts instead, and the trip, audit event and trips list say so")

@@ -158,9 +158,11 @@ def test_notify_refused_before_any_change_without_an_apns_key(tmp_path):
                            "--token-file", token_path, w.write_file("fix(1)"), registry=False), 2, "cannot reach")
 
 
-def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):
+def test_a_guard_only_halts_and_is_not_pushed_and_the_rollback_it_names_is(ws, apns):
     """A halt takes nothing from the devices that run the patch (PROTOCOL.md section 5), so
-    there is nothing to wake the fleet for; a revoke takes it away, and is pushed."""
+    there is nothing to wake the fleet for. A guard only halts, even one set to revoke (issue
+    43: reports are anonymous evidence); the rollback its trip names takes the patch away, and
+    that is pushed with --notify."""
     standin, _ = apns
     ws.publish("demo", "2.3", "fix(1)")
     ws.publish("demo", "2.3", "fix(2)")
@@ -191,19 +193,24 @@ def test_a_guards_revoke_is_pushed_by_patchd_and_a_halt_is_not(ws, apns):
         time.sleep(1)
         assert standin.accepted == [], "a halt is not pushed"
 
+        # A guard set to revoke halts too (issue 43: reports are anonymous evidence) and is not
+        # pushed; the person's rollback it names takes the patch away, and --notify pushes that.
         ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5", "--action", "revoke")
         ws.publish("demo", "2.3", "fix(3)")
-        roll_back(3)  # patch 1 (active, 100 %) is left for the fleet: the revoke is done, and pushed
-        assert poll(lambda: len(standin.accepted) == 1, timeout=10), f"no push: {server.stderr()}"
+        roll_back(3)
+        assert poll(lambda: [e["action"] for e in ws.json("audit")["events"] if e["action"] in ("guard.halt", "guard.revoke")] == ["guard.halt", "guard.halt"],
+                    timeout=10)
+        trip = [e for e in ws.json("audit")["events"] if e["action"] == "guard.halt"][-1]["details"]
+        assert trip["configured"] == "revoke" and "patchctl rollback --app demo --app-version 2.3 --channel production --patch 3" in trip["reason"]
+        time.sleep(1)
+        assert standin.accepted == [], "a guard's halt is not pushed"
+        rolled = ws.run("rollback", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--notify", env=standin.env, timeout=300)
+        assert rolled.rc == 0 and "push: 1 sent, 0 failed, 0 removed" in rolled.stdout, rolled.stderr
         _, _, payload = standin.accepted[0]
         assert payload["hotpatch"]["version"] == "2.3"
-        timestamp = json.loads(request(server.url, "/v1/apps/demo/metadata/timestamp.json").body)["signed"]["version"]
-        assert payload["hotpatch"]["timestamp"] == timestamp, "the revoke's own timestamp"
         assert standin.problems == []
-        assert poll(lambda: any(e["action"] == "push.notify" for e in ws.json("audit")["events"]), timeout=10)
         event = [e for e in ws.json("audit")["events"] if e["action"] == "push.notify"][-1]
-        assert event["details"]["reason"] == "guard" and event["details"]["sent"] == 1
-        assert [e["action"] for e in ws.json("audit")["events"] if e["action"] in ("guard.halt", "guard.revoke")] == ["guard.halt", "guard.revoke"]
+        assert event["details"]["reason"] == "rollback" and event["details"]["sent"] == 1
     finally:
         server.stop()
 

@@ -152,32 +152,32 @@ extension Registry {
             if let rule = byChannel[key.channel], try tripFigures(app: app, key: key, rule: rule, evidence: evidence) != nil { candidates.append(key) }
         }
         guard !candidates.isEmpty else { return [] }
-        var waiting: [(key: PatchKey, action: GuardAction, why: String)] = []
+        var waiting: [(key: PatchKey, why: String)] = []
         let trips = try write { () throws -> [GuardTrip] in
             var trips: [GuardTrip] = []
             let rules = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
             for key in candidates {
                 guard let rule = rules[key.channel], let trip = try tripFigures(app: app, key: key, rule: rule, evidence: evidence, now: now) else { continue }
                 let why = "rollback rate lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM)) (\(trip.rolledBack) of \(trip.installed) installed devices rolled back)"
-                // A revoke takes the patch from every device that runs it; when nothing else
-                // is live for the version, that is the fleet's fix gone on evidence alone, so
-                // the guard halts instead (nothing taken from anyone) and says why.
+                // A guard only halts (issue 43): its evidence is device reports, which anyone
+                // who downloaded the bundle can send, so it may stop new installs but never take
+                // the patch from the devices that run it. A guard set to revoke halts and says
+                // which command takes the patch away, for a person to run on the trip's figures.
                 var done = trip
-                if rule.action == .revoke, let last = try revokeLeavesNothing(app: app, key: key) {
+                if rule.action == .revoke {
+                    let reason = try revokeLeavesNothing(app: app, key: key)
+                        ?? "a guard acts on anonymous evidence, so it only halts: to take the patch from the devices that run it, `patchctl rollback --app \(app) --app-version \(key.appVersion) --channel \(key.channel) --patch \(key.patch)`"
                     done = GuardTrip(key: key, action: .halt, at: trip.at, installed: trip.installed, rolledBack: trip.rolledBack,
                                      lowerPPM: trip.lowerPPM, thresholdPPM: trip.thresholdPPM,
-                                     override: GuardOverride(configured: .revoke, reason: last))
+                                     override: GuardOverride(configured: .revoke, reason: reason))
                 }
-                // Keys patchd does not hold (the two-person rule): the halt or revoke waits for
-                // their holders, proposed below, outside this transaction; no trip until it lands.
+                // Keys patchd does not hold (the two-person rule): the halt waits for their
+                // holders, proposed below, outside this transaction; no trip until it lands.
                 guard try holdsSigningKeys(app: app, channel: key.channel) else {
-                    waiting.append((key, done.action, why))
+                    waiting.append((key, why))
                     continue
                 }
-                switch done.action {
-                case .halt: try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
-                case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
-                }
+                try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 try db.run("""
                     INSERT INTO guard_trips(app, app_version, number, channel, action, at, installed, rolled_back, lower_ppm, threshold_ppm)
                     VALUES (?,?,?,?,?,?,?,?,?,?)
@@ -197,12 +197,9 @@ extension Registry {
             }
             return trips
         }
-        for (key, action, why) in waiting {
+        for (key, why) in waiting {
             do {
-                switch action {
-                case .halt: try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
-                case .revoke: try revoke(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
-                }
+                try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
             } catch .pending {
                 // Stored once (a later pass finds the same change waiting).
             }

@@ -114,33 +114,4 @@ extension PatchService {
             do { try registry.prunePushDevices(now: now) } catch { logOnce("cannot prune expired device tokens: \(error)") }
         }
     }
-
-    /// A guard acted: wakes the devices of the patch's version and channel (issue 15: "the
-    /// guard: always"), for an app with an APNs key. Prepared under the registry lock the
-    /// caller holds; sent on `pushQueue`, which takes the lock again only to record the figures.
-    func pushGuardTrips(_ registry: Registry, app: AppName, trips: [GuardTrip]) {
-        guard let endpoint = configuration.apnsEndpoint, (try? registry.apnsConfig(app: app)) != nil else { return }
-        var scopes: [PatchKey] = []
-        for trip in trips where !scopes.contains(where: { $0.appVersion == trip.key.appVersion && $0.channel == trip.key.channel }) {
-            scopes.append(trip.key)
-        }
-        for key in scopes {
-            let round: PushRound
-            do { round = try PushRound.prepare(registry: registry, app: app, appVersion: key.appVersion, channel: key.channel,
-                                               reason: "guard", endpoint: endpoint) } catch {
-                logOnce("cannot push the guard's halt of \(app) \(key.appVersion): \(error)")
-                continue
-            }
-            pushQueue.async { [self] in
-                do {
-                    let result = try round.send()
-                    try self.registry.withLock { registry throws(PushError) in try round.finish(registry: registry, result: result, actor: Actor("patchd guard")) }
-                    let reasons = result.summary.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-                    log("guard push for \(app) \(key.appVersion) \(key.channel): \(result.summary.text)\(reasons.isEmpty ? "" : " (not sent: \(reasons))")")
-                } catch {
-                    log("guard push for \(app) \(key.appVersion) failed: \(error)")
-                }
-            }
-        }
-    }
 }

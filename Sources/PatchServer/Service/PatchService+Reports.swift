@@ -92,7 +92,7 @@ extension PatchService {
         }
     }
 
-    /// Halts or revokes what the app's guards say must stop, and serves the result at once.
+    /// Halts what the app's guards say must stop, and serves the result at once.
     /// A guard that cannot act (its targets key is offline, the disk is full) is logged; the
     /// report that triggered it still counts.
     /// `patches` nil: every active patch of a guarded channel.
@@ -104,11 +104,9 @@ extension PatchService {
             for trip in trips {
                 logOnce("guard \(trip.action.rawValue): \(app) \(trip.key.appVersion) \(trip.key.channel) patch \(trip.key.patch): \(trip.rolledBack) of \(trip.installed) installed devices rolled back, lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM))")
             }
-            // Served before the push is queued: a device the push wakes must fetch the revoke,
-            // not the timestamp before it (the push is sent on another queue at once).
+            // A guard only halts, which takes nothing from the devices that run the patch:
+            // nothing to wake them for (a person's rollback --notify is).
             report(try catalog.build(app, from: registry))
-            // A halt takes nothing from the devices that run the patch: only a revoke is pushed.
-            pushGuardTrips(registry, app: app, trips: trips.filter { $0.action == .revoke })
         } catch {
             logOnce("guard of \(app) cannot act: \(error)")
         }

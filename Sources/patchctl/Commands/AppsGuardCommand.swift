@@ -11,7 +11,7 @@ struct AppsGuardCommand: Command {
                                   options: [.value("--channel", "CHANNEL", "the channel the guard watches (default production)"),
                                             .value("--max-rollback-rate", "PERCENT", "act when the 95 % Wilson lower bound of rolled back ÷ installed exceeds this, e.g. 2%"),
                                             .value("--min-devices", "N", "installed devices needed before the guard decides (default 50)"),
-                                            .value("--action", "ACTION", "halt (rollout 0: no new device gets it, none loses it; resumed only by hand; the default) or revoke (never a version's only live patch: halted instead)"),
+                                            .value("--action", "ACTION", "halt (rollout 0: no new device gets it, none loses it; resumed only by hand; the default) or revoke (halts too, since reports are anonymous evidence, and names the rollback a person runs to take the patch away)"),
                                             .flag("--off", "remove the channel's guard"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
 
