@@ -143,6 +143,24 @@ struct ReportRouteTests {
                 "each device its own receipt")
     }
 
+    @Test("a bundle's receipt goes only to a device the rollout gives it to (issue 43): one outside a 50 % bucket gets the public bytes and no receipt")
+    func receiptsOnlyWhereDelivered() throws {
+        let f = try ServiceFixture()
+        let sha = try #require(try f.json(f.publish("half()", rollout: 50))["sha256"]?.stringValue)
+        let devices = (0..<40).map { "phone-\($0)" }
+        let inside = devices.filter { Rollout.includes(percent: 50, app: "demo", appVersion: "2.3", patch: 1, deviceID: $0) }
+        let outside = devices.filter { !inside.contains($0) }
+        #expect(!inside.isEmpty && !outside.isEmpty)
+        for device in devices {
+            let got = f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js", headers: ["X-Device-ID": device])
+            #expect(got.status == 200 && !got.body.isEmpty, "the bytes are public either way")
+            #expect((got.header("X-Patch-Receipt") != nil) == inside.contains(device), "\(device)")
+        }
+        // A halt delivers it to no one: no new receipts (devices that have it kept theirs).
+        #expect(f.post("/v1/apps/demo/versions/2.3/patches/1/halt", token: f.publisherToken).status == 200)
+        #expect(f.get("/v1/apps/demo/targets/2.3/1/\(sha).main.js", headers: ["X-Device-ID": inside[0]]).header("X-Patch-Receipt") == nil)
+    }
+
     @Test("a guard set after the figures passed it acts in the upkeep pass, without waiting for another report")
     func upkeepApplies() throws {
         let f = try ServiceFixture()

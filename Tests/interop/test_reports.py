@@ -43,7 +43,7 @@ def receipt(server, device, patch=1, version="2.3", address=None):
     """What a device gets with the bundle it downloads: X-Patch-Receipt for this device and
     patch, which its reports about the patch need to count (a download per forged device)."""
     path = TARGETS[(version, patch)]
-    headers = {"X-Device-ID": device}
+    headers = {"X-Device-ID": delivered(device)}
     if address:
         headers["X-Forwarded-For"] = address
     resp = request(server.url, f"/v1/apps/demo/targets/{path}", headers=headers)
@@ -54,18 +54,39 @@ def receipt(server, device, patch=1, version="2.3", address=None):
 
 
 TARGETS = {}
+ROLLOUTS = {}
 
 
 def learn_targets(ws):
-    """Served paths of every patch of the demo app, from the signed targets metadata."""
+    """Served paths and rollouts of every patch of the demo app."""
     TARGETS.clear()
+    ROLLOUTS.clear()
     for p in ws.json("list", "--app", "demo"):
         TARGETS[(p["appVersion"], p["patch"])] = f'{p["appVersion"]}/{p["patch"]}/{p["sha256"]}.main.js'
+        ROLLOUTS[(p["appVersion"], p["patch"])] = p["rollout"]
+
+
+def delivered(name):
+    """The device ID a simulated device NAME uses: NAME, or the first NAME-N that the rollout of
+    every patch of the app (PROTOCOL.md section 7) gives the patch to. patchd issues a receipt
+    only to a device the rule delivers the patch to (issue 43), as a real device downloads a
+    patch only then; one ID for every patch keeps a device's receipts and reports together."""
+    def inside(device):
+        for (version, patch), percent in ROLLOUTS.items():
+            bucket = int.from_bytes(hashlib.sha256(f"demo|{version}|{patch}|{device}".encode()).digest()[:4], "big") % 100
+            if percent > 0 and bucket >= percent:
+                return False
+        return True
+    candidate, n = name, 0
+    while not inside(candidate):
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
 
 
 def post(server, device, events, app="demo", address=None):
     body = json.dumps({"events": events}).encode()
-    headers = {"X-Device-ID": device, "Content-Type": "application/json"}
+    headers = {"X-Device-ID": delivered(device), "Content-Type": "application/json"}
     if address:
         headers["X-Forwarded-For"] = address
     resp = request(server.url, f"/v1/apps/{app}/reports", method="POST", body=body, headers=headers)

@@ -124,7 +124,8 @@ public final class AppCatalog: Sendable {
             let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
             let served = ServedTarget(response: HTTPResponse(status: 200, headers: [
                 ("Content-Type", contentType), immutable, ("ETag", "\"\(sha256)\""),
-            ], body: bytes, prepared: true), key: PatchKey(appVersion: version, channel: info.channel, patch: info.patch))
+            ], body: bytes, prepared: true), key: PatchKey(appVersion: version, channel: info.channel, patch: info.patch),
+                                      rollout: info.rollout, conditions: info.conditions)
             for hash in file.hashes.values { targets[info.servedPath(hash: hash)] = served }
             return (info, sha256, bytes)
         }
@@ -252,6 +253,17 @@ public final class AppCatalog: Sendable {
 public struct ServedTarget: Sendable {
     public let response: HTTPResponse
     public let key: PatchKey
+    /// What the selection rule delivers it by: the rollout and the delivery conditions.
+    public let rollout: Int
+    public let conditions: DeliveryConditions?
+
+    /// Whether the rule (PROTOCOL.md section 5) gives this patch to `device`: what a receipt
+    /// for its reports is issued on (issue 43), so a device the rollout or conditions leave
+    /// out cannot report on a patch it was never given.
+    func delivers(to device: String, osVersion: String?, app: AppName) -> Bool {
+        Rollout.includes(percent: rollout, app: app.rawValue, appVersion: key.appVersion.rawValue, patch: key.patch, deviceID: device)
+            && conditions?.admits(deviceID: device, osVersion: osVersion) != false
+    }
 }
 
 /// What a fixed URL of an app leads to, found by one dictionary lookup of the request path:

@@ -190,10 +190,13 @@ extension PatchService {
     }
 
     /// A bundle download: as prepared (public, immutable, the same bytes for everyone) unless
-    /// it names its device, which then gets the patch's receipt for its reports
-    /// (`ReportReceipt`) and an answer no shared cache may keep for another device.
+    /// it names a device the rollout and conditions give the patch to, which then gets the
+    /// patch's receipt for its reports (`ReportReceipt`) and an answer no shared cache may keep
+    /// for another device. Any other device ID gets the public bytes and no receipt: receipts
+    /// stop being free evidence (issue 43).
     func receipted(_ target: ServedTarget, of app: AppName, _ request: HTTPRequest) throws(HTTPError) -> HTTPResponse {
-        guard let device = try deviceID(request), let receipts = receipts() else { return target.response }
+        guard let device = try deviceID(request), target.delivers(to: device, osVersion: request.header(.osVersion), app: app),
+              let receipts = receipts() else { return target.response }
         let key = target.key
         let receipt = receipts.receipt(app: app.rawValue, appVersion: key.appVersion.rawValue, channel: key.channel.rawValue, patch: key.patch, deviceID: device)
         let headers = target.response.headers.filter { $0.0 != "Cache-Control" } + [
