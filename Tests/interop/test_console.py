@@ -8,6 +8,7 @@ Screenshots of every page are saved under each test's tmp_path (and copied to
 $CONSOLE_SCREENSHOT_DIR when it is set: that is how docs/console-app.png is made).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -82,14 +83,17 @@ def site(tmp_path_factory):
     server = Patchd(ws, args=["--trusted-proxy", "127.0.0.1"])
     # Each device downloads patch 2 (its receipt, which its reports need to count), then reports.
     sha = next(p["sha256"] for p in ws.json("list", "--app", "demo") if p["patch"] == 2)
-    for i in range(12):
-        got = request(server.url, f"/v1/apps/demo/targets/2.3/2/{sha}.main.js", headers={"X-Device-ID": f"device-{i}"})
+    # Devices the 50 % rollout gives patch 2 to: patchd issues receipts only to those (issue 43).
+    devices = [d for d in (f"device-{k}" for k in range(200))
+               if int.from_bytes(hashlib.sha256(f"demo|2.3|2|{d}".encode()).digest()[:4], "big") % 100 < 50][:12]
+    for i, device in enumerate(devices):
+        got = request(server.url, f"/v1/apps/demo/targets/2.3/2/{sha}.main.js", headers={"X-Device-ID": device})
         assert got.status == 200, got.body
         events = [{"id": str(uuid.uuid4()), "type": kind, "appVersion": "2.3", "channel": "production", "patch": 2,
                    "receipt": got.headers["X-Patch-Receipt"]}
                   for kind in (["downloaded", "installed", "confirmed"] if i < 10 else ["downloaded", "installed", "rolledBack"])]
         resp = request(server.url, "/v1/apps/demo/reports", method="POST", body=json.dumps({"events": events}).encode(),
-                       headers={"X-Device-ID": f"device-{i}", "Content-Type": "application/json"})
+                       headers={"X-Device-ID": device, "Content-Type": "application/json"})
         assert resp.status == 202, resp.body
     # crashy's 60 devices each download the patch and report from a /16 of their own (127.0.0.1
     # is trusted as a proxy): a guard needs rollbacks from 5 blocks.
