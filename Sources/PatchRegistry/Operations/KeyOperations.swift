@@ -94,7 +94,9 @@ public struct DelegateOperation: ReleaseOperation, Equatable {
                                                actor: context.actor, now: context.now)
             var json = change.json.objectValue ?? [:]
             json["app"] = .string(app.rawValue)
-            if let made { json[context.caller == nil ? "keyFile" : "serverKey"] = context.caller == nil ? .string(made.file.path) : .bool(true) }
+            if let made {
+                if context.caller == nil { json["keyFile"] = .string(made.file.path) } else { json["serverKey"] = true }
+            }
             return .object(json)
         } catch {
             if let made { try? FileManager.default.removeItem(at: made.file) }

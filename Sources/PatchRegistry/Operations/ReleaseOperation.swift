@@ -345,8 +345,12 @@ public struct OperationValues: Sendable, Equatable {
 }
 
 extension VersionServing {
+    /// Whether some share of the split names a patch: the fleet, beyond the devices a
+    /// conditional patch admits, is offered one.
+    public var servesFleet: Bool { shares.contains { $0.patch != nil } }
+
     /// Whether no device of the version and channel would be offered a patch: no share of
-    /// the split names one and no conditional patch is live. The one meaning of "would leave
-    /// nothing" for revoke, rollback and the guards.
-    public var servesNothing: Bool { !shares.contains { $0.patch != nil } && conditional.isEmpty }
+    /// the split names one and no conditional patch is live. What "would leave nothing" means
+    /// for revoke and rollback.
+    public var servesNothing: Bool { !servesFleet && conditional.isEmpty }
 }

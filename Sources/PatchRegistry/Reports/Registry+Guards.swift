@@ -218,15 +218,13 @@ extension Registry {
         return try enforceGuards(app: app, patches: Set(keys), rules: evidence, now: now)
     }
 
-    /// Why revoking `key` would leave its version and channel with no patch, or nil when it
-    /// would not: the version's only live patch is one with no other active patch of the same
-    /// version and channel at rollout > 0 without delivery conditions (a conditional patch
-    /// reaches only the devices it admits) — the patch the fleet would otherwise fall back to.
+    /// Why revoking `key` would leave its version and channel with no patch for the fleet, or
+    /// nil when it would not: what the split gives devices without it (a conditional patch
+    /// reaches only the devices it admits, so it is no fleet's fallback).
     func revokeLeavesNothing(app: AppName, key: PatchKey) throws(RegistryError) -> String? {
-        let others = try patches(app: app, appVersion: key.appVersion, activeOnly: true).filter {
-            $0.channel == key.channel && $0.number != key.patch && $0.rollout > 0 && $0.conditions == nil
-        }
-        return others.isEmpty ? "revoke would leave \(key.appVersion) \(key.channel) with no patch" : nil
+        let after = Registry.serving(try patches(app: app, appVersion: key.appVersion, activeOnly: false), withoutPatches: [key.patch],
+                                     app: app, appVersion: key.appVersion, channel: key.channel)
+        return after.servesFleet ? nil : "revoke would leave \(key.appVersion) \(key.channel) with no patch"
     }
 
     /// The figures of a trip, or nil when the guard must not act on this patch now: tripped

@@ -34,7 +34,8 @@ extension PatchService {
             try registry.perform(operation, options.context(app: app, actor: token.actor, caller: token))
         }
         let status = options.dryRun ? 200 : operation.status
-        if status == 201 { metrics.recordPublish() }
+        // A patch made (publish, promote, rollback --to), not a token or a delegation.
+        if status == 201, type.definition.metric == Metrics.Route.publish.rawValue { metrics.recordPublish() }
         // A change's answer is never cached (a token's secret is in one).
         return .json(answer, status: status, headers: [("Cache-Control", "no-store")])
     }

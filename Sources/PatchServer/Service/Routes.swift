@@ -72,15 +72,6 @@ extension PatchService {
         return object
     }
 
-    /// An optional integer member of a JSON body within `range`; present and anything else is 400.
-    static func integer(_ object: [String: JSON], _ name: String, in range: ClosedRange<Int>) throws(HTTPError) -> Int? {
-        guard let raw = object[name] else { return nil }
-        guard let n = raw.intValue, range.contains(Int(clamping: n)) else {
-            throw .badRequest("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return Int(n)
-    }
-
     /// Events per /v1/audit page, at most and by default.
     static let auditPageLimit = 1000
 

@@ -6,12 +6,8 @@ import PatchRegistry
 /// `patchctl halt`: stop offering a patch (0 %); devices that installed it keep it.
 struct HaltCommand: Command {
     static let spec = CommandSpec("halt", summary: "Stop offering a patch to more devices (rollout 0 %); devices that installed it keep it",
-                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
-                                            .value("--app-version", "V", "the app version").required,
-                                            .value("--patch", "N", "the patch to halt").required,
-                                            .value("--message", "TEXT", "why (one line): kept in the audit log"),
-                                            .flag("--dry-run", "say what would change and change nothing"),
-                                            .flag("--json", "print JSON"), ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
+                                  options: RolloutOutput.options(patch: "the patch to halt",
+                                                                 .value("--message", "TEXT", "why (one line): kept in the audit log")))
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -30,12 +26,8 @@ struct HaltCommand: Command {
 /// `patchctl resume`: a halted patch offered again, at the percentage its halt found.
 struct ResumeCommand: Command {
     static let spec = CommandSpec("resume", summary: "Offer a halted patch again, at the rollout it had when it was halted (or --rollout PCT)",
-                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
-                                            .value("--app-version", "V", "the app version").required,
-                                            .value("--patch", "N", "the halted patch").required,
-                                            .value("--rollout", "PCT", "rollout percentage, 1-100 (default: what it had when it was halted)"),
-                                            .flag("--dry-run", "say what would change and change nothing"),
-                                            .flag("--json", "print JSON"), ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
+                                  options: RolloutOutput.options(patch: "the halted patch",
+                                                                 .value("--rollout", "PCT", "rollout percentage, 1-100 (default: what it had when it was halted)")))
 
     static func run(_ arguments: Arguments) throws(CLIError) {
         let version = try arguments.appVersion()
@@ -49,8 +41,19 @@ struct ResumeCommand: Command {
     }
 }
 
-/// What rollout, halt and resume print: the one answer they share (`RolloutChange.json`).
+/// What halt and resume take, and what rollout, halt and resume print: the one answer they
+/// share (`RolloutChange.json`).
 enum RolloutOutput {
+    /// The options of a command on one patch's rollout, `extra` after `--patch`.
+    static func options(patch help: String, _ extra: Option) -> [Option] {
+        [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
+         .value("--app-version", "V", "the app version").required,
+         .value("--patch", "N", help).required,
+         extra,
+         .flag("--dry-run", "say what would change and change nothing"),
+         .flag("--json", "print JSON"), ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options
+    }
+
     static func print(_ patch: JSON, app name: AppName, version: AppVersion, number: Int, dryRun: Bool, backend: any Backend,
                       _ arguments: Arguments) throws(CLIError) {
         if arguments.flag("--json") { Output.json(patch); return }
