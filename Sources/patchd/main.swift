@@ -32,6 +32,7 @@ let spec = CommandSpec("", program: "patchd", summary: "patchd \(Hotpatch.versio
     Option.value("--report-events-per-network", "N", "report events stored per app and hour per /24 or /48 (default 1000)").environment("HOTPATCH_REPORT_EVENTS_PER_NETWORK"),
     Option.value("--report-events-per-app", "N", "report events stored per app and hour in all (default 100000)").environment("HOTPATCH_REPORT_EVENTS_PER_APP"),
     Option.value("--guard-min-blocks", "N", "a guard trips on rollbacks, a staged rollout steps on installs, only from devices in at least N distinct /16 or /32 blocks (default 5)").environment("HOTPATCH_GUARD_MIN_BLOCKS"),
+    Option.value("--guard-block-share", "N", "a guard trips only on rollbacks from at least one in N of the blocks the patch's installs came from (default 8)").environment("HOTPATCH_GUARD_BLOCK_SHARE"),
     Option.value("--report-queue", "N", "report events queued for counting; past it 503 (default 50000)").environment("HOTPATCH_REPORT_QUEUE"),
     Option.value("--push-new-per-network", "N", "new device tokens per app an IPv4 /24 or IPv6 /48 may register per hour; past it 429 (default 100; 0: no quota)").environment("HOTPATCH_PUSH_NEW_PER_NETWORK"),
     Option.value("--upkeep-lease", "S", "PostgreSQL: the instance running re-signing, guards and pruning renews its lease every min(60, S/3) s; another takes over S s after the last renewal (default 180)").environment("HOTPATCH_UPKEEP_LEASE"),
@@ -109,6 +110,7 @@ if let n = integer("--report-devices-per-app", in: 1...100_000_000) { reportRule
 if let n = integer("--report-events-per-network", in: 1...100_000_000) { reportRules.eventsPerNetwork = n }
 if let n = integer("--report-events-per-app", in: 1...100_000_000) { reportRules.eventsPerApp = n }
 if let n = integer("--guard-min-blocks", in: 1...100_000) { reportRules.minBlocks = n }
+if let n = integer("--guard-block-share", in: 1...1_000) { reportRules.installBlocksPerRollbackBlock = n }
 serviceConfiguration.reportRules = reportRules
 if let n = integer("--report-queue", in: 1...10_000_000) { serviceConfiguration.reportQueueEvents = n }
 if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }

@@ -143,6 +143,48 @@ struct GuardTests {
         #expect(try t.snapshot() == before, "no rollout, metadata or audit event moved")
     }
 
+    @Test("the block quorum grows with the installs: the review's forgery (100 IDs, 20 from each of five /16s) halts nothing once 40 genuine devices in 40 blocks installed the fix; from 10 blocks it does, and the audit shows blocks and quorum")
+    func quorumGrowsWithInstalls() throws {
+        let t = try TempRegistry()
+        let app = try t.app("demo")
+        try t.publish(app, "2.3", "one()")
+        try t.publish(app, "2.3", "two()", rollout: 50)
+        try t.registry.setGuard(app: app, maxRollbackPPM: 20_000, minDevices: 50, action: .revoke, actor: t.actor)
+        var touched = try feed(t, app, patch: 2, devices: 0..<40, rolledBack: 0)
+        /// `count` forged devices spread over `blocks` blocks (one network each), each reporting
+        /// an install and a rollback with the receipt its download got.
+        func forge(_ prefix: String, count: Int, blocks: Int) throws {
+            for i in 0..<count {
+                let origin = ReportOrigin(network: "\(prefix)-net-\(i % blocks)", block: "\(prefix)-block-\(i % blocks)")
+                touched.formUnion(try t.registry.report(app: app, deviceID: "\(prefix)-\(i)", events: [
+                    try event("i2", .installed, patch: 2), try event("r2", .rolledBack, patch: 2)], origin: origin).touched)
+            }
+        }
+        try forge("five", count: 100, blocks: 5)
+        #expect(try t.registry.enforceGuards(app: app, patches: touched).isEmpty, "rollbacks from 5 blocks; 45 install blocks need 6")
+        #expect(try t.registry.serving(app: app, appVersion: v23).delivery[2] == .live)
+        // How far it can be pushed: five blocks more are 10 of 50 install blocks, past the 7 needed.
+        try forge("more", count: 5, blocks: 5)
+        let trip = try #require(try t.registry.enforceGuards(app: app, patches: touched).first)
+        #expect(trip.action == .halt && trip.rolledBack == 105)
+        let audit = try #require(try t.registry.auditEvents(app: app).last)
+        #expect(audit.action == "guard.halt")
+        #expect(audit.details["rolledBackBlocks"]?.intValue == 10 && audit.details["blockQuorum"]?.intValue == 7)
+        #expect(audit.details["reason"]?.stringValue?.contains("from 10 blocks; quorum 7") == true)
+    }
+
+    @Test("the rollback quorum: minBlocks, or one block in eight of the install blocks")
+    func rollbackQuorum() {
+        var rules = ReportRules()
+        #expect(rules.rollbackQuorum(installBlocks: 0) == 5)
+        #expect(rules.rollbackQuorum(installBlocks: 40) == 5)
+        #expect(rules.rollbackQuorum(installBlocks: 41) == 6)
+        #expect(rules.rollbackQuorum(installBlocks: 800) == 100)
+        rules.minBlocks = 2
+        rules.installBlocksPerRollbackBlock = 4
+        #expect(rules.rollbackQuorum(installBlocks: 4) == 2 && rules.rollbackQuorum(installBlocks: 13) == 4)
+    }
+
     @Test("setting the same guard again changes nothing; set and remove are audited; limits are checked")
     func setAndRemove() throws {
         let t = try TempRegistry()

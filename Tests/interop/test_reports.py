@@ -269,6 +269,44 @@ def test_forged_reports_from_few_networks_cannot_halt_and_a_real_spread_does(ws,
     assert trip["patch"] == 2 and trip["rolledBack"] >= 12
 
 
+def test_the_reviews_forgery_takes_nothing_from_a_fix_mid_rollout(ws, start):
+    """Issue 43, item 1, as the review ran it: patch 1 live at 100 %, the fix (patch 2) at 50 %,
+    a guard set to revoke at 2 % over 50 devices. 40 genuine devices, each in a /16 of its own,
+    installed the fix; then 100 invented device IDs, 20 from one address in each of five /16s
+    (127.1.0.9 ... 127.5.0.9), download it (receipts only for IDs inside the 50 % bucket) and
+    report installed + rolledBack. Five blocks are under the quorum of 45 install blocks (6): no
+    trip. A sixth reaches it: the guard trips, and only halts: a device that runs the fix keeps it."""
+    ws.ok("rollout", "--app", "demo", "--app-version", "2.3", "--patch", "1", "--percent", "100")
+    ws.publish("demo", "2.3", "fix(2)", rollout="50")
+    learn_targets(ws)
+    ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
+    server = start(ws, MANY_DEVICES)
+    genuine = [receipt(server, f"phone-{i}", 2, address=own_address(i)) for i in range(40)]
+    for i in range(40):
+        device(server, f"phone-{i}", ["installed"], patch=2, address=own_address(i), got=genuine[i])
+    for i in range(100):
+        device(server, f"forged-{i}", ["installed", "rolledBack"], patch=2, address=f"127.{1 + i % 5}.0.9")
+    settled(server, 40 + 200)
+    assert [p["rollout"] for p in ws.json("list", "--app", "demo")] == [100, 50]
+    assert not [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] in ("guard.halt", "guard.revoke")]
+    figures = next(p for p in ws.json("status", "--app", "demo")["apps"][0]["reports"]["patches"] if p["patch"] == 2)
+    assert figures["devices"]["installed"] == 140 and figures["devices"]["rolledBack"] == 100
+
+    # How far it goes: rollbacks from five blocks more reach the quorum, and the trip halts.
+    for i in range(5):
+        device(server, f"wider-{i}", ["installed", "rolledBack"], patch=2, address=f"127.{6 + i}.0.9")
+    poll(lambda: [p["rollout"] for p in ws.json("list", "--app", "demo")] == [100, 0], timeout=20)
+    (event,) = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] in ("guard.halt", "guard.revoke")]
+    assert event["action"] == "guard.halt" and event["details"]["configured"] == "revoke"
+    # The worker counts in groups: the trip comes at the first group whose blocks reach the
+    # quorum of the install blocks then counted (45 + each wider block, one in eight of them).
+    blocks, quorum = event["details"]["rolledBackBlocks"], event["details"]["blockQuorum"]
+    assert 6 <= blocks <= 10 and quorum == max(5, -(-(40 + blocks) // 8)) and blocks >= quorum, (blocks, quorum)
+    etag = '"%s"' % hashlib.sha256(b"fix(2)").hexdigest()
+    kept = request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "runs-the-fix", "If-None-Match": etag})
+    assert kept.status == 304, "halted, not revoked: the fix stays on the devices that run it"
+
+
 def test_a_guard_set_to_revoke_halts_a_versions_only_live_patch_and_says_so(ws, start):
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50", "--action", "revoke")
     server = start(ws, MANY_DEVICES)

@@ -157,8 +157,8 @@ extension Registry {
             var trips: [GuardTrip] = []
             let rules = Dictionary(try guards(app: app).map { ($0.channel, $0) }) { a, _ in a }
             for key in candidates {
-                guard let rule = rules[key.channel], let trip = try tripFigures(app: app, key: key, rule: rule, evidence: evidence, now: now) else { continue }
-                let why = "rollback rate lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM)) (\(trip.rolledBack) of \(trip.installed) installed devices rolled back)"
+                guard let rule = rules[key.channel], let (trip, blocks, quorum) = try tripFigures(app: app, key: key, rule: rule, evidence: evidence, now: now) else { continue }
+                let why = "rollback rate lower bound \(WilsonInterval.percentText(ppm: trip.lowerPPM)) > \(WilsonInterval.percentText(ppm: trip.thresholdPPM)) (\(trip.rolledBack) of \(trip.installed) installed devices rolled back, from \(blocks) blocks; quorum \(quorum))"
                 // A guard only halts (issue 43): its evidence is device reports, which anyone
                 // who downloaded the bundle can send, so it may stop new installs but never take
                 // the patch from the devices that run it. A guard set to revoke halts and says
@@ -191,6 +191,8 @@ extension Registry {
                 }
                 var details = done.json.objectValue ?? [:]
                 details["minDevices"] = .int(Int64(rule.minDevices))
+                details["rolledBackBlocks"] = .int(Int64(blocks))
+                details["blockQuorum"] = .int(Int64(quorum))
                 details["reason"] = .string(done.override.map { "\(why); \($0.reason)" } ?? why)
                 try AuditLog.append(db, app: app.rawValue, actor: Registry.guardActor, action: "guard.\(done.action.rawValue)", details: .object(details), at: now)
                 trips.append(done)
@@ -229,8 +231,9 @@ extension Registry {
 
     /// The figures of a trip, or nil when the guard must not act on this patch now: tripped
     /// before, revoked, already at rollout 0 (for halt), too few installs, rollbacks from
-    /// fewer than `evidence.minBlocks` blocks, or a lower bound at or under the threshold.
-    private func tripFigures(app: AppName, key: PatchKey, rule: PatchGuard, evidence: ReportRules, now: Date = Date()) throws(RegistryError) -> GuardTrip? {
+    /// fewer blocks than `evidence.rollbackQuorum`, or a lower bound at or under the threshold.
+    private func tripFigures(app: AppName, key: PatchKey, rule: PatchGuard, evidence: ReportRules,
+                             now: Date = Date()) throws(RegistryError) -> (trip: GuardTrip, blocks: Int, quorum: Int)? {
         let values: [SQLValue] = [.text(app.rawValue), .text(key.appVersion.rawValue), .int(Int64(key.patch))]
         let state = try read { () throws(StorageError) in
             try db.query("""
@@ -248,12 +251,15 @@ extension Registry {
         }
         let installed = counts.first { $0.0 == ReportEventType.installed.rawValue }?.1 ?? 0
         let rolledBack = counts.first { $0.0 == ReportEventType.rolledBack.rawValue }?.1 ?? 0
-        guard installed >= rule.minDevices,
-              try reportBlocks(app: app, key: key, event: .rolledBack) >= evidence.minBlocks else { return nil }
+        guard installed >= rule.minDevices else { return nil }
         let interval = WilsonInterval(successes: rolledBack, trials: installed)
         guard interval.lower * 1_000_000 > Double(rule.maxRollbackPPM) else { return nil }
-        return GuardTrip(key: key, action: rule.action, at: TUFTime.format(now), installed: installed, rolledBack: interval.successes,
+        let quorum = evidence.rollbackQuorum(installBlocks: try reportBlocks(app: app, key: key, event: .installed))
+        let blocks = try reportBlocks(app: app, key: key, event: .rolledBack)
+        guard blocks >= quorum else { return nil }
+        let trip = GuardTrip(key: key, action: rule.action, at: TUFTime.format(now), installed: installed, rolledBack: interval.successes,
                          lowerPPM: WilsonInterval.ppm(interval.lower), thresholdPPM: rule.maxRollbackPPM)
+        return (trip, blocks, quorum)
     }
 }
 

@@ -13,8 +13,9 @@ import PatchSigning
 ///   new devices per network (/24 · /48), `devicesPerBlock` per block (/16 · /32) and
 ///   `devicesPerApp` per app;
 /// - each hour stores at most `eventsPerNetwork` events per network and `eventsPerApp` per app;
-/// - a guard trips on rollbacks, and a schedule steps on installs, only when those devices
-///   came from at least `minBlocks` distinct blocks.
+/// - a schedule steps on installs only when those devices came from at least `minBlocks`
+///   distinct blocks; a guard trips on rollbacks only when they came from at least
+///   `rollbackQuorum(rolledBack:installBlocks:)` blocks, which grows with the installs.
 ///
 /// What goes past a budget is dropped and counted (`ReportOutcome.dropped`, `/metrics`).
 public struct ReportRules: Sendable, Equatable {
@@ -24,12 +25,28 @@ public struct ReportRules: Sendable, Equatable {
     public var eventsPerNetwork = 1_000
     public var eventsPerApp = 100_000
     public var minBlocks = 5
+    /// A guard's trip needs its rollbacks from at least one block in this many of the blocks
+    /// the patch's installs came from (`rollbackQuorum`).
+    public var installBlocksPerRollbackBlock = 8
 
     public init() {}
+
+    /// The distinct blocks a guard's rollbacks must come from before it trips (issue 43):
+    /// `minBlocks`, or one in `installBlocksPerRollbackBlock` of the blocks the patch's
+    /// installs came from, whichever is more. It grows with the installing devices, as they
+    /// spread over more blocks, and not with the rollbacks, which a forger can pile up in the
+    /// blocks it holds (200 new devices a block an hour): a forger holding A blocks trips a
+    /// guard only where A ≥ (L + A) / 8 for the L blocks the genuine installs span, so on a
+    /// patch whose installs span 36 blocks the review's five blocks halt nothing, and on one
+    /// spanning 700 they need 100. A real regression meets it once its rollbacks come from an
+    /// eighth of the install blocks; the Wilson bound already needs about that many devices
+    /// while the patch is young, and a grown fleet has many devices per block
+    /// (docs/SECURITY.md, "Device reports").
+    public func rollbackQuorum(installBlocks: Int) -> Int {
+        max(minBlocks, (installBlocks + installBlocksPerRollbackBlock - 1) / installBlocksPerRollbackBlock)
+    }
 }
 
-/// Where a report came from: the network and block of the sender's address (patchd's
-/// `IPAddress.network` and `.block`, behind trusted proxies the forwarded client).
 public struct ReportOrigin: Sendable, Equatable {
     public let network: String
     public let block: String
