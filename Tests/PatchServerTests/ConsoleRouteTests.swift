@@ -8,20 +8,26 @@ import Testing
 struct ConsoleRouteTests {
     func bearer(_ token: String) -> [String: String] { ["Authorization": "Bearer \(token)"] }
 
-    @Test("/console/ serves the console's page with its policy: CSP default-src 'self', no framing, nosniff, revalidated")
+    @Test("/console/ serves the console's page with its policy: scripts only by this response's nonce (not 'self': bundles are scripts on this origin), no framing, nosniff, never stored")
     func index() throws {
         let f = try ServiceFixture()
         let page = f.get("/console/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
         let csp = try #require(page.header("Content-Security-Policy"))
-        #expect(csp.hasPrefix("default-src 'self';") && csp.contains("frame-ancestors 'none'"))
-        #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"))
+        #expect(csp.hasPrefix("default-src 'self'; script-src 'nonce-") && csp.contains("frame-ancestors 'none'"))
+        #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval") && !csp.contains("strict-dynamic"))
+        let nonce = try #require(csp.split(separator: "'").first { $0.hasPrefix("nonce-") }?.dropFirst(6))
+        #expect(Data(base64Encoded: String(nonce))?.count == 16)
+        #expect(page.bodyString.contains("<script nonce=\"\(nonce)\" type=\"module\" src=\"main.js\"></script>"))
         #expect(page.header("X-Content-Type-Options") == "nosniff")
         #expect(page.header("X-Frame-Options") == "DENY")
-        #expect(page.header("Cache-Control") == "no-cache")
-        #expect(page.bodyString.contains("<script type=\"module\" src=\"main.js\"></script>"))
-        #expect(f.get("/console/index.html").bodyString == page.bodyString)
+        #expect(page.header("Cache-Control") == "no-store" && page.header("ETag") == nil)
+        // A fresh nonce each time; otherwise the same page.
+        let again = f.get("/console/index.html")
+        let other = try #require(again.header("Content-Security-Policy")?.split(separator: "'").first { $0.hasPrefix("nonce-") }?.dropFirst(6))
+        #expect(other != nonce)
+        #expect(again.bodyString.replacingOccurrences(of: String(other), with: "N") == page.bodyString.replacingOccurrences(of: String(nonce), with: "N"))
         #expect(f.service.respond(to: HTTPRequest(method: "HEAD", path: "/console/")).status == 200)
     }
 
@@ -35,7 +41,8 @@ struct ConsoleRouteTests {
         let etag = try #require(js.header("ETag"))
         let again = f.get("/console/main.js", headers: ["If-None-Match": etag])
         #expect(again.status == 304 && again.body.isEmpty)
-        #expect(again.header("Content-Security-Policy") != nil)
+        #expect(again.header("Content-Security-Policy") == ConsoleSite.filePolicy)
+        #expect(js.header("Content-Security-Policy")?.contains("script-src 'none'") == true, "an SVG opened on its own runs nothing")
         #expect(f.get("/console/main.js", headers: ["If-None-Match": "\"other\""]).status == 200)
     }
 

@@ -322,6 +322,33 @@ def test_the_console_is_served_with_its_policy(site):
     assert request(site["server"].url, "/").headers["Location"] == "/console/"
 
 
+def test_the_page_runs_only_its_own_scripts_not_a_bundle_from_the_same_origin(site, browser):
+    """Issue 43, item 8: patch bundles are `application/javascript` on the console's origin, and
+    any app's publisher writes them. The page's policy admits scripts by its nonce only, so a
+    script element naming a bundle (what an injection would add) is refused by Chromium and
+    reported as a violation, while the console's own modules (imported from main.js) run."""
+    sign_in(browser, site, site["auditor"])
+    text_in(browser, "#who", "auditor-alice")
+    sha = next(p["sha256"] for p in site["ws"].json("list", "--app", "demo") if p["patch"] == 2)
+    bundle = f"/v1/apps/demo/targets/2.3/2/{sha}.main.js"
+    served = request(site["server"].url, bundle)
+    assert served.status == 200 and served.headers["Content-Type"].startswith("application/javascript")
+    outcome = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        let blocked = null;
+        document.addEventListener('securitypolicyviolation', e => { blocked = [e.blockedURI, e.effectiveDirective]; });
+        const s = document.createElement('script');
+        s.src = arguments[0];
+        s.onload = () => done({loaded: true, blocked});
+        s.onerror = () => setTimeout(() => done({loaded: false, blocked}), 200);
+        document.head.appendChild(s);
+    """, bundle)
+    assert outcome["loaded"] is False, outcome
+    assert outcome["blocked"][0].endswith(bundle) and outcome["blocked"][1].startswith("script-src"), outcome
+    policy = request(site["server"].url, "/console/").headers["Content-Security-Policy"]
+    assert "script-src 'nonce-" in policy and "'self'" not in policy.split("script-src", 1)[1].split(";", 1)[0]
+
+
 def test_publisher_promotes_from_staging_and_is_offered_a_rollback(site, browser):
     """It changes what production serves: the tests before it see patch 2 at 50 %."""
     sign_in(browser, site, site["publisher"])
