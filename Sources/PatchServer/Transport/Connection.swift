@@ -584,6 +584,18 @@ final class Connection {
         }
     }
 
+    /// Closes a connection shed at the cap (`EventLoop.shedOneStalled`). One whose answer the
+    /// peer does not read is reset: closed gracefully, the unsent rest of the answer would stay
+    /// in the kernel's queue of an orphaned socket, retried against a closed window for
+    /// minutes, and the peer would never see the end of the stream.
+    func shed(_ loop: EventLoop) {
+        if wantsWrite {
+            var abort = CNetwork.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<CNetwork.linger>.size))
+        }
+        close(loop)
+    }
+
     func close(_ loop: EventLoop) {
         guard !closed else { return }
         closed = true

@@ -331,7 +331,7 @@ final class EventLoop: @unchecked Sendable {
     private func shedOneStalled() -> Bool {
         guard let oldest = slots.lazy.compactMap({ $0?.connection }).filter({ $0.mayBeShed(self) })
             .min(by: { $0.progressOrder < $1.progressOrder }) else { return false }
-        oldest.close(self)
+        oldest.shed(self)
         shared.shed.add(1, ordering: .relaxed)
         return true
     }
