@@ -16,7 +16,12 @@
 #      read: RSS growth bounded; starvation: as many flooding connections as --threads while
 #      /healthz is probed every 50 ms for SOAK_SECONDS (p50/p99; none may take 2 s); idle
 #      sockets: 2,000 that never send a byte are cut at the header deadline, and 10,000 idle
-#      keep-alive connections filling the connection cap do not lock out newcomers.
+#      keep-alive connections filling the connection cap do not lock out newcomers; body
+#      shares (issue 43): 1,024 anonymous heads declaring 64 KiB from 8 addresses hold one
+#      /24's share of the anonymous pool while a publish, a halt and an approval get in;
+#   7. stalled connections at the cap (issue 43), on a third patchd whose header and anonymous
+#      body deadlines are held off (only shedding frees a slot): 10,000 half heads, bodies never
+#      sent and bundle readers that never read fill --max-conns; 40 newcomers are served.
 # SOAK_SECONDS (default 60) sets each load phase. BIN (default .build/release) is where
 # patchd and patchctl are; PY the Python with the test requirements.
 set -euo pipefail
@@ -147,8 +152,9 @@ bound non-reading soak/pipelining.py "$url" "$pid" nonreading 500 10 64 "/v1/app
 bound starvation soak/starvation.py "$url" "$threads" "$SECONDS_PER_PHASE"
 bound silent-sockets soak/idle_sockets.py "$url" silent 2000 100 "$header_timeout"
 bound connection-cap soak/idle_sockets.py "$url" cap 10000 125 20
+bound body-shares soak/fair_share.py "$url" budget "$token" 1024 8 5
 echo
-for name in pipelining non-reading starvation silent-sockets connection-cap; do
+for name in pipelining non-reading starvation silent-sockets connection-cap body-shares; do
   echo "$name: $(sed 's/, "row": .*}$/}/' "$work/bound-$name.json")"
 done
 [ ${#broken[@]} = 0 ] || fail "front-door bounds broken: ${broken[*]}"
@@ -156,5 +162,23 @@ metrics=$(curl -sf --interface 127.0.0.99 "$url/metrics") || fail "/metrics not 
 grep -q 'status="5' <<<"$metrics" && fail "patchd answered 5xx during the front-door bounds: $(grep 'status="5' <<<"$metrics")"
 stop_patchd
 echo "SIGTERM after the bounds: drained and exited 0"
+
+# 7. Stalled connections at the cap: the deadlines that would free their slots are held off.
+stall_timeout=2
+start_patchd stalled --threads "$threads" --header-timeout 60 --anonymous-body-timeout 60 --stall-timeout "$stall_timeout"
+broken=()
+echo
+echo "Stalled connections at the cap (issue 43): patchd --threads $threads --header-timeout 60 --anonymous-body-timeout 60 --stall-timeout $stall_timeout, other limits at their defaults"
+echo
+echo "| case | figures | bound | |"
+echo "|---|---|---|---|"
+bound stalled-cap soak/fair_share.py "$url" stalled 9600 120 400 40 "$stall_timeout" "/v1/apps/demo/targets/2.3/1/$sha.main.js"
+echo
+echo "stalled-cap: $(sed 's/, "row": .*}$/}/' "$work/bound-stalled-cap.json")"
+[ ${#broken[@]} = 0 ] || fail "front-door bounds broken: ${broken[*]}"
+metrics=$(curl -sf --interface 127.0.0.99 "$url/metrics") || fail "/metrics not answered after the stalled connections"
+grep -q 'status="5' <<<"$metrics" && fail "patchd answered 5xx during the stalled connections: $(grep 'status="5' <<<"$metrics")"
+stop_patchd
+echo "SIGTERM after the stalled connections: drained and exited 0"
 echo
 echo "soak: PASS"

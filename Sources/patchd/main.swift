@@ -17,13 +17,19 @@ let spec = CommandSpec("", program: "patchd", summary: "patchd \(Hotpatch.versio
     Option.value("--tls-key", "FILE", "the certificate's private key (PEM)").environment("HOTPATCH_TLS_KEY"),
     Option.value("--threads", "N", "HTTP worker threads, 1 to 256 (default: one per core, at least 2)").environment("HOTPATCH_THREADS"),
     Option.value("--trusted-proxy", "CIDR[,CIDR...]", "load balancers whose X-Forwarded-For names the client for the per-IP limits (addresses or networks, like 10.0.0.0/8 or fd00::/8); without it the header is ignored. They are also exempt from --max-conns-per-ip and --max-new-conns-per-ip").environment("HOTPATCH_TRUSTED_PROXIES"),
-    Option.value("--max-conns", "N", "open connections in all (default 10000); at the cap the oldest idle connection is closed to admit a new one").environment("HOTPATCH_MAX_CONNS"),
+    Option.value("--max-conns", "N", "open connections in all (default 10000); at the cap the connection that made progress longest ago among those idle or stalled (--stall-timeout) is closed to admit a new one").environment("HOTPATCH_MAX_CONNS"),
+    Option.value("--stall-timeout", "S", "a connection with a request in flight that has completed no step (head, body, answer) nor moved another KiB for S s is stalled, and may be closed at --max-conns (default 2)").environment("HOTPATCH_STALL_TIMEOUT"),
     Option.value("--max-conns-per-ip", "N", "open connections per client address, IPv6 per network; the /56 and /48 around it hold 2x and 8x as many (default 128; 0: no limit)").environment("HOTPATCH_MAX_CONNS_PER_IP"),
     Option.value("--max-new-conns-per-ip", "N", "new connections (TLS handshakes) per second per address, bursting to 5 s worth; past it 429 and closed (default 50; 0: no limit)").environment("HOTPATCH_MAX_NEW_CONNS_PER_IP"),
     Option.value("--header-timeout", "S", "from a request's first byte to the end of its head, and from the accept to the end of the first head, TLS handshake included (default 10)").environment("HOTPATCH_HEADER_TIMEOUT"),
     Option.value("--request-timeout", "S", "from a request's first byte to the end of its body (default 60)").environment("HOTPATCH_REQUEST_TIMEOUT"),
+    Option.value("--anonymous-body-timeout", "S", "from the end of the head to the end of the body, for a request without a token (a device report or registration; default 5)").environment("HOTPATCH_ANONYMOUS_BODY_TIMEOUT"),
     Option.value("--idle-timeout", "S", "between requests on a keep-alive connection, or a stalled write (default 30)").environment("HOTPATCH_IDLE_TIMEOUT"),
     Option.value("--body-budget", "BYTES", "request-body bytes all uploads in flight may hold together; past it uploads get 503 with Retry-After (default 67108864)").environment("HOTPATCH_BODY_BUDGET"),
+    Option.value("--token-body-budget", "BYTES", "the part of --body-budget only requests with a token may hold; requests without one share the rest (default: half)").environment("HOTPATCH_TOKEN_BODY_BUDGET"),
+    Option.value("--token-body-share", "BYTES", "what one token (with the tokens issued from it) may hold of --token-body-budget; keep it at least the 10 MiB a publish may be (default: half of it)").environment("HOTPATCH_TOKEN_BODY_SHARE"),
+    Option.value("--ip-body-share", "BYTES", "what one client address (IPv6: per --ipv6-prefix network) may hold of the bodies without a token (default: a sixteenth of them)").environment("HOTPATCH_IP_BODY_SHARE"),
+    Option.value("--network-body-share", "BYTES", "what one IPv4 /24 or IPv6 /48 may hold of the bodies without a token (default: a quarter of them)").environment("HOTPATCH_NETWORK_BODY_SHARE"),
     Option.value("--ipv6-prefix", "N", "IPv6 clients are one client per network of N bits for the per-IP limits (default 64)").environment("HOTPATCH_IPV6_PREFIX"),
     // Device reports (docs/SECURITY.md, "Device reports"): per app and hour, at most these.
     Option.value("--report-devices-per-network", "N", "device reports: new reporting devices per app and hour per /24 (IPv4) or /48 (IPv6) (default 20)").environment("HOTPATCH_REPORT_DEVICES_PER_NETWORK"),
@@ -79,8 +85,17 @@ if let n = integer("--header-timeout", in: 1...3600) { configuration.headerTimeo
 if let n = integer("--request-timeout", in: 1...86_400) { configuration.requestTimeout = Double(n) }
 if let n = integer("--idle-timeout", in: 1...86_400) { configuration.idleTimeout = Double(n) }
 if let n = integer("--body-budget", in: 1...(1 << 40)) { configuration.bodyBudget = n }
+if let n = integer("--token-body-budget", in: 1...(1 << 40)) { configuration.tokenBodyBudget = n }
+if let n = integer("--token-body-share", in: 1...(1 << 40)) { configuration.tokenBodyShare = n }
+if let n = integer("--ip-body-share", in: 1...(1 << 40)) { configuration.addressBodyShare = n }
+if let n = integer("--network-body-share", in: 1...(1 << 40)) { configuration.networkBodyShare = n }
+if let n = integer("--anonymous-body-timeout", in: 1...86_400) { configuration.anonymousBodyTimeout = Double(n) }
+if let n = integer("--stall-timeout", in: 1...3600) { configuration.stallTimeout = Double(n) }
 let ipv6Prefix = integer("--ipv6-prefix", in: 1...128) ?? 64
 configuration.ipv6Prefix = ipv6Prefix
+// Budgets and shares that contradict each other are a usage error, told before the registry
+// is opened.
+do { try configuration.validate() } catch { fail("\(error.message) (--body-budget, --token-body-budget and the body shares)", code: 64) }
 
 switch (options["--tls-cert"], options["--tls-key"]) {
 case (let cert?, let key?):

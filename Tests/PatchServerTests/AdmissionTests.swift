@@ -34,8 +34,35 @@ struct AdmissionTests {
         }
         let admitted = f.service.admit(Self.head("POST", path, headers: [("Authorization", "Bearer \(f.publisherToken)")],
                                                  query: [("appVersion", "2.3")], declared: .length(100)))
-        guard case .readBody(let limit, _) = admitted else { Issue.record("a publisher's upload is admitted"); return }
+        guard case .readBody(let limit, let charge, _) = admitted else { Issue.record("a publisher's upload is admitted"); return }
         #expect(limit == Registry.maxBundleSize)
+        guard case .token(let holder) = charge else { Issue.record("a token's upload is charged to the token pool: \(charge)"); return }
+        #expect(!holder.isEmpty)
+    }
+
+    @Test("a body is charged to its token's line of issue (a child's to its parent's); an anonymous one to the client a trusted proxy names, or to the anonymous pool alone when the proxy names none")
+    func bodyCharges() throws {
+        let f = try ServiceFixture(trustedProxies: [try IPNetwork("10.0.0.0/8")])
+        func charge(_ request: HTTPRequest) -> BodyCharge? {
+            if case .readBody(_, let charge, _) = f.service.admit(request) { return charge }
+            return nil
+        }
+        func publish(_ token: String) -> HTTPRequest {
+            Self.head("POST", "/v1/apps/demo/patches", headers: [("Authorization", "Bearer \(token)")], query: [("appVersion", "2.3")], declared: .length(100))
+        }
+        let parent = try f.service.authenticate(publish(f.publisherToken))
+        #expect(charge(publish(f.publisherToken)) == .token(holder: parent.tree))
+        let child = try f.registry { try $0.createToken(app: AppName("demo"), role: .publisher, name: "child", actor: Actor("fixture"), parent: parent.id) }
+        #expect(charge(publish(child.secret)) == .token(holder: parent.tree), "issuing children does not multiply a share")
+
+        func report(from peer: String, forwardedFor: String?) -> HTTPRequest {
+            Self.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d")] + (forwardedFor.map { [("X-Forwarded-For", $0)] } ?? []),
+                      declared: .length(100), from: peer)
+        }
+        #expect(charge(report(from: "10.0.0.5", forwardedFor: "203.0.113.9")) == .anonymous(client: IPAddress("203.0.113.9")))
+        #expect(charge(report(from: "10.0.0.5", forwardedFor: nil)) == .anonymous(client: nil), "a proxy's clients are many")
+        #expect(charge(report(from: "198.51.100.7", forwardedFor: "203.0.113.9")) == .anonymous(client: IPAddress("198.51.100.7")),
+                "a header from a peer not trusted names nobody")
     }
 
     @Test("routes that take no body refuse a declared one from the head; an upload over its route's limit is 413")

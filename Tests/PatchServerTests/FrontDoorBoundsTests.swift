@@ -57,7 +57,7 @@ struct FrontDoorBoundsTests {
                 return .answer(.text("opened"))
             }
             if head.method == "POST" {
-                return .readBody(limit: 100) { [slow] _ in
+                return .readBody(limit: 100, charge: .token(holder: "gate")) { [slow] _ in
                     _ = slow.wait(timeout: .now() + 10)
                     return .text("posted")
                 }

@@ -8,8 +8,10 @@ import Testing
 final class RawConnection {
     let fd: Int32
 
-    init(port: UInt16, from source: String = "127.0.0.1", timeout: Int = 5) throws {
+    /// `receiveBuffer`: a small receive window, set before connecting (a client that reads slowly).
+    init(port: UInt16, from source: String = "127.0.0.1", timeout: Int = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var window = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size)) }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_addr.s_addr = inet_addr(source)
@@ -69,7 +71,7 @@ struct FrontDoorTests {
         func admit(_ head: HTTPRequest) -> HTTPAdmission {
             if head.path == "/healthz" { return .answer(.text("ok")) }
             guard head.header("Authorization") == "ok" else { return .answer(HTTPError.unauthorized.response) }
-            return .readBody(limit: 1000) { .text("got \($0.body.count)") }
+            return .readBody(limit: 1000, charge: .token(holder: "ok")) { .text("got \($0.body.count)") }
         }
     }
 
@@ -143,7 +145,11 @@ struct FrontDoorTests {
 
     @Test("uploads past the server-wide body budget get 503 with Retry-After while the first is in flight; the budget is given back")
     func budget() throws {
-        let server = try Self.server { $0.bodyBudget = 1500 }
+        let server = try Self.server {
+            $0.bodyBudget = 3000
+            $0.tokenBodyBudget = 1500  // the pool of these uploads (a token, "ok"), all of it for one holder
+            $0.tokenBodyShare = 1500
+        }
         let first = try RawConnection(port: server.port)
         first.send("POST /up HTTP/1.1\r\nHost: h\r\nAuthorization: ok\r\nContent-Length: 900\r\n\r\npartial")
         for _ in 0..<200 where server.bodyBytesReserved == 0 { usleep(5_000) }

@@ -207,8 +207,9 @@ struct ReportRouteTests {
         let over = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d")], declared: .length(64 << 10 + 1))
         #expect(AdmissionTests.answer(f.service.admit(over))?.status == 413)
         let fits = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d")], declared: .length(64 << 10))
-        guard case .readBody(let limit, _) = f.service.admit(fits) else { Issue.record("a 64 KiB body was refused"); return }
+        guard case .readBody(let limit, let charge, _) = f.service.admit(fits) else { Issue.record("a 64 KiB body was refused"); return }
         #expect(limit == 64 << 10)
+        #expect(charge == .anonymous(client: fits.peer), "anonymous: charged to the client's address and network")
     }
 
     @Test("the per-IP bucket of the app applies as on the check path")

@@ -14,7 +14,7 @@ hold its event loop, against the real binary on loopback.
 3. Idle and half-open slots: --header-timeout runs from the accept (TLS handshake included),
    so a socket that never sends a byte or a partial ClientHello is cut at it; at --max-conns
    the accepting loop sheds its oldest idle connection for a newcomer (503 only when none is
-   idle); --max-new-conns-per-ip (50/s, bursting to 5 s worth) answers 429 and closes, a TLS
+   idle or stalled; stalled ones are test_front_door_fair_share.py's); --max-new-conns-per-ip (50/s, bursting to 5 s worth) answers 429 and closes, a TLS
    connection is closed unanswered; trusted proxies are exempt.
 IPv6 prefixes (/56, /48) need other /64s than loopback has: unit-tested in Swift.
 The two new limits are set through their environment variables (HOTPATCH_MAX_CONNS,
@@ -785,12 +785,13 @@ def test_at_the_default_cap_silent_sockets_from_80_addresses_do_not_lock_out_a_n
     assert [r[0] for r in results] == [200] * 3, results
 
 
-def test_at_max_conns_with_no_idle_connection_a_newcomer_is_refused_503(ws, start):
-    """--max-conns 200 filled by connections halfway through a head (not idle): a newcomer
+def test_at_max_conns_with_no_idle_or_stalled_connection_a_newcomer_is_refused_503(ws, start):
+    """--max-conns 200 filled by connections halfway through a head, none idle and none
+    stalled yet (--stall-timeout 60; test_front_door_fair_share.py drives past it): a newcomer
     gets 503 `too_many_connections` (or a plain close) and none of them is closed."""
     cap = 200
     raise_nofile(cap + 300)
-    s = start(ws, env=new_limits(max_conns=cap))
+    s = start(ws, args=["--stall-timeout", "60"], env=new_limits(max_conns=cap))
     conns = []
     try:
         for i in range(cap):

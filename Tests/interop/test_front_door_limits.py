@@ -27,8 +27,8 @@ def rss_mib(pid):
 
 def test_200_uploads_of_11_mb_leave_rss_bounded_and_healthz_answers(ws, start):
     """150 unauthenticated publishes declaring and sending 11 MB, and 50 authenticated ones of
-    10 MB (under the 10 MiB bundle limit, so they are admitted until the default 64 MiB body
-    budget is full, then get 503), each body sent but for its last byte, each connection from
+    10 MB (under the 10 MiB bundle limit, so they are admitted until the token's share of the
+    token pool, 16 MiB of the default 64 MiB budget, is full, then get 503), each body sent but for its last byte, each connection from
     its own 127.0.0.x so no per-address limit applies. /healthz must answer within 1 s
     throughout; patchd's RSS growth must stay under 100 MiB (the issue measured 72 MB ->
     2.1 GB). Sending stops early once growth passes 400 MiB."""
@@ -103,7 +103,10 @@ def test_200_uploads_of_11_mb_leave_rss_bounded_and_healthz_answers(ws, start):
 # -- the body budget ------------------------------------------------------------------------
 
 def test_body_budget_full_gives_503_with_retry_after_then_is_released(ws, start):
-    s = start(ws, args=["--body-budget", "2000000"])
+    """A token pool of 2 MB, all of it the one token's share: a second upload of 1.5 MB while
+    the first is in flight is 503 with Retry-After; once the first is answered its
+    reservation is given back and a third is admitted."""
+    s = start(ws, args=["--body-budget", "4000000", "--token-body-budget", "2000000", "--token-body-share", "2000000"])
     tok = ws.token("--app", "demo", "--name", "budget")
     size = 1_500_000
     with RawConn(s.url) as first, RawConn(s.url) as second:

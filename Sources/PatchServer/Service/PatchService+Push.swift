@@ -37,7 +37,7 @@ extension PatchService {
         let rawEnvironment = body["environment"]?.stringValue ?? PushEnvironment.production.rawValue
         guard let environment = PushEnvironment(rawValue: rawEnvironment) else { throw .badRequest("environment must be production or sandbox") }
         let limit = configuration.maxPushDevicesPerApp, quota = configuration.pushNewTokensPerNetworkPerHour
-        let network = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor)).network
+        let network = client(of: request).network
         var wait: Int?
         let registered: PushRegistration
         do {

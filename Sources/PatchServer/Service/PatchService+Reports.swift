@@ -26,7 +26,7 @@ extension PatchService {
         let events = raw.compactMap(ReportEvent.init(json:))
         reportTally.dropped[.invalid]?.add(raw.count - events.count)
         guard !events.isEmpty else { return .json(["queued": 0], status: 202) }
-        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
+        let client = self.client(of: request)
         let report = DeviceReport(app: app, deviceID: device, events: events, origin: ReportOrigin(network: client.network, block: client.block))
         guard reportQueue.enqueue(report, count: { [self] in countReports() }) else {
             reportTally.refused.add(1)

@@ -107,7 +107,7 @@ public final class PatchService: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         switch admit(request) {
         case .answer(let response): return response
-        case .readBody(let limit, let finish):
+        case .readBody(let limit, _, let finish):
             guard request.body.count <= limit else { return HTTPError.tooLarge(limit).response }
             return finish(request)
         }
@@ -160,7 +160,7 @@ public final class PatchService: HTTPResponder {
                 return .answer(record(error.response, route: match.metric, since: started))
             }
             let admitted = params, metric = match.metric
-            return .readBody(limit: route.bodyLimit) { [self] whole in
+            return .readBody(limit: route.bodyLimit, charge: bodyCharge(request, caller: params.caller)) { [self] whole in
                 let response: HTTPResponse
                 do throws(HTTPError) { response = try route.handler(self, whole, admitted) } catch { response = error.response }
                 return record(response, route: metric, since: started)
@@ -181,6 +181,22 @@ public final class PatchService: HTTPResponder {
         metrics.record(route: route, status: response.status, bodyBytes: response.body.count,
                        seconds: IPRateLimiter.monotonicTime() - started)
         return response
+    }
+
+    /// Whom a body is charged to in the transport's body budget: a token's line of issue (so
+    /// issuing children does not multiply its share, as with its change budget), or else the
+    /// client, whose address and network each hold a share of the anonymous pool. A trusted
+    /// proxy that names no client is charged to that pool alone: its clients are many.
+    func bodyCharge(_ request: HTTPRequest, caller: TokenRecord?) -> BodyCharge {
+        if let caller { return .token(holder: caller.tree) }
+        let client = self.client(of: request)
+        return .anonymous(client: configuration.trustedProxies.trusts(client) ? nil : client)
+    }
+
+    /// The client a request speaks for: the TCP peer, or the one a trusted proxy names
+    /// (`[IPNetwork].client`). What every per-client limit counts under.
+    func client(of request: HTTPRequest) -> IPAddress {
+        configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
     }
 
     /// A declared body the route cannot take is refused from the head; it is never read.
@@ -223,8 +239,7 @@ public final class PatchService: HTTPResponder {
         let scope = app?.app.rawValue ?? "*"
         let rate = app?.rules.ipRatePerMinute ?? configuration.globalIPRatePerMinute
         guard rate > 0 else { return }
-        let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
-        if let wait = ipLimiter.take(scope: scope, ip: client.limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate) {
+        if let wait = ipLimiter.take(scope: scope, ip: client(of: request).limitKey(ipv6Prefix: configuration.ipv6Prefix), ratePerMinute: rate) {
             throw .throttled(retryAfter: wait, "too many requests from this address; retry in \(wait) s")
         }
     }

@@ -47,11 +47,16 @@ final class Connection {
     private var inputStart = 0
     private var output: Output?
     private var after = After.keepAlive
-    private var reservedBody = 0
+    private var reservation: BodyBudget.Reservation?
     private(set) var closed = false
-    /// When the connection last went idle, as the loop counts (`EventLoop.nextIdleOrder`):
-    /// the one idle longest is shed first at the connection cap.
-    private(set) var idleOrder: UInt64
+    /// When the connection last made progress (`madeProgress`), as the loop orders such
+    /// moments (`EventLoop.nextProgressOrder`: a clock would tie, one turn serves many
+    /// connections at the same `now`) and by its clock: at the connection cap the one idle or
+    /// stalled that made progress longest ago is shed first.
+    private(set) var progressOrder: UInt64
+    private(set) var progressAt: Double
+    /// Bytes moved since the last progress, fewer than `minProgressBytes`.
+    private var unmarkedBytes = 0
     /// No head has been completed yet: the first one's deadline runs from the accept.
     private var fresh = true
     /// The work done in the loop's current turn (`EventLoop.turn`), bounded by
@@ -74,13 +79,14 @@ final class Connection {
         var total: Int { head.count + date.count + end.utf8CodeUnitCount + (response?.body.count ?? 0) }
     }
 
-    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, idleOrder: UInt64, firstDeadline: Double) {
+    init(fd: Int32, peer: IPAddress, countedAs: IPAddress?, tls: TLSSession?, progressOrder: UInt64, now: Double, firstDeadline: Double) {
         self.fd = fd
         self.peer = peer
         self.countedAs = countedAs
         self.tls = tls
         deadline = firstDeadline
-        self.idleOrder = idleOrder
+        self.progressOrder = progressOrder
+        progressAt = now
     }
 
     /// Whether a request is between its first byte and its answer being written (what a
@@ -94,8 +100,31 @@ final class Connection {
 
     var wantsWrite: Bool { if case .writing = phase { return true } else { return false } }
 
-    /// Waiting for a request (or for its first byte), so closing it loses nothing.
-    var isIdle: Bool { if case .idle = phase { return !closed } else { return false } }
+    // MARK: Progress
+
+    /// A step completed (a head parsed, a body read whole, an answer written out), or
+    /// `moved` more bytes reached `minProgressBytes` since the last progress.
+    private func madeProgress(_ loop: EventLoop, moved: Int? = nil) {
+        if let moved {
+            unmarkedBytes += moved
+            guard unmarkedBytes >= loop.shared.configuration.minProgressBytes else { return }
+        }
+        unmarkedBytes = 0
+        progressAt = loop.now
+        progressOrder = loop.nextProgressOrder()
+    }
+
+    /// Whether closing this connection to admit a newcomer at the cap is fair: it waits for
+    /// its peer with nothing owed (idle, or lingering after its last answer), or its request
+    /// in flight is stalled: no progress for `stallTimeout`, whatever its phase (a head or
+    /// body trickled or never sent, an answer the peer does not read).
+    func mayBeShed(_ loop: EventLoop) -> Bool {
+        guard !closed else { return false }
+        switch phase {
+        case .idle, .lingering: return true
+        case .head, .body, .writing: return loop.now - progressAt >= loop.shared.configuration.stallTimeout
+        }
+    }
 
     // MARK: Work per turn
 
@@ -147,6 +176,7 @@ final class Connection {
             switch result {
             case .bytes(let n):
                 turn.bytes += n
+                madeProgress(loop, moved: n)
                 loop.scratch.withUnsafeBytes { input.append(contentsOf: $0[..<n]) }
                 process(loop)
                 // Fewer bytes than asked for: the socket was empty when read. The loop's epoll
@@ -211,6 +241,7 @@ final class Connection {
                 }
                 // The reservation is kept while the handler runs (respond gives it back): a
                 // body being published is still in memory, with the handler's copies.
+                madeProgress(loop)
                 body.request.body = body.data
                 phase = .head  // not idle: the answer is still owed
                 if loop.holdingAnswers { loop.writeHeldAnswers() }
@@ -265,6 +296,7 @@ final class Connection {
 
     private func admit(_ head: RequestHead, _ loop: EventLoop) {
         fresh = false
+        madeProgress(loop)
         let framing: BodyFraming
         let expectsContinue: Bool
         let request: HTTPRequest
@@ -283,7 +315,7 @@ final class Connection {
             // An unread body cannot be skipped safely: close after answering.
             if framing != .none { after = .close }
             respond(response, loop, head: head.method == "HEAD")
-        case .readBody(let limit, let finish):
+        case .readBody(let limit, let charge, let finish):
             let reserve: Int
             switch framing {
             case .none:
@@ -295,17 +327,31 @@ final class Connection {
             case .chunked:
                 reserve = limit
             }
-            guard loop.shared.budget.reserve(reserve) else {
-                return refuse(HTTPError(503, "busy", "too many uploads in progress; retry", headers: [("Retry-After", "1")]), loop)
+            switch loop.shared.budget.reserve(reserve, for: charge) {
+            case .success(let held): reservation = held
+            case .failure(let refusal): return refuse(Connection.busy(refusal), loop)
             }
-            reservedBody = reserve
             if expectsContinue, !sendInterim() { return close(loop) }
             var data: [UInt8] = []
             if case .length(let n) = framing { data.reserveCapacity(n) }
             let decoder = framing == .chunked ? ChunkedDecoder(limit: limit) : nil
             phase = .body(Body(request: request, finish: finish, framing: framing, decoder: decoder, data: data))
-            deadline = requestStarted + loop.shared.configuration.requestTimeout
+            let limits = loop.shared.configuration
+            deadline = requestStarted + limits.requestTimeout
+            if charge.pool == .anonymous { deadline = min(deadline, loop.now + limits.anonymousBodyTimeout) }
         }
+    }
+
+    /// The 503 of a body the budget cannot hold now: which limit it met, so a client behind
+    /// a crowded network is told it is its network, not the server, that is full.
+    private static func busy(_ refusal: BodyBudget.Refusal) -> HTTPError {
+        let message = switch refusal {
+        case .pool(.anonymous): "too many uploads in progress; retry"
+        case .pool(.token): "too many authenticated uploads in progress; retry"
+        case .share(.anonymous): "too many uploads in progress from this address or network; retry"
+        case .share(.token): "too many uploads in progress with this credential; retry"
+        }
+        return HTTPError(503, "busy", message, headers: [("Retry-After", "1")])
     }
 
     /// Moves buffered bytes into the body; true once it is complete.
@@ -357,10 +403,7 @@ final class Connection {
     }
 
     private func respond(_ response: HTTPResponse, _ loop: EventLoop, head isHead: Bool = false) {
-        if reservedBody > 0 {
-            loop.shared.budget.release(reservedBody)
-            reservedBody = 0
-        }
+        releaseBody(loop)
         if loop.draining { after = .close }
         turn.requests += 1
         let prepared = ResponseHead.of(response).bytes
@@ -418,6 +461,7 @@ final class Connection {
             switch write(&out) {
             case .bytes(let n):
                 out.sent += n
+                madeProgress(loop, moved: n)
                 deadline = loop.now + loop.shared.configuration.idleTimeout
             case .wouldBlock:
                 output = out
@@ -433,7 +477,7 @@ final class Connection {
             return false
         }
         phase = .idle
-        idleOrder = loop.nextIdleOrder()
+        madeProgress(loop)
         deadline = loop.now + loop.shared.configuration.idleTimeout
         return true
     }
@@ -540,13 +584,29 @@ final class Connection {
         }
     }
 
+    /// Closes a connection shed at the cap (`EventLoop.shedOneStalled`). One whose answer the
+    /// peer does not read is reset: closed gracefully, the unsent rest of the answer would stay
+    /// in the kernel's queue of an orphaned socket, retried against a closed window for
+    /// minutes, and the peer would never see the end of the stream.
+    func shed(_ loop: EventLoop) {
+        if wantsWrite {
+            var abort = CNetwork.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<CNetwork.linger>.size))
+        }
+        close(loop)
+    }
+
     func close(_ loop: EventLoop) {
         guard !closed else { return }
         closed = true
-        if reservedBody > 0 { loop.shared.budget.release(reservedBody) }
-        reservedBody = 0
+        releaseBody(loop)
         tls?.shutdown()
         loop.forget(self)
+    }
+
+    private func releaseBody(_ loop: EventLoop) {
+        if let reservation { loop.shared.budget.release(reservation) }
+        reservation = nil
     }
 }
 

@@ -15,6 +15,8 @@ final class ServerShared: Sendable {
     let listener: Int32
     let open = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
+    /// Connections closed at the cap for a newcomer (`EventLoop.shedOneStalled`).
+    let shed = Atomic<Int>(0)
     /// 0 serving, 1 draining (no new connections, close after the answer), 2 stopping.
     let state = Atomic<Int>(0)
 
@@ -26,7 +28,7 @@ final class ServerShared: Sendable {
     init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, tls: TLSContext?, listener: Int32) {
         self.configuration = configuration
         self.responder = responder
-        self.budget = BodyBudget(capacity: configuration.bodyBudget)
+        self.budget = BodyBudget(limits: configuration.bodyLimits, ipv6Prefix: configuration.ipv6Prefix)
         self.perAddress = ConnectionCounter(limit: configuration.maxConnectionsPerIP, ipv6Prefix: configuration.ipv6Prefix)
         self.tls = tls
         self.listener = listener
@@ -74,14 +76,15 @@ final class EventLoop: @unchecked Sendable {
     private var heldAnswers: [Connection] = []
     /// The most answers one turn has held (read by the tests, from another thread).
     let mostAnswersHeld = Atomic<Int>(0)
-    /// Numbers the moments connections of this loop go idle, in order (`Connection.idleOrder`):
-    /// a clock would tie, since one turn serves many connections at the same `now`.
-    private var idleCount: UInt64 = 0
+    /// Numbers the moments connections of this loop make progress, in order
+    /// (`Connection.progressOrder`): a clock would tie, since one turn serves many connections
+    /// at the same `now`.
+    private var progressCount: UInt64 = 0
 
-    /// The next number for a connection going idle.
-    func nextIdleOrder() -> UInt64 {
-        idleCount &+= 1
-        return idleCount
+    /// The next number for a connection making progress.
+    func nextProgressOrder() -> UInt64 {
+        progressCount &+= 1
+        return progressCount
     }
     var date = DateLine()
     /// Every read of this loop lands here first.
@@ -252,9 +255,10 @@ final class EventLoop: @unchecked Sendable {
         if let counted, !shared.perAddress.open(counted) {
             return reject(fd, .tooManyConnections("too many open connections from this address; retry"))
         }
-        // At the cap, the oldest idle connection makes room: a crowd of silent sockets cannot
+        // At the cap, the connection that made progress longest ago among those idle or stalled
+        // makes room: a crowd of silent sockets, trickled heads or bodies never sent cannot
         // keep out a client that has something to ask.
-        if shared.open.load(ordering: .relaxed) >= configuration.maxConnections, !shedOldestIdle() {
+        if shared.open.load(ordering: .relaxed) >= configuration.maxConnections, !shedOneStalled() {
             if let counted { shared.perAddress.close(counted) }
             return reject(fd, .tooManyConnections("the server has too many open connections; retry"))
         }
@@ -310,7 +314,8 @@ final class EventLoop: @unchecked Sendable {
             tls = session
         }
         // The first head (and TLS handshake) must be in within the header timeout.
-        let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, idleOrder: nextIdleOrder(), firstDeadline: now + configuration.headerTimeout)
+        let connection = Connection(fd: fd, peer: peer, countedAs: counted, tls: tls, progressOrder: nextProgressOrder(), now: now,
+                                    firstDeadline: now + configuration.headerTimeout)
         if Int(fd) >= slots.count { slots.append(contentsOf: repeatElement(nil, count: Int(fd) + 1 - slots.count)) }
         slots[Int(fd)] = Slot(connection: connection, interest: EPOLLIN.rawValue)
         _ = hp_epoll_set(epoll, EPOLL_CTL_ADD, fd, EPOLLIN.rawValue)
@@ -319,11 +324,15 @@ final class EventLoop: @unchecked Sendable {
         if !connection.closed { watch(connection) }
     }
 
-    /// Closes this loop's connection that has been idle longest (between requests, or never
-    /// sent a byte); false if it has none. An O(n) scan, run only at the cap.
-    private func shedOldestIdle() -> Bool {
-        guard let oldest = slots.lazy.compactMap({ $0?.connection }).filter(\.isIdle).min(by: { $0.idleOrder < $1.idleOrder }) else { return false }
-        oldest.close(self)
+    /// Closes this loop's connection that made progress longest ago among those that may be
+    /// shed (`Connection.mayBeShed`: idle, or stalled in any phase); false if it has none. An
+    /// O(n) scan, run only at the cap. Closed without an answer: the peer of a stalled
+    /// request is not reading, or not sending, and an idle one asked nothing.
+    private func shedOneStalled() -> Bool {
+        guard let oldest = slots.lazy.compactMap({ $0?.connection }).filter({ $0.mayBeShed(self) })
+            .min(by: { $0.progressOrder < $1.progressOrder }) else { return false }
+        oldest.shed(self)
+        shared.shed.add(1, ordering: .relaxed)
         return true
     }
 

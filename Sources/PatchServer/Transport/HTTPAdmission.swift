@@ -7,9 +7,11 @@ public enum HTTPAdmission: Sendable {
     /// Answer now. A body the request declares is not read: the connection is closed after
     /// the answer, since the unread bytes cannot be told apart from a next request.
     case answer(HTTPResponse)
-    /// Read a body of at most `limit` bytes (`100 Continue` is sent first if the client
-    /// asked for it), then answer with `finish` of the whole request.
-    case readBody(limit: Int, finish: @Sendable (HTTPRequest) -> HTTPResponse)
+    /// Read a body of at most `limit` bytes, reserved from the body budget as `charge` says
+    /// (`100 Continue` is sent first if the client asked for it), then answer with `finish`
+    /// of the whole request. An anonymous body also has the shorter deadline
+    /// (`HTTPServerConfiguration.anonymousBodyTimeout`).
+    case readBody(limit: Int, charge: BodyCharge, finish: @Sendable (HTTPRequest) -> HTTPResponse)
 }
 
 /// The application side of the transport.
@@ -26,36 +28,13 @@ extension HTTPResponder {
 }
 
 /// A responder that takes every request with a body up to `maxBody`: for tests and small
-/// servers that need no admission rules.
+/// servers that need no admission rules. Nothing is vouched for here, so every body is
+/// anonymous; with no rules there are no shares either, only the anonymous pool.
 struct AcceptingResponder: HTTPResponder {
     let maxBody: Int
     let handler: HTTPServer.Handler
 
-    func admit(_ head: HTTPRequest) -> HTTPAdmission { .readBody(limit: maxBody, finish: handler) }
-}
-
-/// Request-body bytes reserved by every request in flight, across all connections: an upload
-/// reserves its declared length (or its route's limit, when chunked) before a byte is read,
-/// so a crowd of large uploads meets a 503, never an out-of-memory kill.
-final class BodyBudget: Sendable {
-    private let reserved = Atomic<Int>(0)
-    let capacity: Int
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    func reserve(_ bytes: Int) -> Bool {
-        var current = reserved.load(ordering: .relaxed)
-        while true {
-            guard current + bytes <= capacity else { return false }
-            let (done, actual) = reserved.compareExchange(expected: current, desired: current + bytes, ordering: .acquiringAndReleasing)
-            if done { return true }
-            current = actual
-        }
-    }
-
-    func release(_ bytes: Int) { reserved.subtract(bytes, ordering: .relaxed) }
-
-    var inUse: Int { reserved.load(ordering: .relaxed) }
+    func admit(_ head: HTTPRequest) -> HTTPAdmission { .readBody(limit: maxBody, charge: .anonymous(client: nil), finish: handler) }
 }
 
 /// Open connections per client address, so one address cannot take every connection slot.

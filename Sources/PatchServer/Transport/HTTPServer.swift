@@ -9,9 +9,18 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: UInt16 = 8080
     /// Worker threads, each with its own epoll loop.
     public var threads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
-    /// Open connections in all. At the cap a newcomer is admitted by closing the oldest idle
-    /// connection of the worker that accepts it; it is refused only if that worker has none.
+    /// Open connections in all. At the cap a newcomer is admitted by closing the connection of
+    /// the worker that accepts it that has gone longest without progress among those idle or
+    /// stalled (`stallTimeout`), whatever their phase; it is refused only if that worker has none.
     public var maxConnections: Int = 10_000
+    /// A connection with a request in flight (its head or body arriving, its answer going out)
+    /// is stalled once this many seconds have passed since it last made progress: completed a
+    /// step (a head, a body, an answer) or moved another `minProgressBytes` in either
+    /// direction. Only at the cap does it matter: a stalled connection may then be closed for a
+    /// newcomer, as an idle one may. Issue 43, item 3: before, only idle ones could, and 10,000
+    /// heads declaring a body never sent kept every newcomer out.
+    public var stallTimeout: Double = 2
+    public var minProgressBytes: Int = 1024
     /// Open connections per client address (IPv6: per `ipv6Prefix` network, and wider networks
     /// in proportion, see `ConnectionCounter.widerIPv6Networks`); 0 is no limit.
     public var maxConnectionsPerIP: Int = 128
@@ -40,6 +49,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var headerTimeout: Double = 10
     /// Seconds from a request's first byte to the end of its body.
     public var requestTimeout: Double = 60
+    /// Seconds from the end of an anonymous request's head (`BodyCharge.anonymous`) to the end
+    /// of its body, within `requestTimeout`: what a device sends is a few KB, and an anonymous
+    /// body that stalls holds its reservation and its connection only this long.
+    public var anonymousBodyTimeout: Double = 5
     /// Bytes of a request line, and of a whole head (request line and header fields).
     public var maxRequestLineSize: Int = 8 * 1024
     public var maxHeadSize: Int = 32 * 1024
@@ -47,8 +60,21 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxHeaderFields: Int = 100
     /// The body limit of the closure-based server (a responder sets its own per request).
     public var maxBodySize: Int = 11 << 20
-    /// Request-body bytes all requests in flight may reserve together.
+    /// Request-body bytes all requests in flight may reserve together (`BodyBudget`), in two
+    /// pools: `tokenBodyBudget` of it for bodies admitted on a credential, the rest for
+    /// anonymous ones, so no crowd of anonymous uploads can hold back a publish, a halt or an
+    /// approval.
     public var bodyBudget: Int = 64 << 20
+    /// The token pool; nil: half of `bodyBudget`.
+    public var tokenBodyBudget: Int?
+    /// What one holder may reserve of the token pool, so one holder's uploads cannot keep
+    /// another's out; nil: half of the pool.
+    public var tokenBodyShare: Int?
+    /// What one client address (IPv6: its `ipv6Prefix` network) may reserve of the anonymous
+    /// pool; nil: a sixteenth of the pool.
+    public var addressBodyShare: Int?
+    /// What one IPv4 /24 or IPv6 /48 may reserve of the anonymous pool; nil: a quarter of it.
+    public var networkBodyShare: Int?
     /// PEM text of a certificate (chain) and key for HTTPS; nil for plain HTTP.
     public var tlsCertificatePEM: String?
     public var tlsKeyPEM: String?
@@ -56,6 +82,27 @@ public struct HTTPServerConfiguration: Sendable {
     public init() {}
 
     var headLimits: RequestHead.Limits { RequestHead.Limits(requestLine: maxRequestLineSize, head: maxHeadSize, fields: maxHeaderFields) }
+
+    /// The body budget's pools and shares, the unset ones derived from `bodyBudget`.
+    var bodyLimits: BodyBudget.Limits {
+        let token = tokenBodyBudget ?? bodyBudget / 2
+        let anonymous = bodyBudget - token
+        return BodyBudget.Limits(anonymous: anonymous, perAddress: addressBodyShare ?? max(1, anonymous / 16),
+                                 perNetwork: networkBodyShare ?? max(1, anonymous / 4), token: token, perHolder: tokenBodyShare ?? max(1, token / 2))
+    }
+
+    /// Refuses settings that contradict each other: a token pool larger than the whole
+    /// budget, or a share larger than its pool (it would promise what the pool cannot hold).
+    public func validate() throws(HTTPServerError) {
+        let limits = bodyLimits
+        guard bodyBudget > 0, limits.token > 0, limits.anonymous > 0 else {
+            throw HTTPServerError(message: "the token body budget (\(limits.token)) must be more than 0 and less than the body budget (\(bodyBudget))")
+        }
+        for (name, share, pool) in [("per-holder token", limits.perHolder, limits.token), ("per-address", limits.perAddress, limits.anonymous),
+                                    ("per-network", limits.perNetwork, limits.anonymous)] where !(1...pool).contains(share) {
+            throw HTTPServerError(message: "the \(name) body share (\(share)) must be 1 to its pool's \(pool) bytes")
+        }
+    }
 }
 
 public struct HTTPServerError: Error, CustomStringConvertible {
@@ -83,6 +130,7 @@ public final class HTTPServer: Sendable {
     }
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) throws(HTTPServerError) {
+        try configuration.validate()
         var tls: TLSContext?
         switch (configuration.tlsCertificatePEM, configuration.tlsKeyPEM) {
         case (let cert?, let key?): tls = try TLSContext(certificatePEM: cert, keyPEM: key)
@@ -150,8 +198,12 @@ public final class HTTPServer: Sendable {
     /// The most answers one turn of a loop held until its reads were done.
     var mostAnswersHeldInATurn: Int { loops.map { $0.mostAnswersHeld.load(ordering: .relaxed) }.max() ?? 0 }
 
-    /// Request-body bytes reserved right now.
+    /// Request-body bytes reserved right now, in both pools.
     public var bodyBytesReserved: Int { shared.budget.inUse }
+    /// Of them, those reserved by anonymous bodies.
+    var anonymousBodyBytesReserved: Int { shared.budget.inUse(.anonymous) }
+    /// Connections closed at the cap to admit a newcomer.
+    public var connectionsShed: Int { shared.shed.load(ordering: .relaxed) }
 
     deinit { stop(drainTimeout: 0) }
 
