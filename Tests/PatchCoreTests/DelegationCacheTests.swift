@@ -40,16 +40,16 @@ struct DelegationCacheTests {
     }
 
     /// One sync as PatchClient runs it: refresh, then the listing, over a recording fetcher.
-    func sync(_ repo: Repo, _ device: Device, source: MemoryRepository? = nil) async throws -> Sync {
-        let recorder = RecordingFetcher(try source ?? repo.publish())
+    func sync(_ repo: Repo, _ device: Device, now: Date = TestRepository.now) async throws -> Sync {
+        let recorder = RecordingFetcher(try repo.publish())
         let updater = Updater(fetcher: recorder, pinnedRoot: try repo.repo.root(), cache: device.cache)
-        var trusted = try await updater.refresh(now: TestRepository.now)
+        var trusted = try await updater.refresh(now: now)
         let listing = try await updater.listTargets(in: &trusted)
         return Sync(listing: listing, downloaded: Set(recorder.files.keys))
     }
 
-    func syncError(_ repo: Repo, _ device: Device) async throws -> UpdateError? {
-        do { _ = try await sync(repo, device) } catch let error as UpdateError { return error }
+    func syncError(_ repo: Repo, _ device: Device, now: Date = TestRepository.now) async throws -> UpdateError? {
+        do { _ = try await sync(repo, device, now: now) } catch let error as UpdateError { return error }
         return nil
     }
 
@@ -135,6 +135,25 @@ struct DelegationCacheTests {
             #expect(next.listing.found.map(\.path) == [Self.path])
             #expect(device.bytes("staging.json") == genuine)
         }
+    }
+
+    @Test("an expired cached role is not trusted: the pinned version is downloaded again, and refused while the repository's is expired too")
+    func expiredCopyNotTrusted() async throws {
+        let device = try Device()
+        defer { device.discard() }
+        var repo = try Self.staging()
+        repo.bodies["staging"]!.expires = TestRepository.now.addingTimeInterval(86_400)
+        _ = try await sync(repo, device)
+        let later = TestRepository.now.addingTimeInterval(2 * 86_400)
+        #expect(try await syncError(repo, device, now: later) == .verification(.expired(role: "staging", expires: TUFTime.format(repo.bodies["staging"]!.expires))))
+        // Re-signed as version 2 for another year: downloaded and kept.
+        repo.bodies["staging"]!.expires = TestRepository.inAYear
+        repo.bodies["staging"]!.version = 2
+        repo.snapshotVersion = 2
+        let renewed = try await sync(repo, device, now: later)
+        #expect(renewed.downloaded.contains(.metadata("2.staging.json")))
+        #expect(renewed.listing.found.map(\.role) == ["staging"])
+        #expect(try device.bytes("staging.json") == repo.metadataFiles()["2.staging.json"])
     }
 
     @Test("role names that need encoding round-trip through the cache and never leave it",

@@ -11,9 +11,10 @@ public struct TrustedMetadata: Sendable {
     /// Delegated targets roles loaded by the targets search (spec 5.6.7), by role name; only
     /// under the targets trusted now, so emptied whenever `targets` is.
     public private(set) var delegatedTargets: [String: SignedTargets] = [:]
-    /// The version of each delegated role the client's cache held, when its signatures
-    /// verified under its delegator's keys though it was not trusted (not what snapshot pins,
-    /// expired): what a download of the role may not go below. Emptied with `delegatedTargets`.
+    /// The version of each delegated role's copy in the client's cache whose signatures
+    /// verified under its delegator's keys: what a download of the role may not go below,
+    /// even when the copy itself was not trusted (not what snapshot pins, expired). Emptied
+    /// with `delegatedTargets`.
     private var delegatedFloors: [String: Int64] = [:]
     /// The snapshot as it was received, for checking it against a later timestamp's pin
     /// (a re-encoding need not hash the same).
