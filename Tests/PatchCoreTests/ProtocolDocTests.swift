@@ -1,5 +1,5 @@
 import Foundation
-import PatchCore
+@testable import PatchCore
 import PatchSigning
 import Testing
 
@@ -84,6 +84,7 @@ enum ProtocolDoc {
         "target": ["channel", "appVersion", "patch", "rollout", "published", "plaintext-hex", "message", "promoted-channel", "promoted-patch",
                    "device-salt", "device", "os-min", "os-max", "admits", "refuses", "path", "hash", "served-path", "custom"],
         "target-refused": ["path", "custom"],
+        "role-file-name": ["role", "quoted", "cached"],
         "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
     ]
 
@@ -187,7 +188,8 @@ struct ProtocolDocTests {
         }
         // Deleting vectors must not make the suite pass vacuously.
         let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "tuf-key": 3, "hashes": 4, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
-                       "app-names": 1, "app-versions": 1, "example-repository": 1, "channel-names": 1, "target": 3, "target-refused": 1]
+                       "app-names": 1, "app-versions": 1, "example-repository": 1, "channel-names": 1, "target": 3, "target-refused": 1,
+                       "role-file-name": 1]
         for (kind, count) in minimum {
             let found = vectors.filter { $0.kind == kind }.count
             #expect(found >= count, "docs/PROTOCOL.md has \(found) \(kind) vector(s), expected at least \(count)")
@@ -347,6 +349,16 @@ struct ProtocolDocTests {
         for name in vector.values("valid") { #expect((try? ChannelName(name)) != nil, "\(name) is a valid channel name") }
         for name in vector.values("invalid") {
             #expect(throws: ValidationError.self, "\(name) is not a valid channel name") { try ChannelName(name) }
+        }
+    }
+
+    @Test("delegated role names: the URL's file name and the client cache's", arguments: try ProtocolDoc.vectors(kind: "role-file-name"))
+    func roleFileNames(_ vector: DocVector) {
+        let (roles, quoted, cached) = (vector.values("role"), vector.values("quoted"), vector.values("cached"))
+        #expect(!roles.isEmpty && quoted.count == roles.count && cached.count == roles.count, "\(vector.testDescription): role, quoted, cached in threes")
+        for (role, (url, file)) in zip(roles, zip(quoted, cached)) {
+            #expect(RoleFileName.quoted(role) == url, "the URL name of \(role)")
+            #expect(RoleFileName.cached(role) == file, "the cache's name of \(role)")
         }
     }
 

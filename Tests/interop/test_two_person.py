@@ -425,6 +425,20 @@ def test_qa_role_rolled_back_to_an_older_version_is_refused(repo, http_server, t
     synced = ours()
     assert synced.rc == 0, synced.stdout + synced.stderr
     assert json.loads(synced.stdout)["patch"] == 3, synced.stdout
+    # Both clients keep the delegated role they verified as qa.json beside the top-level
+    # roles (ours: issue 44, part 3), the bytes as served.
+    kept = cache / APP / "metadata"
+    qa_kept = kept / "qa.json"
+    names = {p.name for p in kept.iterdir()}
+    assert {"timestamp.json", "snapshot.json", "targets.json", "qa.json"} <= names, names
+    assert all(n.split(".", 1)[0].isdigit() and n.endswith(".root.json") for n in names - {"timestamp.json", "snapshot.json", "targets.json", "qa.json"}), names
+    assert qa_kept.read_bytes() == (md / "3.qa.json").read_bytes()
+    assert (device / "qa.json").read_bytes() == qa_kept.read_bytes(), "python-tuf keeps the same file under the same name"
+    # Nothing changed: the next sync reads qa.json from the cache, no download rewrites it.
+    inode = qa_kept.stat().st_ino
+    again = ours()
+    assert json.loads(again.stdout)["outcome"] == "unchanged", again.stdout + again.stderr
+    assert qa_kept.stat().st_ino == inode, "qa.json was downloaded and written again"
 
     # The attacker kept what was served then: qa.json version 2 and the bundle it lists.
     (md / "2.qa.json").write_bytes(repo["old_qa"].to_bytes())
@@ -441,6 +455,7 @@ def test_qa_role_rolled_back_to_an_older_version_is_refused(repo, http_server, t
     refused = ours()
     assert json.loads(refused.stdout)["outcome"] == "failed"
     assert_cli_error(refused, 1, "qa.json metadata version 2 is older than the trusted version 3 (rollback)")
+    assert qa_kept.read_bytes() == (md / "3.qa.json").read_bytes(), "the trusted role stays cached"
 
 
 def test_a_channel_is_delegated_after_the_rule_landed(workspace):

@@ -1,9 +1,12 @@
 import Foundation
 
-/// The client's copy of the metadata it trusted (`{cache}/{app}/metadata/`). Being on disk
-/// makes nothing trusted: `Updater` checks every file it reads here again, from the pinned
-/// root on, exactly as if it had just been downloaded. Writes are atomic but not fsynced: a
-/// file lost to a power cut is fetched again, one that no longer verifies is not used.
+/// The client's copy of the metadata it trusted (`{cache}/{app}/metadata/`): `N.root.json`
+/// past the pinned root, `timestamp.json`, `snapshot.json`, `targets.json`, and each delegated
+/// role the targets search loaded under `RoleFileName.cached` (`qa.json`, `a%2Fb.json`), a
+/// name that never leaves this directory nor is a top-level file's. Being on disk makes
+/// nothing trusted: `Updater` checks every file it reads here again, from the pinned root on,
+/// exactly as if it had just been downloaded. Writes are atomic but not fsynced: a file lost
+/// to a power cut is fetched again, one that no longer verifies is not used.
 public struct MetadataCache: Sendable {
     public let directory: URL
 

@@ -140,8 +140,10 @@ extension Updater {
     }
 
     /// A targets role for the walk: top-level targets as `refresh` left them; a delegated
-    /// role as loaded before (checked against this delegator's keys), or else downloaded as
-    /// `{V}.{role}.json`, V from snapshot, the name percent-encoded as python-tuf does.
+    /// role as loaded before (checked against this delegator's keys); else the cache's copy
+    /// when it is what snapshot pins now (spec 5.6.7 through python-tuf's `_load_targets`:
+    /// an unchanged role costs no request); else downloaded as `{V}.{role}.json`, V from
+    /// snapshot, and kept in the cache once it verifies.
     private func loadTargetsRole(_ step: DelegationWalk.Step, _ trusted: inout TrustedMetadata) async throws(UpdateError) -> TargetsBody {
         if step.role == Role.targets.rawValue {
             guard let targets = trusted.targets else { throw .verification(.missingRole("targets")) }
@@ -154,33 +156,22 @@ extension Updater {
         guard let version = trusted.snapshot?.body.meta["\(step.role).json"]?.version else {
             throw .verification(.malformed(role: "snapshot", reason: "no \(step.role.debugSanitized).json for a delegated role"))
         }
-        let file = RepositoryFile.metadata("\(version).\(Self.fileName(role: step.role)).json")
+        let cachedName = RoleFileName.cached(step.role)
+        // A copy that fails its checks is passed over (the download replaces it); one that
+        // still verifies under the delegator's keys stays the floor the download is held to.
+        if let bytes = cache?.read(cachedName, limit: limits.targets),
+           let current = try? trusted.loadCachedDelegatedTargets(bytes, role: step.role, delegator: step.delegator) {
+            return current.body
+        }
+        let file = RepositoryFile.metadata("\(version).\(RoleFileName.quoted(step.role)).json")
         let answer = try await download(file, limit: min(trusted.delegatedTargetsLengthLimit(step.role), limits.targets))
         try expectOK(answer, file)
-        return try verified { () throws(TUFError) in
-            try trusted.updateDelegatedTargets(answer.body, role: step.role, delegator: step.delegator).body
+        let role = try verified { () throws(TUFError) in
+            try trusted.updateDelegatedTargets(answer.body, role: step.role, delegator: step.delegator)
         }
+        try cache?.write(cachedName, answer.body)
+        return role.body
     }
-
-    /// A role name as a file name: every byte but ASCII letters, digits and `_.-~`
-    /// percent-encoded (Python's `urllib.parse.quote(name, "")`), so `a/b` is `a%2Fb`.
-    static func fileName(role: String) -> String {
-        var out = ""
-        for byte in role.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return out
-    }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
 
 extension DelegationWalk.Step: Hashable {}

@@ -11,6 +11,11 @@ public struct TrustedMetadata: Sendable {
     /// Delegated targets roles loaded by the targets search (spec 5.6.7), by role name; only
     /// under the targets trusted now, so emptied whenever `targets` is.
     public private(set) var delegatedTargets: [String: SignedTargets] = [:]
+    /// The version of each delegated role's copy in the client's cache whose signatures
+    /// verified under its delegator's keys: what a download of the role may not go below,
+    /// even when the copy itself was not trusted (not what snapshot pins, expired). Emptied
+    /// with `delegatedTargets`.
+    private var delegatedFloors: [String: Int64] = [:]
     /// The snapshot as it was received, for checking it against a later timestamp's pin
     /// (a re-encoding need not hash the same).
     private var snapshotBytes: [UInt8]?
@@ -173,33 +178,33 @@ public struct TrustedMetadata: Sendable {
         guard allowExpired || !new.body.isExpired(at: referenceTime) else { throw .expired(role: "targets", expires: TUFTime.format(new.body.expires)) }
         targets = new
         delegatedTargets = [:]
+        delegatedFloors = [:]
     }
 
     private mutating func dropTargets() {
         targets = nil
         delegatedTargets = [:]
+        delegatedFloors = [:]
     }
 
     /// Spec 5.6.7's step for one delegated role, as for targets: pinned by snapshot
     /// `meta["{role}.json"]` (version, and length and hashes where given), signed by a
-    /// threshold of the keys `delegator` (a targets role already trusted) lists for it, not
-    /// expired. A role reached again from another delegator is checked against that
-    /// delegator's keys too, so each delegator's word holds for its own delegation.
+    /// threshold of the keys `delegator` (a targets role already trusted) lists for it, never
+    /// below a version trusted before (loaded, or the cache's floor), not expired. A role
+    /// reached again from another delegator is checked against that delegator's keys too, so
+    /// each delegator's word holds for its own delegation.
     @discardableResult
     public mutating func updateDelegatedTargets(_ bytes: [UInt8], role: String, delegator: String) throws(TUFError) -> SignedTargets {
         guard let snapshot, hasFinalSnapshot else { throw .missingRole("snapshot") }
-        guard let parent = targetsRole(delegator) else { throw .missingRole(delegator) }
-        guard let (keys, threshold) = parent.body.delegations?.verifier(for: role) else {
-            throw .malformed(role: delegator, reason: "it delegates nothing to \(role.debugSanitized)")
-        }
+        let (keys, threshold) = try delegatedVerifier(role, delegator: delegator)
         guard let pin = snapshot.body.meta["\(role).json"] else {
             throw .malformed(role: "snapshot", reason: "no \(role.debugSanitized).json for a delegated role")
         }
         try check(bytes, against: pin, what: "\(role) metadata")
         let new = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
         try new.verify(role: role, keys: keys, threshold: threshold)
-        if let old = delegatedTargets[role], new.body.version < old.body.version {
-            throw .rollback(role: role, trusted: old.body.version, offered: new.body.version)
+        if let floor = [delegatedTargets[role]?.body.version, delegatedFloors[role]].compactMap({ $0 }).max(), new.body.version < floor {
+            throw .rollback(role: role, trusted: floor, offered: new.body.version)
         }
         guard new.body.version == pin.version else { throw .versionMismatch(role: role, expected: pin.version, got: new.body.version) }
         guard !new.body.isExpired(at: referenceTime) else { throw .expired(role: role, expires: TUFTime.format(new.body.expires)) }
@@ -207,15 +212,40 @@ public struct TrustedMetadata: Sendable {
         return new
     }
 
+    /// A delegated role from the client's cache, as python-tuf's `_load_targets` tries its
+    /// local file before a download. Thrown when its signatures do not verify under
+    /// `delegator`'s keys for it (edited, or signed by keys the delegator no longer lists):
+    /// then it counts for nothing. Otherwise its version becomes the floor for the role's
+    /// download, and it is trusted (returned) when it passes every check of
+    /// `updateDelegatedTargets`; nil when it is not what snapshot pins now, or expired.
+    /// The floor is more than python-tuf keeps: snapshot's rule already holds a role's version
+    /// up, but only while the cached snapshot verifies, and a snapshot key rotation (or a
+    /// cache restored in part) loses it.
+    public mutating func loadCachedDelegatedTargets(_ bytes: [UInt8], role: String, delegator: String) throws(TUFError) -> SignedTargets? {
+        guard hasFinalSnapshot else { throw .missingRole("snapshot") }
+        let (keys, threshold) = try delegatedVerifier(role, delegator: delegator)
+        let cached = try SignedTargets(bytes: bytes, maxLength: Self.maxTargetsLength)
+        try cached.verify(role: role, keys: keys, threshold: threshold)
+        delegatedFloors[role] = max(delegatedFloors[role] ?? cached.body.version, cached.body.version)
+        return try? updateDelegatedTargets(bytes, role: role, delegator: delegator)
+    }
+
     /// The delegated role `role` as loaded earlier, checked against `delegator`'s keys for
     /// it (the role may have been loaded through another delegator); nil when not loaded.
     public func loadedDelegatedTargets(_ role: String, delegator: String) throws(TUFError) -> SignedTargets? {
         guard let loaded = delegatedTargets[role] else { return nil }
-        guard let (keys, threshold) = targetsRole(delegator)?.body.delegations?.verifier(for: role) else {
-            throw .malformed(role: delegator, reason: "it delegates nothing to \(role.debugSanitized)")
-        }
+        let (keys, threshold) = try delegatedVerifier(role, delegator: delegator)
         try loaded.verify(role: role, keys: keys, threshold: threshold)
         return loaded
+    }
+
+    /// The keys and threshold `delegator` (a targets role trusted now) lists for `role`.
+    private func delegatedVerifier(_ role: String, delegator: String) throws(TUFError) -> (keys: [TUFKey], threshold: Int) {
+        guard let parent = targetsRole(delegator) else { throw .missingRole(delegator) }
+        guard let verifier = parent.body.delegations?.verifier(for: role) else {
+            throw .malformed(role: delegator, reason: "it delegates nothing to \(role.debugSanitized)")
+        }
+        return verifier
     }
 
     /// A targets role trusted now: `targets`, or a delegated role the search loaded.
