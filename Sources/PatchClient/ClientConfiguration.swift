@@ -7,6 +7,10 @@ public struct ClientConfiguration: Sendable {
     public var server: URL
     public var app: AppName
     public var appVersion: AppVersion
+    /// The installation's identifier: picks its rollout buckets and its allow-list entries,
+    /// and names it in reports. Not a secret: what keeps its check interval its own is the
+    /// random `X-Device-Secret` the client makes once and keeps in the cache directory
+    /// (`{cache}/{app}/device-secret`).
     public var deviceID: String
     /// The bytes of the `1.root.json` the app ships.
     public var trustedRoot: Data
@@ -87,6 +91,8 @@ public struct ClientConfiguration: Sendable {
     var stateURL: URL { ClientPaths(self).stateURL }
     /// `{cache}/{app}/reports.json`: events not yet accepted by the server, for every app version.
     var reportsURL: URL { ClientPaths(self).reportsURL }
+    /// `{cache}/{app}/device-secret`: the installation's `X-Device-Secret`, for every app version.
+    var secretURL: URL { ClientPaths(self).secretURL }
 }
 
 /// `ClientConfiguration`'s file locations, worked out once for a client (PatchClient.paths).
@@ -95,7 +101,7 @@ public struct ClientConfiguration: Sendable {
 /// instructions on Linux, and the bench builds a client per sync (issue 23). The URLs are made
 /// with `isDirectory` given, so none stats the disk.
 struct ClientPaths: Sendable {
-    let appPath, metadataPath, versionPath, scriptPath, goodScriptPath, statePath, reportsPath: String
+    let appPath, metadataPath, versionPath, scriptPath, goodScriptPath, statePath, reportsPath, secretPath: String
 
     init(_ configuration: ClientConfiguration) {
         var cache = configuration.cacheDirectory.path
@@ -107,6 +113,7 @@ struct ClientPaths: Sendable {
         goodScriptPath = versionPath + "/good.js"
         statePath = versionPath + "/state.json"
         reportsPath = appPath + "/reports.json"
+        secretPath = appPath + "/device-secret"
     }
 
     var appDirectory: URL { URL(fileURLWithPath: appPath, isDirectory: true) }
@@ -116,6 +123,7 @@ struct ClientPaths: Sendable {
     var goodScriptURL: URL { URL(fileURLWithPath: goodScriptPath, isDirectory: false) }
     var stateURL: URL { URL(fileURLWithPath: statePath, isDirectory: false) }
     var reportsURL: URL { URL(fileURLWithPath: reportsPath, isDirectory: false) }
+    var secretURL: URL { URL(fileURLWithPath: secretPath, isDirectory: false) }
 }
 
 /// Why a sync failed. The installed patch is untouched whenever one of these is reported.

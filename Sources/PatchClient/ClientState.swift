@@ -114,6 +114,37 @@ enum CacheFiles {
         return path[...slash] + "last-check"
     }
 
+    /// The installation's `X-Device-Secret` at `path` (`{cache}/{app}/device-secret`), made
+    /// the first time: 256 random bits, written whole and fsynced under a temporary name, then
+    /// linked into place, which refuses to replace a file there. So two clients of one install
+    /// (two app versions, two processes) that both find none agree on the first one linked;
+    /// the loser reads the winner's. A file that does not hold a secret (edited, or from
+    /// something else) is replaced. Kept for every app version: an app update is the same
+    /// installation and keeps its slot.
+    static func deviceSecret(atPath path: String) throws(PatchClientError) -> DeviceSecret {
+        if let kept = loadSecret(path) { return kept }
+        let made = DeviceSecret.generate()
+        let bytes = Array((made.rawValue + "\n").utf8)
+        do {
+            try DurableFile.makeDirectories(atPath: DurableFile.directory(of: path))
+            try DurableFile.create(URL(fileURLWithPath: path, isDirectory: false), with: bytes, mode: 0o600)
+            return made
+        } catch {
+            if let kept = loadSecret(path) { return kept }
+            guard access(path, F_OK) == 0 else { throw .storage(error.message) }
+        }
+        do { try DurableFile.replace(atPath: path, with: bytes, mode: 0o600) } catch { throw .storage(error.message) }
+        return made
+    }
+
+    /// The secret in the file at `path`, nil when it is missing or does not hold one.
+    private static func loadSecret(_ path: String) -> DeviceSecret? {
+        guard let bytes = FileContents.read(atPath: path, limit: 256) else { return nil }
+        var text = Substring(String(decoding: bytes, as: UTF8.self))
+        if text.last == "\n" { text.removeLast() }
+        return try? DeviceSecret(String(text))
+    }
+
     /// The time in `last-check`; nil when missing or not a finite number (then state.json's counts).
     static func loadCheck(_ path: String) -> Double? {
         guard let bytes = FileContents.read(atPath: path, limit: 64) else { return nil }

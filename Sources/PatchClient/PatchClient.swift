@@ -38,6 +38,9 @@ public actor PatchClient {
     /// The timestamp version a push announced (handlePush), sent once with the next check's
     /// timestamp request as `X-Push-Timestamp`, so patchd lets it through the interval.
     var pushAnnounced: Int64?
+    /// The installation's `X-Device-Secret`, read (or made) by the first sync that asks the
+    /// server, then kept: later syncs of this client do not read the file again.
+    private var secret: DeviceSecret?
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
@@ -150,6 +153,10 @@ public actor PatchClient {
         }
         askedServer = true
         var refresher = updater
+        // With the timestamp request only, where patchd meters the device: its interval and
+        // the check a revoke or a push grants it are then its own, not spendable by whoever
+        // knows its ID (docs/PROTOCOL.md, Throttling).
+        refresher.timestampHeaders[DeviceSecret.header] = try installationSecret().rawValue
         if let announced = pushAnnounced {
             refresher.timestampHeaders["X-Push-Timestamp"] = String(announced)
             pushAnnounced = nil
@@ -172,6 +179,13 @@ public actor PatchClient {
             throw Self.clientError(error)
         }
         return try await apply(listing.found, now: now)
+    }
+
+    private func installationSecret() throws(PatchClientError) -> DeviceSecret {
+        if let secret { return secret }
+        let kept = try CacheFiles.deviceSecret(atPath: paths.secretPath)
+        secret = kept
+        return kept
     }
 
     /// The updater's errors as this API has always named them (metadata by file name, targets by URL).

@@ -60,9 +60,10 @@ struct ReportTests {
         }
         #expect(Set(try Self.ids(post)).count == 2, "each event has its own ID")
         #expect(client.pendingReports.isEmpty, "a 202 takes the events off the queue")
-        // The queue is `{cache}/{app}/reports.json`, written by rename: no temporary file is left.
+        // The queue is `{cache}/{app}/reports.json`, written by rename, beside the install's
+        // secret, linked into place: no temporary file is left.
         let entries = try FileManager.default.contentsOfDirectory(atPath: client.configuration.appDirectory.path).sorted()
-        #expect(entries == ["2.3", "metadata", "reports.json"])
+        #expect(entries == ["2.3", "device-secret", "metadata", "reports.json"])
     }
 
     @Test("the bundle download names the device; the receipt it brings back rides on every event about the patch, across a restart; a malformed one is not kept")

@@ -130,7 +130,16 @@ def test_the_check_documents_its_headers(spec):
     throttled = resolve(spec, check["responses"]["429"])
     assert "Retry-After" in throttled["headers"]
     headers = {p["name"] for p in resolved_parameters(spec, "", check) if p["in"] == "header"}
-    assert {"X-Device-ID", "If-None-Match"} <= headers
+    assert {"X-Device-ID", "X-Device-Secret", "If-None-Match"} <= headers
+
+
+def test_every_metered_route_documents_the_device_secret(spec):
+    """The routes that meter a device by its ID also take its X-Device-Secret (issue 43, item 4)."""
+    for path in ["/v1/apps/{app}/versions/{appVersion}/patch", "/v1/apps/{app}/metadata/{file}", "/jspatch/{app}/{appVersion}/latest"]:
+        operation = spec["paths"][path]["get"]
+        headers = {p["name"]: p for p in resolved_parameters(spec, "", operation) if p["in"] == "header"}
+        assert {"X-Device-ID", "X-Device-Secret"} <= set(headers), path
+        assert headers["X-Device-Secret"]["schema"]["pattern"] == "^[A-Za-z0-9_-]{32,128}$"
 
 
 # MARK: Patterns and examples

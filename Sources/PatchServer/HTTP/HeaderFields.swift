@@ -158,7 +158,7 @@ struct HeaderFields: Sendable, RandomAccessCollection {
 /// At most 16 (the index is a `SIMD16`).
 enum KnownField: Int, CaseIterable, Sendable {
     case host, contentLength, transferEncoding, expect, connection, forwardedFor
-    case ifNoneMatch, deviceID, osVersion, wantReceipt, pushTimestamp, appVersion, channel
+    case ifNoneMatch, deviceID, deviceSecret, osVersion, wantReceipt, pushTimestamp, appVersion, channel
 
     /// The name, lowercased.
     var name: String { String(describing: staticName) }
@@ -173,6 +173,7 @@ enum KnownField: Int, CaseIterable, Sendable {
         case .forwardedFor: return "x-forwarded-for"
         case .ifNoneMatch: return "if-none-match"
         case .deviceID: return "x-device-id"
+        case .deviceSecret: return "x-device-secret"
         case .osVersion: return "x-os-version"
         case .wantReceipt: return "x-want-receipt"
         case .pushTimestamp: return "x-push-timestamp"
@@ -194,7 +195,7 @@ enum KnownField: Int, CaseIterable, Sendable {
         case 12: candidates = (.osVersion, nil)
         case 13: candidates = (.ifNoneMatch, .appVersion)
         case 14: candidates = (.contentLength, .wantReceipt)
-        case 15: candidates = (.forwardedFor, nil)
+        case 15: candidates = (.forwardedFor, .deviceSecret)
         case 16: candidates = (.pushTimestamp, nil)
         case 17: candidates = (.transferEncoding, nil)
         default: return nil

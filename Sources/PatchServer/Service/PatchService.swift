@@ -300,17 +300,30 @@ public final class PatchService: HTTPResponder {
         return device
     }
 
-    /// The per-device minimum interval, applied to checks that carry X-Device-ID.
+    /// The request's X-Device-Secret, if any (`DeviceSecret`: 32 to 128 characters of
+    /// A–Z a–z 0–9 - _, sent once), checked wherever X-Device-ID is on the check path. It only
+    /// ever picks the device's throttle slot; without X-Device-ID there is no slot to pick,
+    /// and it changes nothing.
+    static func deviceSecret(_ request: HTTPRequest) throws(HTTPError) -> DeviceSecret? {
+        guard let (raw, repeated) = request.singleHeader(.deviceSecret) else { return nil }
+        guard !repeated else { throw .badRequest("\(DeviceSecret.header) must be sent once") }
+        do { return try DeviceSecret(raw) } catch { throw error.httpError }
+    }
+
+    /// The per-device minimum interval, applied to checks that carry X-Device-ID, in the
+    /// slot of the device ID and its X-Device-Secret (`DeviceThrottle`): a request naming a
+    /// device without its secret spends none of that device's checks.
     /// `scope`: the app version and channel the check is for, when the route or the request
     /// says (`X-App-Version`, `X-Channel` on timestamp.json); it picks which revoke lifts the
     /// interval (DeviceThrottle.lift). Returns the device ID it read (`deviceID`), for the
-    /// caller's rules of the same request.
+    /// caller's rules of the same request: rollout buckets and allow-lists stay on the ID.
     @discardableResult
     func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) -> String? {
         let declared = scope == nil ? try PatchService.declaredScope(request) : nil
+        let secret = try PatchService.deviceSecret(request)
         guard let device = try deviceID(request) else { return nil }
         let scope = scope ?? declared
-        if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, interval: catalog.rules.minInterval,
+        if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, secret: secret, interval: catalog.rules.minInterval,
                                                      scope: scope.map { ($0.appVersion, $0.channel.rawValue) },
                                                      announced: try PatchService.pushAnnounced(request)) {
             // Scoped to the device: its interval, which a revoke lifts (a forced check may try).
@@ -332,6 +345,7 @@ public final class PatchService: HTTPResponder {
     /// timestamp.json (a client sends the same headers on every metadata fetch).
     func checkMetadataHeaders(_ request: HTTPRequest) throws(HTTPError) {
         _ = try deviceID(request)
+        _ = try PatchService.deviceSecret(request)
         _ = try PatchService.declaredScope(request)
     }
 

@@ -1,10 +1,18 @@
 import Foundation
+import PatchCore
 import Synchronization
 
 /// The minimum refetch interval per device. Each device is one 64-bit key (a keyed hash of
-/// app and device ID, so IDs are not kept and an attacker cannot aim collisions) mapped to
-/// the second it may check again. Entries expire after the interval; memory is bounded by
-/// `capacity` (about 30 bytes an entry: one million devices take ~30 MB).
+/// app, device ID and the device's secret when it sends one, so IDs are not kept and an
+/// attacker cannot aim collisions) mapped to the second it may check again. Entries expire
+/// after the interval; memory is bounded by `capacity` (about 30 bytes an entry: one million
+/// devices take ~30 MB).
+///
+/// The secret (`X-Device-Secret`, `DeviceSecret`) is what makes a device's slot its own: the
+/// ID alone is known to others, and a request naming it without the secret lands in another
+/// slot, so it spends neither the device's interval nor the one check a lift or a push grants
+/// it (issue 43, item 4). Nothing is stored to bind a secret to an ID: a made-up pair costs
+/// one entry, as a made-up ID always did.
 public final class DeviceThrottle: Sendable {
     public enum Decision: Equatable, Sendable {
         case allowed
@@ -61,11 +69,14 @@ public final class DeviceThrottle: Sendable {
         return UInt32(truncatingIfNeeded: now.tv_sec)
     }
 
-    private func key(app: String, device: String) -> UInt64 {
+    /// `secret` nil (a client that sends none: python-tuf, older apps) is a slot of its own,
+    /// never the slot of any secret (Hasher marks an absent optional apart from every value).
+    private func key(app: String, device: String, secret: DeviceSecret?) -> UInt64 {
         var hasher = Hasher()
         hasher.combine(seed.0)
         hasher.combine(app)
         hasher.combine(device)
+        hasher.combine(secret?.rawValue)
         hasher.combine(seed.1)
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
@@ -103,15 +114,16 @@ public final class DeviceThrottle: Sendable {
         timestamps.withLock { $0[app]?.first { $0.version >= announced }?.since }
     }
 
-    /// Records a check by `device` and says whether it was allowed. A refused check does
-    /// not extend the wait: the device may retry exactly when Retry-After says. `scope`
-    /// (app version and channel, when the request says them) picks the lift that applies.
-    /// `announced`: the timestamp version a push named (`X-Push-Timestamp`), lifting the
-    /// interval as a revoke does when the device's last check predates it.
-    public func check(app: String, device: String, interval: Int, scope: (appVersion: String, channel: String)? = nil,
-                      announced: Int64? = nil) -> Decision {
+    /// Records a check by `device` (with its `secret`, when it sent one) and says whether it
+    /// was allowed. A refused check does not extend the wait: the device may retry exactly
+    /// when Retry-After says. `scope` (app version and channel, when the request says them)
+    /// picks the lift that applies. `announced`: the timestamp version a push named
+    /// (`X-Push-Timestamp`), lifting the interval as a revoke does when the device's last
+    /// check predates it.
+    public func check(app: String, device: String, secret: DeviceSecret? = nil, interval: Int,
+                      scope: (appVersion: String, channel: String)? = nil, announced: Int64? = nil) -> Decision {
         guard interval > 0 else { return .allowed }
-        let key = key(app: app, device: device)
+        let key = key(app: app, device: device, secret: secret)
         let now = clock()
         let perShard = self.perShard
         return shards[Int(key % UInt64(DeviceThrottle.shardCount))].withLock { shard in
