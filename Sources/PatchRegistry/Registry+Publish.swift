@@ -58,7 +58,7 @@ extension Registry {
 
     /// `publish` to every version `selector` names (issue 44), as one change: a list is taken as
     /// given; a range or wildcard expands now to the versions the registry knows of
-    /// (`knownVersions`), and an empty expansion is refused with nothing written. Each version
+    /// (`knownVersions`), and an empty expansion is refused (`notFound`) with nothing written. Each version
     /// gets the next patch of its own sequence, all in one transaction with one targets version
     /// and one `patch.publish` event that lists them (`patch_sets` keeps them together for
     /// `status`); the signed layout is the one a publish to each would make, so devices see
@@ -136,7 +136,8 @@ extension Registry {
         guard !versions.isEmpty else {
             let shown = known.isEmpty ? "it knows of none (no patches, and no device checked in the last \(Registry.askedVersionsDays) days)"
                 : "it knows of \(VersionWarning.list(known.suffix(VersionWarning.shown).map(\.rawValue)))\(known.count > VersionWarning.shown ? " and \(known.count - VersionWarning.shown) older" : "")"
-            throw .invalidInput("\(selector) matches no version of \(app): \(shown). Nothing was published")
+            // Not found, as an unknown app is: the selector is well formed, the versions are not there.
+            throw .notFound("\(selector) matches no version of \(app): \(shown). Nothing was published")
         }
         guard versions.count <= Registry.maxVersionsPerPublish else {
             throw .invalidInput("\(selector) names \(versions.count) versions of \(app); one publish makes at most \(Registry.maxVersionsPerPublish). Nothing was published")
