@@ -68,6 +68,7 @@ extension Registry {
     /// refusal (`unconfirmed`) names the expansion. A version no device checked for in the last
     /// `askedVersionsDays` days, while devices ask for others, is a `warning` in the answer;
     /// with `strictVersion` it (or no device asking for anything) refuses the publish.
+    /// `expectLive` (`--expect-patch`) must hold for each version.
     public func publish(app name: AppName, versions selector: VersionSelector, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false,
                         strictVersion: Bool = false, expectLive: Int? = nil, dryRun: Bool = false, confirmed: Bool = true,
@@ -83,7 +84,7 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let plaintext = BundleDigests(of: bundle)
         let asked = try askedVersionRows(app: name, now: now)
-        let versions = try targetVersions(selector, app: name, expectLive: expectLive, now: now)
+        let versions = try targetVersions(selector, app: name, now: now)
         let warning = VersionWarning(versions: versions, asked: asked, strict: strictVersion)
         if selector.single == nil, !confirmed, !dryRun {
             let named = selector.expands ? "what \(selector) names now" : "as listed"
@@ -99,7 +100,8 @@ extension Registry {
             // leaves both or neither. Without it, an undeclared channel is refused here.
             let app = try self.app(name, declaring: newChannel ? [] : [channel])
             if newChannel { _ = try addChannel(channel, app: name, actor: actor, now: now) }
-            try requireLive(expectLive, app: name, appVersion: versions[0], channel: channel)
+            // With several versions, each must serve `expectLive` (0: a first fix for all of them).
+            for version in versions { try requireLive(expectLive, app: name, appVersion: version, channel: channel) }
             if strictVersion, let warning { throw RegistryError.conflict("\(warning.message): nothing was published (--strict-version)") }
             for version in versions {
                 // Only unconditional patches count as "the same release": a script sent to test
@@ -123,13 +125,9 @@ extension Registry {
     }
 
     /// The versions a publish makes patches for: one exact version as it is; anything else
-    /// expanded against the app's known versions, refused when it names none or too many, or
-    /// with `expectLive` (which names the patch of one version).
-    private func targetVersions(_ selector: VersionSelector, app: AppName, expectLive: Int?, now: Date) throws(RegistryError) -> [AppVersion] {
+    /// expanded against the app's known versions, refused when it names none or too many.
+    private func targetVersions(_ selector: VersionSelector, app: AppName, now: Date) throws(RegistryError) -> [AppVersion] {
         if let single = selector.single { return [single] }
-        if expectLive != nil {
-            throw .invalidCall("expectPatch names the live patch of one version; publish to one version to use it (\(selector) names several)")
-        }
         _ = try self.app(app)
         let known = selector.expands ? try knownVersions(app: app, now: now) : []
         let versions = selector.expand(known: known)

@@ -70,7 +70,7 @@ struct VersionPublishTests {
         #expect(try t.registry.knownVersions(app: app, now: later).map(\.rawValue) == ["2.2"])
     }
 
-    @Test("an empty expansion, a malformed selector or expectPatch with several versions is refused and changes nothing")
+    @Test("an empty expansion, a malformed selector or an expectPatch one of the versions does not serve is refused and changes nothing")
     func refusals() throws {
         let (t, app) = try fleet()
         let before = try t.snapshot()
@@ -86,8 +86,15 @@ struct VersionPublishTests {
             guard case RegistryError.invalidCall(let message) = error else { return false }
             return message.hasPrefix("invalid app version selector \"~2.3\"")
         }
-        #expect(throws: RegistryError.self) { _ = try publish(t, app, "2.3.*", expectLive: 0) }
+        // expectPatch holds for each version: none of 2.3.* serves patch 1.
+        #expect {
+            _ = try publish(t, app, "2.3.*", expectLive: 1)
+        } throws: { error in
+            guard case RegistryError.conflict(let message) = error else { return false }
+            return message.contains("demo 2.3 production serves no patch now, not patch 1")
+        }
         #expect(try t.snapshot() == before)
+        #expect(try publish(t, app, "2.3.*", dryRun: true, expectLive: 0).patches.count == 3)
     }
 
     @Test("several versions need confirming (the refusal names them); a dry run shows them without, and keeps nothing")
