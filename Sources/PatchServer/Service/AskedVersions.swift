@@ -114,7 +114,7 @@ public final class AskedVersions: Sendable {
         }
     }
 
-    /// The apps with a table (for tests and /metrics).
+    /// How many versions `app` counts exactly and as newcomers now (tests).
     func entries(app: String) -> (established: Int, newcomers: Int) {
         shard(app).withLock { tallies in (tallies[app]?.established.count ?? 0, tallies[app]?.newcomers.count ?? 0) }
     }
