@@ -109,6 +109,8 @@ export const api = {
   apps: () => call("listApps"),
   status: app => call("appStatus", { app }),
   patches: app => call("listPatches", { app }),
+  /** The app versions devices checked for in the last 30 days, the most asked first. */
+  versions: app => call("listAppVersions", { app }),
   stats: (app, hours = 168) => call("appStats", { app }, { query: { hours } }),
   script: (app, version, patch) => call("patchScript", patchOf(app, version, patch), { text: true }),
   /** A metadata file of the app's TUF repository (public, no token). */

@@ -32,6 +32,7 @@ export const operations = Object.freeze({
   resumePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume", scope: "publisher" }),
   createChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/channels", scope: "publisher" }),
   listChannels: Object.freeze({ method: "GET", path: "/v1/apps/{app}/channels", scope: "auditor" }),
+  listAppVersions: Object.freeze({ method: "GET", path: "/v1/apps/{app}/versions", scope: "auditor" }),
   getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
@@ -55,18 +56,20 @@ export const operations = Object.freeze({
 
 export const releases = Object.freeze({
   "publish": Object.freeze({
-    routes: ["publishPatch"], danger: "routine", confirms: false,
+    routes: ["publishPatch"], danger: "routine", confirms: true,
     parameters: Object.freeze([
-      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
+      Object.freeze({ name: "appVersion", in: "query", kind: "versions", required: true }),
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "newChannel", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "strictVersion", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
       Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
     ]),
   }),
   "promote": Object.freeze({

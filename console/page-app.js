@@ -1,5 +1,5 @@
-// One app: the changes waiting for signatures, versions × channels with what each serves,
-// adoption, guards; then every patch.
+// One app: the changes waiting for signatures, the versions devices ask for, versions ×
+// channels with what each serves, adoption, guards; then every patch.
 import { api } from "./api.js";
 import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
@@ -87,6 +87,31 @@ function cell(appName, serving, patches, stats) {
     rollbackAction(appName, serving, patches));
 }
 
+/** The app versions devices checked for (issue 44), the most asked first: what a publish
+ *  should name. A version devices ask for that has no patch says so; one with patches that no
+ *  device asks for is not listed here, which is the point of looking. */
+function askedSection(asked, versions) {
+  const rows = asked.versions.map(v => el("tr", { "data-version": v.appVersion },
+    el("th", { scope: "row" }, v.appVersion),
+    el("td", { class: "num" }, String(v.checks)),
+    el("td", {}, v.lastDay),
+    el("td", { class: "muted" }, versions.includes(v.appVersion) ? "" : "no patch")));
+  return el("section", { class: "card" },
+    el("h2", {}, `Versions devices ask for (last ${asked.days} days)`),
+    rows.length ? table(["Version", "Checks", "Last asked", ""], rows, { id: "asked" })
+      : el("p", { class: "muted", id: "asked" }, `No device has checked for a version in the last ${asked.days} days.`));
+}
+
+/** "Published together (one change, audit seq 12): 2.3 patch 4, 2.3.1 patch 2 (production)":
+ *  a publish to several versions, while a patch of it is active. */
+function togetherLines(appName, together) {
+  if (!together || !together.length) return null;
+  return el("div", { id: "together" }, together.map(set => el("p", { class: "together", "data-seq": set.publishSeq },
+    `Published together (one change, audit seq ${set.publishSeq}): `,
+    set.patches.map((p, i) => [i ? ", " : "", link(route("apps", appName, "patches", p.appVersion, p.patch), `${p.appVersion} patch ${p.patch}`)]),
+    ` (${set.channel})`)));
+}
+
 const productionFirst = (a, b) => (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b));
 
 /** The patches table, one tbody per version and channel (production first), newest patch
@@ -120,7 +145,7 @@ function patchTable(appName, versions, channels, patches) {
 }
 
 export async function appPage(appName) {
-  const [{ status, patches, stats }, changes] = await Promise.all([loadApp(appName), loadPending(appName)]);
+  const [{ status, patches, stats }, changes, asked] = await Promise.all([loadApp(appName), loadPending(appName), api.versions(appName)]);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
   const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
@@ -135,8 +160,10 @@ export async function appPage(appName) {
     el("h1", {}, appName),
     pendingSection(appName, changes),
     el("section", { class: "card" }, el("h2", {}, "Signed metadata"), facts(meta)),
+    askedSection(asked, versions),
     el("h2", {}, "Versions × channels"),
     grid,
+    togetherLines(appName, status.together),
     el("h2", {}, "Patches"),
     patchTable(appName, versions, channels, patches),
   ];

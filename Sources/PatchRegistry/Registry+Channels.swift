@@ -96,14 +96,41 @@ extension Registry {
         } }
     }
 
-    /// The next patch of an app version, inside the caller's write transaction: sealed under
-    /// its own number for encrypted apps, stored, signed, and audited as `patch.publish`,
+    /// The next patch of an app version, inside the caller's write transaction: its rows
+    /// (`insertPatch`), then the metadata re-signed and one audit event, `patch.publish`,
     /// `patch.promote` (with `from`) when it is a promotion, or `patch.rollback` (with `to`)
     /// when it republishes an earlier patch of its channel. `digests` are the bundle's when the
     /// caller has computed them already (publish checks them against live patches first).
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
                   digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
+        // A pending change applied later serves the ciphertext its signers signed the hashes
+        // of (a new seal would draw a new nonce); a change being proposed keeps what it sealed.
+        let context = SigningContext.current
+        let (record, served) = try insertPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                               promotedFrom: promotedFrom, rolledBackTo: rolledBackTo, conditions: conditions, digests: digests,
+                                               sealed: context?.approval?.captured, actor: actor, now: now)
+        if record.encrypted { context?.captured = served }
+        let signed = try resign(app: app.name, from: .targets, now: now, channel: channel)
+        CrashPoint.hit("publish.after-metadata")
+        var details = Registry.auditDetails(of: record)
+        if let promotedFrom { details["from"] = promotedFrom.json }
+        if let rolledBackTo { details["to"] = rolledBackTo.json }
+        let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
+        _ = try AuditLog.append(db, app: app.name.rawValue, actor: actor, action: action, details: .object(details), at: now)
+        // A delegated channel's publish leaves top-level targets as they were.
+        let targetsVersion = try signed[.targets] ?? latestMetadata(app: app.name, role: .targets).version
+        return PublishedPatch(patch: record, targetsVersion: targetsVersion)
+    }
+
+    /// The rows of the next patch of an app version, inside the caller's write transaction,
+    /// sealed under its own number for encrypted apps (or `sealed`, the ciphertext an approved
+    /// change's signers signed): the patch and what it serves (the ciphertext, for an encrypted
+    /// app). Nothing is signed or audited here; `addPatch` and a publish to several versions
+    /// (`Registry.publish(app:versions:…)`) do that once for what they add.
+    func insertPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
+                     promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin?, conditions: DeliveryConditions?,
+                     digests: BundleDigests?, sealed: [UInt8]?, actor: Actor, now: Date) throws -> (record: PatchRecord, served: [UInt8]) {
         let name = app.name
         let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -112,14 +139,10 @@ extension Registry {
         }
         let number = Int(try db.query("SELECT COALESCE(MAX(number), 0) + 1 FROM patches WHERE app = ? AND app_version = ?",
                                       [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.int(0) }.first ?? 1)
-        // A pending change applied later serves the ciphertext its signers signed the hashes
-        // of (a new seal would draw a new nonce); a change being proposed keeps what it sealed.
-        let context = SigningContext.current
         let served = try contentKey.map { key in
-            if let sealed = context?.approval?.captured { return sealed }
+            if let sealed { return sealed }
             return try BundleCipher.seal(bundle, key: key, app: name.rawValue, appVersion: appVersion.rawValue, patch: number)
         } ?? bundle
-        if contentKey != nil { context?.captured = served }
         // A plain app serves the plaintext itself: its digests are the served ones.
         let servedDigests = contentKey == nil ? plaintext : BundleDigests(of: served)
         let time = TUFTime.format(now)
@@ -156,22 +179,19 @@ extension Registry {
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
         CrashPoint.hit("publish.after-patch")
-        let signed = try resign(app: name, from: .targets, now: now, channel: channel)
-        CrashPoint.hit("publish.after-metadata")
+        return (record, served)
+    }
+
+    /// A new patch's `patch.publish` details (those of promote and rollback start the same).
+    static func auditDetails(of record: PatchRecord) -> [String: JSON] {
         var details: [String: JSON] = [
-            "appVersion": .string(appVersion.rawValue), "patch": .int(Int64(number)), "rollout": .int(Int64(rollout)),
-            "sha256": .string(plaintext.sha256), "md5": .string(plaintext.md5), "length": .int(Int64(plaintext.length)),
-            "servedSha256": .string(servedDigests.sha256), "channel": .string(channel.rawValue),
+            "appVersion": .string(record.appVersion.rawValue), "patch": .int(Int64(record.number)), "rollout": .int(Int64(record.rollout)),
+            "sha256": .string(record.plaintext.sha256), "md5": .string(record.plaintext.md5), "length": .int(Int64(record.plaintext.length)),
+            "servedSha256": .string(record.served.sha256), "channel": .string(record.channel.rawValue),
         ]
-        if let message { details["message"] = .string(message) }
-        if let promotedFrom { details["from"] = promotedFrom.json }
-        if let rolledBackTo { details["to"] = rolledBackTo.json }
-        if let conditions { details["conditions"] = conditions.json }
-        let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
-        _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: action, details: .object(details), at: now)
-        // A delegated channel's publish leaves top-level targets as they were.
-        let targetsVersion = try signed[.targets] ?? latestMetadata(app: name, role: .targets).version
-        return PublishedPatch(patch: record, targetsVersion: targetsVersion)
+        if let message = record.message { details["message"] = .string(message) }
+        if let conditions = record.conditions { details["conditions"] = conditions.json }
+        return details
     }
 
     /// Release notes as they are stored and signed: at most 500 characters (Unicode

@@ -141,64 +141,6 @@ extension Registry {
         return bytes
     }
 
-    /// Publishes a bundle as the next patch of an app version in `channel`, in one transaction:
-    /// the patch row, its bytes, new targets/snapshot/timestamp metadata and the audit event.
-    /// Patch numbers are one sequence per app version across channels. Bytes identical to an
-    /// active patch of the version and channel are refused (a re-run of the same release would
-    /// otherwise become a new patch that every device downloads again) unless `allowSame`.
-    /// `message` (release notes) is stored and signed with the target. `dryRun` does
-    /// everything and commits nothing. `channel` must be declared, unless `newChannel`, which
-    /// declares it (`channel.create`) in the publish's own transaction; a declared channel
-    /// with `newChannel` is published to as usual (a retried job).
-    public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
-                        message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false,
-                        expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
-        guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
-        guard bundle.count <= Registry.maxBundleSize else {
-            throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
-        }
-        guard String(validating: bundle, as: UTF8.self) != nil else {
-            throw .invalidInput("the bundle is not UTF-8 text; a JSPatch main.js is JavaScript source")
-        }
-        guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
-        let message = try Registry.releaseNotes(message)
-        let plaintext = BundleDigests(of: bundle)
-
-        let change = ReleaseChange(PublishOperation(appVersion: appVersion, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                                    allowSame: allowSame, newChannel: newChannel, bundle: bundle))
-        return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
-            // `newChannel` declares the channel with the publish, in its transaction: a crash
-            // leaves both or neither. Without it, an undeclared channel is refused here.
-            let app = try self.app(name, declaring: newChannel ? [] : [channel])
-            if newChannel { _ = try addChannel(channel, app: name, actor: actor, now: now) }
-            try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
-            // Only unconditional patches count as "the same release": a script sent to test
-            // phones first and then to everyone is the same bytes on purpose.
-            if !allowSame, conditions == nil, let same = try sameRelease(app: name, appVersion: appVersion, channel: channel, sha256: plaintext.sha256) {
-                throw RegistryError.conflict("the bundle is identical to \(name) \(appVersion) patch \(same), which is live in \(channel) (sha256 \(plaintext.sha256)); give --allow-same to publish it again")
-            }
-            let published = try addPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                         promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
-            CrashPoint.hit("publish.before-commit")
-            return published
-        } }
-    }
-
-    /// The newest active unconditional patch of the version and channel with these plaintext
-    /// bytes: one row looked up, not every patch of the version read.
-    private func sameRelease(app: AppName, appVersion: AppVersion, channel: ChannelName, sha256: String) throws(RegistryError) -> Int? {
-        try read { () throws(StorageError) in
-            try db.query("""
-                SELECT p.number FROM patches p
-                LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
-                WHERE p.app = ? AND p.app_version = ? AND p.state = 'active' AND p.sha256 = ?
-                    AND COALESCE(r.channel, 'production') = ?
-                    AND NOT EXISTS (SELECT 1 FROM patch_conditions c WHERE c.app = p.app AND c.app_version = p.app_version AND c.number = p.number)
-                ORDER BY p.number DESC LIMIT 1
-                """, [.text(app.rawValue), .text(appVersion.rawValue), .text(sha256), .text(channel.rawValue)]) { Int($0.int(0)) }.first
-        }
-    }
-
     /// Revokes one patch, or with `number == nil` every active patch of the app version
     /// (the 2 a.m. kill switch: devices on that version drop their patch).
     @discardableResult

@@ -161,6 +161,25 @@ public struct HaltedPatch: Sendable, Equatable {
     }
 }
 
+/// Patches one publish made for several app versions (`publish --app-version '2.3.*'`), still
+/// active: what `status` shows together.
+public struct PatchSet: Sendable, Equatable {
+    /// The seq of the `patch.publish` event that lists them.
+    public let publishSeq: Int64
+    public let channel: ChannelName
+    /// Each active patch of the set, in version order.
+    public let patches: [(appVersion: AppVersion, patch: Int)]
+
+    public static func == (a: PatchSet, b: PatchSet) -> Bool {
+        a.publishSeq == b.publishSeq && a.channel == b.channel && a.patches.elementsEqual(b.patches) { $0.appVersion == $1.appVersion && $0.patch == $1.patch }
+    }
+
+    public var json: JSON {
+        ["publishSeq": .int(publishSeq), "channel": .string(channel.rawValue),
+         "patches": .array(patches.map { ["appVersion": .string($0.appVersion.rawValue), "patch": .int(Int64($0.patch))] })]
+    }
+}
+
 /// `patchctl status` of one app: its signed metadata and what each app version serves.
 public struct AppStatus: Sendable {
     public struct RoleMetadata: Sendable {
@@ -177,12 +196,15 @@ public struct AppStatus: Sendable {
     public var pending: [PendingChange] = []
     /// Halted patches of every version and channel, in the order of `versions`, newest first.
     public var halted: [HaltedPatch] = []
+    /// Publishes to several versions with a patch still active, oldest first.
+    public var together: [PatchSet] = []
 
     public var json: JSON {
         ["app": .string(app.rawValue),
          "metadata": .object(Dictionary(uniqueKeysWithValues: metadata.map { ($0.role.rawValue, ["version": .int($0.version), "expires": .string($0.expires)] as JSON) })),
          "versions": .array(versions.map(\.json)),
          "halted": .array(halted.map(\.json)),
+         "together": .array(together.map(\.json)),
          "pending": .array(pending.map { change in
              ["id": .int(change.id), "kind": .string(change.change.kind), "summary": .string(change.change.summary), "role": .string(change.request.role),
               "signatures": .int(Int64(change.signatures.count)), "threshold": .int(Int64(change.request.threshold)),
@@ -218,9 +240,28 @@ extension Registry {
             var status = AppStatus(app: record.name, metadata: metadata, versions: versions)
             status.pending = try pendingRows(app: record.name, where: "state = 'pending'", [])
             status.halted = try haltedPatches(app: record.name, versions: versions)
+            status.together = try patchSets(app: record.name)
             result.append(status)
         }
         return result
+    }
+
+    /// The publishes to several versions of `app` with a patch still active: one query.
+    func patchSets(app: AppName) throws(RegistryError) -> [PatchSet] {
+        let rows = try read { () throws(StorageError) in
+            try db.query("""
+                SELECT s.publish_seq, s.app_version, s.number, COALESCE(r.channel, 'production') FROM patch_sets s
+                JOIN patches p ON p.app = s.app AND p.app_version = s.app_version AND p.number = s.number
+                LEFT JOIN patch_releases r ON r.app = s.app AND r.app_version = s.app_version AND r.number = s.number
+                WHERE s.app = ? AND p.state = 'active'
+                """, [.text(app.rawValue)]) { row -> (Int64, AppVersion, Int, ChannelName)? in
+                guard let version = try? AppVersion(row.text(1)), let channel = try? ChannelName(row.text(3)) else { return nil }
+                return (row.int(0), version, Int(row.int(2)), channel)
+            }
+        }
+        return Dictionary(grouping: try Registry.intact(rows, what: "patch_sets")) { $0.0 }.map { seq, members in
+            PatchSet(publishSeq: seq, channel: members[0].3, patches: members.map { ($0.1, $0.2) }.sorted { $0.0 < $1.0 })
+        }.sorted { $0.publishSeq < $1.publishSeq }
     }
 
     /// The halted patches of `versions` with their device figures. Report figures are read only

@@ -7,8 +7,9 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// An operation's parameters do not make a call (one missing, two that exclude each
     /// other, a value out of range): 400 over HTTP, a usage error (exit 64) in patchctl.
     case invalidCall(String)
-    /// The change would leave a version and channel serving no patch and was not confirmed
-    /// (`confirm=true`, `--yes`): nothing was changed; the message says what devices would run.
+    /// The change would leave a version and channel serving no patch, or publishes to several
+    /// versions, and was not confirmed (`confirm=true`, `--yes`): nothing was changed; the
+    /// message says what devices would run, or which versions the publish names.
     case unconfirmed(String)
     /// The caller's token may not make this change (`TokenRecord.refusal`): 403 over HTTP.
     case forbidden(String)

@@ -431,6 +431,29 @@ enum Schema {
         created_by TEXT NOT NULL,
         PRIMARY KEY(app, name)
     );
+    -- The app versions devices check for (issue 44): patchd counts them in memory on the check
+    -- path and adds its counts here once a minute (several instances add theirs), one row per
+    -- app, UTC day (YYYY-MM-DD) and version as devices sent it. Rows older than 30 days are
+    -- pruned, and at most `Registry.maxAskedVersionsPerDay` versions of an app are kept per
+    -- day (the least asked go first), so versions made up by devices cannot fill the disk.
+    CREATE TABLE IF NOT EXISTS version_checks(
+        app TEXT NOT NULL REFERENCES apps(name),
+        day TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        checks INTEGER NOT NULL CHECK(checks >= 1),
+        PRIMARY KEY(app, day, app_version)
+    ) WITHOUT ROWID;
+    -- Patches made by one publish to several app versions (`publish --app-version '2.3.*'`),
+    -- each with the audit seq of the one `patch.publish` event that lists them all: how
+    -- `status` shows them together. A publish to one version adds no row.
+    CREATE TABLE IF NOT EXISTS patch_sets(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        publish_seq INTEGER NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    ) WITHOUT ROWID;
     -- Release changes waiting for signatures (the two-person rule, issue 24); additive. `change`
     -- is the operation's arguments (canonical JSON; a publish's bundle in `bundle`), `signed`
     -- the canonical JSON of the role's next metadata that every signature is over,

@@ -36,6 +36,9 @@ extension APIOperation {
     /// refused with a did-you-mean.
     public static let createChannel = APIOperation("createChannel", "POST", "/v1/apps/{app}/channels", scope: .publisher, commands: ["channels create"])
     public static let listChannels = APIOperation("listChannels", "GET", "/v1/apps/{app}/channels", scope: .auditor, commands: ["channels list"])
+    /// The app versions devices checked for in the last 30 days (issue 44): what a range of
+    /// `publish --app-version` expands against, and what a publish to another version is warned of.
+    public static let listAppVersions = APIOperation("listAppVersions", "GET", "/v1/apps/{app}/versions", scope: .auditor, commands: ["apps versions"])
     public static let setSchedule = APIOperation("setSchedule", "PUT", "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule",
                                               scope: .publisher, commands: ["rollout"])
     public static let setGuard = APIOperation("setGuard", "PUT", "/v1/apps/{app}/guard", scope: .publisher,
@@ -96,7 +99,7 @@ extension APIOperation {
     public static let all: [APIOperation] = [
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
-        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, getAudit, listApps,
+        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, listAppVersions, getAudit, listApps,
         listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]

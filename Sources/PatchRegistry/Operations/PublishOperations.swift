@@ -1,24 +1,28 @@
 import Foundation
 import PatchCore
 
-/// `publish`: a bundle as the next patch of an app version in a channel (`Registry.publish`).
+/// `publish`: a bundle as the next patch of each app version a selector names, in a channel
+/// (`Registry.publish(app:versions:…)`). One exact version is a publish as it always was; a
+/// list or range is one change to several versions (issue 44), which needs `confirm`.
 public struct PublishOperation: ReleaseOperation, Equatable {
     public static let definition = OperationDefinition(
         kind: "publish", routes: [.publishPatch],
         parameters: [
-            OperationParameter("appVersion", .query, .appVersion, required: true, "the app version the patch is for, as devices send it"),
+            OperationParameter("appVersion", .query, .versions, required: true,
+                               "the app version the patch is for, as devices send it; or a list (2.3,2.3.1) or range ('>=2.3 <2.4', 2.3.*) of versions, one patch each (docs/PROTOCOL.md \"Version selectors\")"),
             .channel("the channel devices follow to get it (default production)"),
             .rollout("percent of devices offered it (default 100)"),
             .message,
             OperationParameter("allowSame", .query, .flag, "true: publish even if the bytes are those of a live patch of the version and channel"),
             OperationParameter("newChannel", .query, .flag, "true: declare the channel with this publish (a channel not declared otherwise is 404, with a did-you-mean)"),
+            OperationParameter("strictVersion", .query, .flag, "true: refuse (409) a version no device checked for in the last 30 days, instead of answering versionWarning"),
             OperationParameter("conditions", .header, .conditions, header: "X-Patch-Conditions",
                                "signed delivery conditions (docs/PROTOCOL.md section 5), device IDs already hashed"),
             OperationParameter("bundle", .content, .bytes, required: true, "the script: UTF-8 JavaScript, at most Registry.maxBundleSize bytes"),
         ],
-        audits: ["patch.publish", "change.propose"], danger: .routine, status: 201, metric: "publish", bodyLimit: Registry.maxBundleSize)
+        audits: ["patch.publish", "change.propose"], danger: .routine, confirms: true, status: 201, metric: "publish", bodyLimit: Registry.maxBundleSize)
 
-    public var appVersion: AppVersion
+    public var versions: VersionSelector
     public var channel: ChannelName
     public var rollout: Int
     public var message: String?
@@ -26,41 +30,52 @@ public struct PublishOperation: ReleaseOperation, Equatable {
     public var allowSame: Bool
     /// The publish declares its channel, in its own transaction (`publish --new-channel`).
     public var newChannel: Bool
+    /// A version no device asks for refuses the publish rather than warning (`--strict-version`).
+    public var strictVersion: Bool
     public var bundle: [UInt8]
 
-    public init(appVersion: AppVersion, channel: ChannelName = .production, rollout: Int = 100, message: String? = nil,
-                conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false, bundle: [UInt8]) {
-        self.appVersion = appVersion
+    public init(versions: VersionSelector, channel: ChannelName = .production, rollout: Int = 100, message: String? = nil,
+                conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false, strictVersion: Bool = false, bundle: [UInt8]) {
+        self.versions = versions
         self.channel = channel
         self.rollout = rollout
         self.message = message
         self.conditions = conditions
         self.allowSame = allowSame
         self.newChannel = newChannel
+        self.strictVersion = strictVersion
         self.bundle = bundle
+    }
+
+    public init(appVersion: AppVersion, channel: ChannelName = .production, rollout: Int = 100, message: String? = nil,
+                conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false, strictVersion: Bool = false, bundle: [UInt8]) {
+        self.init(versions: VersionSelector(appVersion), channel: channel, rollout: rollout, message: message, conditions: conditions,
+                  allowSame: allowSame, newChannel: newChannel, strictVersion: strictVersion, bundle: bundle)
     }
 
     public init(_ values: OperationValues) throws(RegistryError) {
         guard let bundle = values.bundle else { throw .invalidCall("the bundle (the request body) is required") }
-        self.init(appVersion: try values.appVersion(), channel: try values.channel("channel") ?? .production, rollout: try values.percent("rollout") ?? 100,
+        self.init(versions: try values.versions(), channel: try values.channel("channel") ?? .production, rollout: try values.percent("rollout") ?? 100,
                   message: values.text("message"), conditions: try values.conditions("conditions"), allowSame: try values.flag("allowSame"),
-                  newChannel: try values.flag("newChannel"), bundle: bundle)
+                  newChannel: try values.flag("newChannel"), strictVersion: try values.flag("strictVersion"), bundle: bundle)
     }
 
     public var values: OperationValues {
-        .encode(["appVersion": appVersion, "channel": channel, "rollout": rollout, "message": message, "conditions": conditions,
-                 "allowSame": allowSame, "newChannel": newChannel], bundle: bundle)
+        .encode(["appVersion": versions.description, "channel": channel, "rollout": rollout, "message": message, "conditions": conditions,
+                 "allowSame": allowSame, "newChannel": newChannel, "strictVersion": strictVersion], bundle: bundle)
     }
 
     public var summary: String {
-        "publish a \(bundle.count)-byte bundle to \(appVersion) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
+        let target = versions.single.map(\.rawValue) ?? "versions \(versions)"
+        return "publish a \(bundle.count)-byte bundle to \(target) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")"
     }
 
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
         let app = try context.requireApp()
-        return try registry.publish(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
-                             conditions: conditions, allowSame: allowSame, newChannel: newChannel, expectLive: context.expectPatch, dryRun: context.dryRun,
-                             actor: context.actor, now: context.now).json
+        return try registry.publish(app: app, versions: versions, bundle: bundle, channel: channel, rollout: rollout, message: message,
+                                    conditions: conditions, allowSame: allowSame, newChannel: newChannel, strictVersion: strictVersion,
+                                    expectLive: context.expectPatch, dryRun: context.dryRun, confirmed: context.confirmed,
+                                    actor: context.actor, now: context.now).json
     }
 }
 

@@ -47,7 +47,8 @@ public struct OperationContext: Sendable {
     /// serve when it commits (each operation's definition says what it compares), else 409.
     public var expectPatch: Int?
     /// `confirm=true` / `--yes`: a change that would leave a version and channel serving no
-    /// patch goes ahead; without it such a change is refused (`RegistryError.unconfirmed`).
+    /// patch, or a publish to several versions, goes ahead; without it such a change is refused
+    /// (`RegistryError.unconfirmed`).
     public var confirmed: Bool
     public var now: Date
 
@@ -95,7 +96,8 @@ public struct OperationDefinition: Sendable {
     /// Whether `dryRun` / `expectPatch` apply (each also a query parameter of its routes).
     public let dryRun: Bool
     public let expectPatch: Bool
-    /// Whether a call that would leave a version and channel serving no patch needs `confirm`.
+    /// Whether a call that would leave a version and channel serving no patch, or (publish)
+    /// names several versions, needs `confirm`.
     public let confirms: Bool
     /// The status of a change that was made (a dry run answers 200).
     public let status: Int
@@ -155,6 +157,8 @@ public struct OperationParameter: Sendable, Hashable {
 
     public enum Kind: String, Sendable {
         case appVersion, channel, patch, percent, text, flag
+        /// A version selector (`VersionSelector`): one version, a list, a range or a wildcard.
+        case versions
         /// A whole number; in a body, a JSON integer.
         case integer
         /// Whole numbers: in a body a JSON array of integers, in text form comma-separated.
@@ -193,7 +197,7 @@ public struct OperationParameter: Sendable, Hashable {
     public static let appVersion = OperationParameter("appVersion", .path, .appVersion, required: true, "the app version, as devices send it")
     public static let dryRun = OperationParameter("dryRun", .query, .flag, "true: work the change out in full and keep nothing (200)")
     public static let expectPatch = OperationParameter("expectPatch", .query, .patch, "the patch the change expects (0: none); 409 and nothing changed when it differs")
-    public static let confirm = OperationParameter("confirm", .query, .flag, "true: make the change even though it leaves the version and channel serving no patch")
+    public static let confirm = OperationParameter("confirm", .query, .flag, "true: make the change even though it leaves the version and channel serving no patch, or publishes to several versions")
     public static let message = OperationParameter("message", .query, .text, "why, or release notes (one line): kept with the patch and in the audit log")
 }
 
@@ -219,6 +223,12 @@ public struct OperationValues: Sendable, Equatable {
     public func appVersion() throws(RegistryError) -> AppVersion {
         guard let raw = fields["appVersion"] else { throw OperationValues.bad("appVersion is required") }
         do { return try AppVersion(raw) } catch { throw .invalidCall(error.message) }
+    }
+
+    /// `appVersion` as a version selector (`VersionSelector`).
+    public func versions() throws(RegistryError) -> VersionSelector {
+        guard let raw = fields["appVersion"] else { throw OperationValues.bad("appVersion is required") }
+        do { return try VersionSelector(raw) } catch { throw .invalidCall(error.message) }
     }
 
     public func channel(_ name: String) throws(RegistryError) -> ChannelName? {

@@ -26,7 +26,7 @@ extension Registry {
         ("report_blocks", "app, app_version, channel, patch, event, block"), ("registry_secrets", "name"),
         ("push_device_owners", "app, token"), ("push_device_counts", "app"), ("patch_rollbacks", "app, app_version, number"),
         ("delegations", "app, name"), ("delegated_metadata", "app, role, version"), ("pending_changes", "app, id"),
-        ("channels", "app, name"),
+        ("channels", "app, name"), ("version_checks", "app, day, app_version"), ("patch_sets", "app, app_version, number"),
     ]
 
     public struct CopyReport: Sendable {

@@ -276,6 +276,8 @@ export const api = {
   apps: () => call("listApps"),
   status: app => call("appStatus", { app }),
   patches: app => call("listPatches", { app }),
+  /** The app versions devices checked for in the last 30 days, the most asked first. */
+  versions: app => call("listAppVersions", { app }),
   stats: (app, hours = 168) => call("appStats", { app }, { query: { hours } }),
   script: (app, version, patch) => call("patchScript", patchOf(app, version, patch), { text: true }),
   /** A metadata file of the app's TUF repository (public, no token). */
@@ -842,6 +844,7 @@ export const operations = Object.freeze({
   resumePatch: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/resume", scope: "publisher" }),
   createChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/channels", scope: "publisher" }),
   listChannels: Object.freeze({ method: "GET", path: "/v1/apps/{app}/channels", scope: "auditor" }),
+  listAppVersions: Object.freeze({ method: "GET", path: "/v1/apps/{app}/versions", scope: "auditor" }),
   getAudit: Object.freeze({ method: "GET", path: "/v1/audit", scope: "token" }),
   listApps: Object.freeze({ method: "GET", path: "/v1/apps", scope: "token" }),
   listTokens: Object.freeze({ method: "GET", path: "/v1/tokens", scope: "token" }),
@@ -865,18 +868,20 @@ export const operations = Object.freeze({
 
 export const releases = Object.freeze({
   "publish": Object.freeze({
-    routes: ["publishPatch"], danger: "routine", confirms: false,
+    routes: ["publishPatch"], danger: "routine", confirms: true,
     parameters: Object.freeze([
-      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: true }),
+      Object.freeze({ name: "appVersion", in: "query", kind: "versions", required: true }),
       Object.freeze({ name: "channel", in: "query", kind: "channel", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "newChannel", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "strictVersion", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
       Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
+      Object.freeze({ name: "confirm", in: "query", kind: "flag", required: false }),
     ]),
   }),
   "promote": Object.freeze({
@@ -1021,8 +1026,8 @@ export const releases = Object.freeze({
 
 """#),
         ("page-app.js", "text/javascript; charset=utf-8", #"""
-// One app: the changes waiting for signatures, versions × channels with what each serves,
-// adoption, guards; then every patch.
+// One app: the changes waiting for signatures, the versions devices ask for, versions ×
+// channels with what each serves, adoption, guards; then every patch.
 import { api } from "./api.js";
 import { el, table, labelled, link, route, when, pill, hash, facts } from "./dom.js";
 import { adoptionBars } from "./charts.js";
@@ -1110,6 +1115,31 @@ function cell(appName, serving, patches, stats) {
     rollbackAction(appName, serving, patches));
 }
 
+/** The app versions devices checked for (issue 44), the most asked first: what a publish
+ *  should name. A version devices ask for that has no patch says so; one with patches that no
+ *  device asks for is not listed here, which is the point of looking. */
+function askedSection(asked, versions) {
+  const rows = asked.versions.map(v => el("tr", { "data-version": v.appVersion },
+    el("th", { scope: "row" }, v.appVersion),
+    el("td", { class: "num" }, String(v.checks)),
+    el("td", {}, v.lastDay),
+    el("td", { class: "muted" }, versions.includes(v.appVersion) ? "" : "no patch")));
+  return el("section", { class: "card" },
+    el("h2", {}, `Versions devices ask for (last ${asked.days} days)`),
+    rows.length ? table(["Version", "Checks", "Last asked", ""], rows, { id: "asked" })
+      : el("p", { class: "muted", id: "asked" }, `No device has checked for a version in the last ${asked.days} days.`));
+}
+
+/** "Published together (one change, audit seq 12): 2.3 patch 4, 2.3.1 patch 2 (production)":
+ *  a publish to several versions, while a patch of it is active. */
+function togetherLines(appName, together) {
+  if (!together || !together.length) return null;
+  return el("div", { id: "together" }, together.map(set => el("p", { class: "together", "data-seq": set.publishSeq },
+    `Published together (one change, audit seq ${set.publishSeq}): `,
+    set.patches.map((p, i) => [i ? ", " : "", link(route("apps", appName, "patches", p.appVersion, p.patch), `${p.appVersion} patch ${p.patch}`)]),
+    ` (${set.channel})`)));
+}
+
 const productionFirst = (a, b) => (a === "production" ? -1 : b === "production" ? 1 : a.localeCompare(b));
 
 /** The patches table, one tbody per version and channel (production first), newest patch
@@ -1143,7 +1173,7 @@ function patchTable(appName, versions, channels, patches) {
 }
 
 export async function appPage(appName) {
-  const [{ status, patches, stats }, changes] = await Promise.all([loadApp(appName), loadPending(appName)]);
+  const [{ status, patches, stats }, changes, asked] = await Promise.all([loadApp(appName), loadPending(appName), api.versions(appName)]);
   const versions = [...new Set(status.versions.map(v => v.appVersion))];
   const channels = [...new Set(status.versions.map(v => v.channel))].sort(productionFirst);
   const grid = versions.length === 0 ? el("p", { class: "muted" }, "Nothing published yet.") : el("div", { class: "grid" }, table(
@@ -1158,8 +1188,10 @@ export async function appPage(appName) {
     el("h1", {}, appName),
     pendingSection(appName, changes),
     el("section", { class: "card" }, el("h2", {}, "Signed metadata"), facts(meta)),
+    askedSection(asked, versions),
     el("h2", {}, "Versions × channels"),
     grid,
+    togetherLines(appName, status.together),
     el("h2", {}, "Patches"),
     patchTable(appName, versions, channels, patches),
   ];

@@ -84,6 +84,9 @@ public final class PatchService: HTTPResponder {
     /// What the last upkeep pass found: the lease, each role's expiry, re-sign failures
     /// (`/metrics`, and `/healthz` once a timestamp is within the margin).
     let upkeepStatus: UpkeepStatus
+    /// The app versions devices check for, counted in `throttleDevice` and flushed by the
+    /// upkeep pass (PatchService+AskedVersions.swift).
+    public let askedVersions = AskedVersions()
 
     public init(registry: sending Registry, configuration: ServiceConfiguration = ServiceConfiguration(),
                 devices: DeviceThrottle? = nil, ipLimiter: IPRateLimiter? = nil, pushQuota: IPRateLimiter? = nil,
@@ -321,6 +324,8 @@ public final class PatchService: HTTPResponder {
     func throttleDevice(_ request: HTTPRequest, catalog: AppCatalog, scope: (appVersion: String, channel: ChannelName)? = nil) throws(HTTPError) -> String? {
         let declared = scope == nil ? try PatchService.declaredScope(request) : nil
         let secret = try PatchService.deviceSecret(request)
+        // Which versions devices ask for (issue 44): one count in memory, kept off the request path.
+        if let asked = scope ?? declared { askedVersions.note(app: catalog.app.rawValue, version: asked.appVersion) }
         guard let device = try deviceID(request) else { return nil }
         let scope = scope ?? declared
         if case .throttled(let wait) = devices.check(app: catalog.app.rawValue, device: device, secret: secret, interval: catalog.rules.minInterval,

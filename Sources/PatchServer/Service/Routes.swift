@@ -18,6 +18,7 @@ extension PatchService {
         // handler for all of them (OperationRoutes.swift).
         for operation in ReleaseOperations.all { r.add(operation) }
         r.add(.listChannels, metric: .list) { s, q, p throws(HTTPError) in try s.channels(q, p) }
+        r.add(.listAppVersions, metric: .list) { s, q, p throws(HTTPError) in try s.askedVersionList(q, p) }
         r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).

@@ -6,7 +6,8 @@ import Synchronization
 /// a thread of its own that waits on it) and re-signs online roles before they expire (every
 /// minute, or a third of the upkeep lease when shorter; the first pass right away so a
 /// registry of a thousand apps does not delay start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
-/// tokens (`pushUpkeep`).
+/// tokens (`pushUpkeep`), and adds the app versions devices checked for (`flushAskedVersions`,
+/// every instance, and once more at `stop()`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
 /// OpenSSL's and SQLite's clean-up handlers, and a re-signing pass still inside OpenSSL on
@@ -39,6 +40,7 @@ public final class Upkeep: @unchecked Sendable {
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
             service.reportUpkeep()
             service.pushUpkeep()
+            service.flushAskedVersions()
         }
         timers.forEach { $0.resume() }
         if let feed = service.changeFeed {
@@ -68,6 +70,8 @@ public final class Upkeep: @unchecked Sendable {
         feedDone.wait()
         // The queue is serial: this block runs after whatever handler is executing now.
         queue.sync {}
+        // What this instance counted since the last pass is kept, not lost with the process.
+        service.flushAskedVersions()
         // No pass runs any more: another instance may take the lease at its next pass.
         service.releaseUpkeepLease()
     }

@@ -35,6 +35,8 @@ protocol Backend {
     func audit(app: AppName?, after: Int, pageSize: Int?, verify: Bool) throws(CLIError) -> [String: JSON]
     /// `listChannels`: the app's declared channels, production first.
     func channels(app: AppName) throws(CLIError) -> [String]
+    /// `listAppVersions`: `{"app", "days", "versions": [AskedVersion.json]}`, the most asked first.
+    func askedVersions(app: AppName) throws(CLIError) -> JSON
     /// `listTokens`.
     func tokens(app: AppName?) throws(CLIError) -> [JSON]
     /// `patchScript`: a patch's script as published (decrypted locally; a server serves only

@@ -56,6 +56,14 @@ struct LocalBackend: Backend {
         try run { () throws(RegistryError) in try local.channels(app: app).map(\.rawValue) }
     }
 
+    /// What patchd instances had added by their last upkeep pass (this process counts no checks).
+    func askedVersions(app: AppName) throws(CLIError) -> JSON {
+        try run { () throws(RegistryError) in
+            ["app": .string(app.rawValue), "days": .int(Int64(Registry.askedVersionsDays)),
+             "versions": .array(try local.askedVersions(app: app).map(\.json))]
+        }
+    }
+
     func tokens(app: AppName?) throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.tokens(scope: app).map(\.json) } }
 
     func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8] {

@@ -55,6 +55,12 @@ struct RemoteBackend: Backend {
         try array(remote.json(.listChannels, ["app": app.rawValue]), "channel listing").compactMap(\.stringValue)
     }
 
+    func askedVersions(app: AppName) throws(CLIError) -> JSON {
+        let answer = try remote.json(.listAppVersions, ["app": app.rawValue])
+        guard answer["versions"]?.arrayValue != nil else { throw .failed("the server's version listing is not {\"versions\": […]}") }
+        return answer
+    }
+
     func tokens(app: AppName?) throws(CLIError) -> [JSON] {
         try array(remote.json(.listTokens, query: app.map { ["app": $0.rawValue] } ?? [:]), "token listing")
     }

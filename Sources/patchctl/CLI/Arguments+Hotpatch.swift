@@ -1,5 +1,6 @@
 import HotpatchCLI
 import PatchCore
+import PatchRegistry
 
 /// The accessors for hotpatch's own identifiers: a malformed one is a usage error that says why.
 extension Arguments {
@@ -23,6 +24,12 @@ extension Arguments {
     func appVersion(_ name: String = "--app-version") throws(CLIError) -> AppVersion {
         let text = try required(name)
         do { return try AppVersion(text) } catch { throw .usage(error.message) }
+    }
+
+    /// `--app-version` of publish: one version, a list or a range (`VersionSelector`).
+    func versionSelector(_ name: String = "--app-version") throws(CLIError) -> VersionSelector {
+        let text = try required(name)
+        do { return try VersionSelector(text) } catch { throw .usage(error.message) }
     }
 
     /// A channel option's value, nil when it is not given.

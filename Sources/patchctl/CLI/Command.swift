@@ -10,7 +10,7 @@ protocol Command: Sendable {
 
 enum PatchCtl {
     static let commands: [any Command.Type] = [
-        AppsCreateCommand.self, AppsListCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsGuardCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
+        AppsCreateCommand.self, AppsListCommand.self, AppsVersionsCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsGuardCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self, HaltCommand.self, ResumeCommand.self, ChannelsCreateCommand.self, ChannelsListCommand.self,
         ListCommand.self, AuditCommand.self, KeysRotateCommand.self, KeysDelegateCommand.self, KeysUndelegateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,

@@ -9,7 +9,7 @@ import PatchRegistry
 /// (`--dry-run`, `--expect-patch`, `--yes`), and a change that would leave a version and
 /// channel serving no patch is asked about on a terminal or needs `--yes` without one.
 enum ReleaseCall {
-    static let yes = Option.flag("--yes", "go ahead when the change would leave the version and channel serving no patch (asked on a terminal)")
+    static let yes = Option.flag("--yes", "go ahead when the change would leave the version and channel serving no patch, or publishes to several versions (asked on a terminal)")
 
     /// `Operation` from the wire values the command's options give: the checks and the words
     /// of patchd's own decoding.

@@ -8,20 +8,22 @@ import PatchRegistry
 // cannot differ between them.
 
 struct PublishCommand: Command {
-    static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version (hash, encrypt, sign, audit)",
+    static let spec = CommandSpec("publish", summary: "Publish a bundle as the next patch of an app version, or of each version a list or range names (hash, encrypt, sign, audit)",
                                   positionals: ["[FILE]"],
                                   options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
-                                            .value("--app-version", "V", "the app version the patch is for, e.g. 2.3").required,
+                                            .value("--app-version", "V", "the app version the patch is for, as devices send it, e.g. 2.3; or a list (2.3,2.3.1) or range ('>=2.3 <2.4', 2.3.*) of versions the registry knows, one patch each").required,
                                             .value("--channel", "NAME", "the channel devices follow to get it (default: hotpatch.json's, else production)"),
                                             .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the patch and shown by list and audit"),
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--new-channel", "declare --channel with this publish (a channel not declared is refused, with a did-you-mean)"),
-                                            .flag("--dry-run", "say what would be published and change nothing"),
+                                            .flag("--strict-version", "refuse (exit 2) a version no device checked for in the last 30 days, instead of warning"),
+                                            .flag("--dry-run", "say what would be published (and to which versions) and change nothing"), ReleaseCall.yes,
                                             .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let version = try arguments.appVersion()
+        let selector = try arguments.versionSelector()
+        guard let version = selector.single else { return try runSeveral(arguments, selector) }
         let staged = try StagedRollout.plan(arguments)
         let rollout = try arguments.percent("--rollout") ?? 100
         let channel = try ChannelDefault.resolve(arguments)
@@ -35,8 +37,10 @@ struct PublishCommand: Command {
         let bundle = try Output.readFile(try bundlePath(arguments, app: name, version: version), what: "bundle", limit: Registry.maxBundleSize)
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         let operation = PublishOperation(appVersion: version, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                         allowSame: allowSame, newChannel: arguments.flag("--new-channel"), bundle: bundle)
+                                         allowSame: allowSame, newChannel: arguments.flag("--new-channel"), strictVersion: arguments.flag("--strict-version"),
+                                         bundle: bundle)
         var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
+        warn(patch)
         var schedule: JSON?
         if let staged, dryRun {
             // What would be scheduled, checked by the registry's own rules; nothing is stored.
@@ -60,6 +64,62 @@ struct PublishCommand: Command {
         if let push { Output.line(Notify.line(push)) }
         if dryRun { Output.line("nothing was changed") }
         try Notify.requireReached(push)
+    }
+
+    /// A publish to each version a list or range names: one change (one targets version, one
+    /// audit event), the expansion said before anything else. It needs FILE (the default bundle
+    /// path is one version's) and takes no staged rollout (a schedule advances one patch).
+    static func runSeveral(_ arguments: Arguments, _ selector: VersionSelector) throws(CLIError) {
+        guard try StagedRollout.plan(arguments) == nil else {
+            throw .usage("--advance stages one version's patch; publish to one version to stage it (\(selector) names several)")
+        }
+        guard let file = arguments.positional(0) else {
+            throw .usage("give FILE: --app-version \(selector) names several versions, and the default bundle path is one version's")
+        }
+        let rollout = try arguments.percent("--rollout") ?? 100
+        let channel = try ChannelDefault.resolve(arguments)
+        let dryRun = arguments.flag("--dry-run")
+        let conditions = try DeliveryOptions.conditions(arguments)
+        let backend = try Backends.open(arguments)
+        let name = try backend.app(arguments)
+        try Notify.check(arguments, backend: backend, app: name, version: nil, channel: channel)
+        let bundle = try Output.readFile(file, what: "bundle", limit: Registry.maxBundleSize)
+        let operation = PublishOperation(versions: selector, channel: channel, rollout: rollout, message: arguments.value("--message"), conditions: conditions,
+                                         allowSame: arguments.flag("--allow-same"), newChannel: arguments.flag("--new-channel"),
+                                         strictVersion: arguments.flag("--strict-version"), bundle: bundle)
+        var answer = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
+        warn(answer)
+        let patches = answer["patches"]?.arrayValue ?? []
+        // One round per version: each wakes only the devices that run it.
+        var pushes: [PushSummary] = []
+        for patch in patches {
+            guard let raw = patch["appVersion"]?.stringValue, let version = try? AppVersion(raw) else { continue }
+            if let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: channel, reason: "publish") { pushes.append(push) }
+        }
+        if !pushes.isEmpty, var object = answer.objectValue { object["push"] = .array(pushes.map(\.json)); answer = .object(object) }
+        if arguments.flag("--json") {
+            Output.json(answer)
+            for push in pushes { try Notify.requireReached(push) }
+            return
+        }
+        let versions = patches.compactMap { $0["appVersion"]?.stringValue }
+        Output.line("\(dryRun ? "dry run: would publish" : "published") to \(versions.count) version\(versions.count == 1 ? "" : "s") of \(name) (\(selector)) in one change: \(versions.joined(separator: ", "))")
+        for patch in patches {
+            Output.line("  \(patch["appVersion"]?.stringValue ?? "") patch \(patch["patch"]?.intValue ?? 0) to \(patch["channel"]?.stringValue ?? "production") (rollout \(patch["rollout"]?.intValue ?? 0)%\(patch["encrypted"]?.boolValue == true ? ", encrypted" : "")): target \(patch["targetPath"]?.stringValue ?? "")")
+        }
+        Output.line("sha256 \(answer["sha256"]?.stringValue ?? "")")
+        Output.line("md5    \(answer["md5"]?.stringValue ?? "")")
+        Output.line("targets version \(answer["targetsVersion"]?.intValue ?? 0)")
+        if let conditions { Output.line("only for \(conditions.summary) (signed delivery conditions)") }
+        for push in pushes { Output.line(Notify.line(push)) }
+        if dryRun { Output.line("nothing was changed") }
+        for push in pushes { try Notify.requireReached(push) }
+    }
+
+    /// A publish to a version no device asks for, while they ask for others: said on stderr
+    /// (stdout stays the answer, `--json`'s included).
+    static func warn(_ answer: JSON) {
+        if let warning = answer["versionWarning"]?.stringValue { Output.error("warning: \(warning) (--strict-version refuses such a publish)") }
     }
 
     /// FILE, or `{patchesDirectory}/{app}/{appVersion}/main.js` (the project file's, relative to

@@ -48,6 +48,7 @@ struct StatusCommand: Command {
                     Rollout.Share(patch: share["patch"]?.intValue.map(Int.init), basisPoints: Int(share["basisPoints"]?.intValue ?? 0)).text
                 }.joined(separator: ", ")]
             }))
+            for set in app["together"]?.arrayValue ?? [] { Output.line(Self.togetherLine(set)) }
             for halted in Self.halted(app) { Output.line(Self.haltedLine(halted)) }
             // Halted patches show as such beside their figures (the split above only says "none").
             var delivery: [String: String] = [:]
@@ -93,6 +94,13 @@ struct StatusCommand: Command {
             line += " (\(installed) device\(installed == 1 ? "" : "s") reported installing it\(rolledBack > 0 ? ", \(rolledBack) rolled it back" : ""))"
         }
         return line
+    }
+
+    /// "published together (one change, audit seq 12): 2.3 patch 4, 2.3.1 patch 2 (production)":
+    /// a publish to several versions, as long as a patch of it is active.
+    static func togetherLine(_ set: JSON) -> String {
+        let patches = (set["patches"]?.arrayValue ?? []).map { "\($0["appVersion"]?.stringValue ?? "") patch \($0["patch"]?.intValue ?? 0)" }
+        return "published together (one change, audit seq \(set["publishSeq"]?.intValue ?? 0)): \(patches.joined(separator: ", ")) (\(set["channel"]?.stringValue ?? "production"))"
     }
 
     /// The version rows of one app, production's first, then each other channel's by name,
