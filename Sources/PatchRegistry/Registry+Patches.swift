@@ -10,6 +10,9 @@ public struct RolloutChange: Sendable {
     public let from: Int
     /// A staged rollout the change stopped: a person setting the percentage takes over from it.
     public var stoppedSchedule: RolloutSchedule? = nil
+    /// The patch's entry in the withhold role, when the change went that way (a halt where
+    /// the targets keys are not at hand).
+    public var withheld: WithheldPatch? = nil
 
     /// The Patch JSON with `"changed"` and `"from"`, as `patchctl rollout` and the rollout route answer.
     public var json: JSON {
@@ -17,6 +20,7 @@ public struct RolloutChange: Sendable {
         object["changed"] = .bool(changed)
         object["from"] = .int(Int64(from))
         if let stoppedSchedule { object["stoppedSchedule"] = stoppedSchedule.json }
+        if let withheld { object["withheld"] = withheld.json }
         return .object(object)
     }
 }
@@ -183,6 +187,12 @@ extension Registry {
                     let which = targets.count == 1 ? "patch \(targets[0].number)" : "patches \(targets.map { String($0.number) }.joined(separator: ", "))"
                     throw RegistryError.unconfirmed("revoking \(name) \(appVersion) \(which) would leave \(targets[0].channel) serving no patch: devices that run it drop it and then get \(after.summary)")
                 }
+            }
+            if let role = try withholdsInstead(app: name, channel: targets[0].channel) {
+                // The targets keys are elsewhere (the two-person rule) and the withhold keys are
+                // here: devices drop the patches now; unlisting them waits for the key holders.
+                _ = try withholdRows(targets, role: role, rollBack: true, reason: message, app: name, actor: actor, now: now)
+                return targets
             }
             return try revokeRows(targets, app: name, appVersion: appVersion, message: message, actor: actor, now: now)
         } }

@@ -27,7 +27,7 @@ extension Registry {
         let message = try Registry.releaseNotes(message)
         let change = ReleaseChange(HaltOperation(appVersion: appVersion, patch: number, message: message))
         return try changeRollout(app: name, appVersion: appVersion, number: number, expectLive: expectLive, dryRun: dryRun, actor: actor, now: now,
-                                 change: change, action: "patch.halt", message: message) { _ throws(RegistryError) in 0 }
+                                 change: change, action: "patch.halt", message: message, withhold: .halt) { _ throws(RegistryError) in 0 }
     }
 
     /// `patchctl resume`: a halted patch offered again, at `percent` or, without it, at the
@@ -40,7 +40,7 @@ extension Registry {
         if let percent, !(1...100).contains(percent) { throw .invalidCall("resume rolls out to 1 to 100 %, got \(percent) (0 % is a halt)") }
         let change = ReleaseChange(ResumeOperation(appVersion: appVersion, patch: number, percent: percent))
         return try changeRollout(app: name, appVersion: appVersion, number: number, expectLive: expectLive, dryRun: dryRun, actor: actor, now: now,
-                                 change: change, action: "patch.resume") { patch throws(RegistryError) in
+                                 change: change, action: "patch.resume", withhold: .lift) { patch throws(RegistryError) in
             guard patch.rollout == 0 else {
                 throw .conflict("\(name) \(appVersion) patch \(number) is not halted: it rolls out to \(patch.rollout) % (use `patchctl rollout` to change that)")
             }
@@ -67,10 +67,18 @@ extension Registry {
         return nil
     }
 
+    /// What a halt or a resume does with the withhold role (docs/PROTOCOL.md, "Withhold").
+    private enum WithholdStep {
+        /// Where the targets keys are not at hand and the withhold keys are: withhold instead.
+        case halt
+        /// A withheld patch: take it off the list (which needs the targets keys).
+        case lift
+    }
+
     /// The one write of a rollout change: `percent` reads the patch as it is inside the
     /// transaction and says the new percentage.
     private func changeRollout(app name: AppName, appVersion: AppVersion, number: Int, expectLive: Int?, dryRun: Bool, actor: Actor, now: Date,
-                               change: ReleaseChange, action: String, message: String? = nil,
+                               change: ReleaseChange, action: String, message: String? = nil, withhold: WithholdStep? = nil,
                                percent: (PatchRecord) throws(RegistryError) -> Int) throws(RegistryError) -> RolloutChange {
         try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> RolloutChange in
             _ = try app(name)
@@ -79,6 +87,17 @@ extension Registry {
             }
             guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; publish a new patch instead") }
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: patch.channel)
+            if withhold == .lift, try liftWithhold(patch, app: name, actor: actor, now: now) {
+                return RolloutChange(patch: patch, changed: true, from: patch.rollout)
+            }
+            if withhold == .halt, let role = try withholdsInstead(app: name, channel: patch.channel) {
+                // The targets keys are elsewhere (the two-person rule) and the withhold keys are
+                // here: stopping the patch does not wait for a second person.
+                let written = try withholdRows([patch], role: role, rollBack: false, reason: message, app: name, actor: actor, now: now)
+                var result = RolloutChange(patch: patch, changed: !written.isEmpty, from: patch.rollout)
+                result.withheld = try withheldPatches(app: name).first { $0.path == patch.targetPath }
+                return result
+            }
             let percent = try percent(patch)
             // A person's rollout ends the patch's staged rollout (else its next step would undo
             // what they set). The schedule's own steps and a guard's halt come through here as

@@ -454,6 +454,24 @@ enum Schema {
         PRIMARY KEY(app, app_version, number),
         FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
     ) WITHOUT ROWID;
+    -- The withhold role's entries (issue 44; additive): the targets withhold.json lists, one
+    -- row each, by target path and the sha256 signed for it. The role itself is the
+    -- delegations row named 'withhold' with channel '' (no channel is empty), its signed files
+    -- delegated_metadata's rows of that role, so snapshot lists and patchd serves them as any
+    -- delegated role's.
+    CREATE TABLE IF NOT EXISTS withheld_targets(
+        app TEXT NOT NULL REFERENCES apps(name),
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        roll_back INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        PRIMARY KEY(app, path)
+    );
     -- Release changes waiting for signatures (the two-person rule, issue 24); additive. `change`
     -- is the operation's arguments (canonical JSON; a publish's bundle in `bundle`), `signed`
     -- the canonical JSON of the role's next metadata that every signature is over,

@@ -59,6 +59,7 @@ extension APIOperation {
     // with a key the server holds (one it makes when the body names no key), or where its keys
     // are (the dry run answers it unsigned); top-level targets with the targets key, on the server.
     public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher, commands: ["keys delegate"])
+    public static let setWithholdRole = APIOperation("setWithholdRole", "PUT", "/v1/apps/{app}/withhold-role", scope: .publisher, commands: ["keys withhold"])
     public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher, commands: ["keys undelegate"])
 
     /// The two-person rule: a change the server cannot sign alone is answered 202 with the
@@ -100,7 +101,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, listAppVersions, getAudit, listApps,
-        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, whoami, listPending, getPending, approvePending, rejectPending,
+        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, setWithholdRole, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

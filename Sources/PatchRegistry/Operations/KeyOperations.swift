@@ -148,3 +148,73 @@ public struct UndelegateOperation: ReleaseOperation, Equatable {
         } catch { throw DelegateOperation.keysElsewhere(error, role: nil, context: context) }
     }
 }
+
+/// `keys withhold`: sets or rotates the app's withhold role, whose keys can only take patches
+/// away (`Registry.setWithholdRole`). Without keys, patchd (or patchctl's registry) makes one
+/// and keeps it: then a guard's halt and a person's halt or revoke land at once even when the
+/// targets keys are elsewhere (the two-person rule).
+public struct WithholdRoleOperation: ReleaseOperation, Equatable {
+    public static let definition = OperationDefinition(
+        kind: "withhold-role", routes: [.setWithholdRole],
+        parameters: [
+            OperationParameter("keys", .body, .json, "the role's public keys, 1 to 16 TUF key objects (left out: one made where the registry is)"),
+            OperationParameter("threshold", .body, .integer, "how many of them must sign (1 to 16; default 1)"),
+        ],
+        audits: ["keys.withhold", "change.propose"], danger: .routine, expectPatch: false, metric: "delegations", bodyLimit: 16_384)
+
+    public var keys: [TUFKey]
+    public var threshold: Int?
+
+    public init(keys: [TUFKey] = [], threshold: Int? = nil) {
+        self.keys = keys
+        self.threshold = threshold
+    }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        var keys: [TUFKey] = []
+        if let raw = try values.json("keys") {
+            guard let list = raw.arrayValue, (1...16).contains(list.count) else { throw .invalidCall("keys must be an array of 1 to 16 TUF key objects") }
+            for json in list {
+                do { keys.append(try TUFKey(json: json, role: Withholds.roleName)) } catch { throw .invalidCall("keys: not a TUF public key object: \(error)") }
+            }
+        }
+        self.init(keys: keys, threshold: try values.integer("threshold", in: 1...16))
+    }
+
+    public var values: OperationValues {
+        .encode(["keys": keys.isEmpty ? Optional<JSON>.none : JSON.array(keys.map(\.json)), "threshold": threshold])
+    }
+
+    public var summary: String {
+        "set the withhold role: \(threshold.map { "\($0) of " } ?? "")\(max(keys.count, 1)) key\(keys.count > 1 ? "s" : "")"
+    }
+
+    /// The role with `app`, and where a key made for it is kept (as `delegate` answers).
+    public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
+        let app = try context.requireApp()
+        var publicKeys = keys, made: (key: SigningKey, file: URL)?
+        if publicKeys.isEmpty, !context.dryRun {
+            let key: SigningKey
+            do throws(CryptoError) { key = try SigningKey.generateEd25519() } catch { throw .crypto(error) }
+            made = (key, try registry.keys.storeDelegated(key, app: app, role: Withholds.roleName))
+            publicKeys = [key.tufKey]
+        }
+        do throws(RegistryError) {
+            let role: WithholdRole
+            if context.dryRun, publicKeys.isEmpty {
+                guard try registry.withholdRole(app: app) == nil || threshold != nil else { throw .invalidInput("nothing to change") }
+                return ["app": .string(app.rawValue), "name": .string(Withholds.roleName), "keyids": .array([]), "threshold": .int(Int64(threshold ?? 1))]
+            }
+            role = try registry.setWithholdRole(app: app, keys: publicKeys, threshold: threshold, dryRun: context.dryRun, actor: context.actor, now: context.now)
+            var json = role.json.objectValue ?? [:]
+            json["app"] = .string(app.rawValue)
+            if let made {
+                if context.caller == nil { json["keyFile"] = .string(made.file.path) } else { json["serverKey"] = true }
+            }
+            return .object(json)
+        } catch {
+            if let made { try? FileManager.default.removeItem(at: made.file) }
+            throw DelegateOperation.keysElsewhere(error, role: nil, context: context)
+        }
+    }
+}

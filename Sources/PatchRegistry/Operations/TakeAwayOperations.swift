@@ -52,9 +52,18 @@ public struct RevokeOperation: ReleaseOperation, Equatable {
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
         let app = try context.requireApp()
         // A dry run changes nothing, so it needs no confirmation: it shows what would go.
-        return .array(try registry.revoke(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
-                                   expectLive: context.expectPatch, dryRun: context.dryRun, confirmed: context.confirmed || context.dryRun,
-                                   actor: context.actor, now: context.now).map(\.json))
+        let revoked = try registry.revoke(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
+                                          expectLive: context.expectPatch, dryRun: context.dryRun, confirmed: context.confirmed || context.dryRun,
+                                          actor: context.actor, now: context.now)
+        // A revoke that went through the withhold role (the targets keys elsewhere): each patch
+        // is still listed and active, and says how devices were told to drop it.
+        let withheld = context.dryRun || revoked.allSatisfy({ $0.state != .active }) ? [:]
+            : Dictionary(try registry.withheldPatches(app: app).map { ($0.path, $0) }) { first, _ in first }
+        return .array(revoked.map { patch in
+            guard let entry = withheld[patch.targetPath], var json = patch.json.objectValue else { return patch.json }
+            json["withheld"] = entry.json
+            return .object(json)
+        })
     }
 }
 

@@ -173,11 +173,19 @@ extension Registry {
                 }
                 // Keys patchd does not hold (the two-person rule): the halt waits for their
                 // holders, proposed below, outside this transaction; no trip until it lands.
-                guard try holdsSigningKeys(app: app, channel: key.channel) else {
+                // Keys patchd does not hold (the two-person rule): the withhold role's, when
+                // patchd holds them, stop the patch at once — as a halt only: evidence never makes
+                // devices drop a patch they run. Without them the halt waits, below.
+                let withhold = try holdsSigningKeys(app: app, channel: key.channel) ? nil : try withholdsInstead(app: app, channel: key.channel)
+                if let withhold {
+                    guard let patch = try self.patches(app: app, appVersion: key.appVersion, activeOnly: true).first(where: { $0.number == key.patch }) else { continue }
+                    _ = try withholdRows([patch], role: withhold, rollBack: false, reason: "guard: " + why, app: app, actor: Registry.guardActor, now: now)
+                } else if try holdsSigningKeys(app: app, channel: key.channel) {
+                    try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
+                } else {
                     waiting.append((key, why))
                     continue
                 }
-                try halt(app: app, appVersion: key.appVersion, number: key.patch, message: "guard: " + why, actor: Registry.guardActor, now: now)
                 try db.run("""
                     INSERT INTO guard_trips(app, app_version, number, channel, action, at, installed, rolled_back, lower_ppm, threshold_ppm)
                     VALUES (?,?,?,?,?,?,?,?,?,?)

@@ -134,6 +134,15 @@ extension Registry {
             }
             roles.append(record.name)
         }
+        if let role = try withholdRole(app: name), (expiries[Withholds.roleName] ?? .distantFuture) < (deadline ?? now.addingTimeInterval(expiry.targets / 2)) {
+            do {
+                try signWithhold(app: name, role: role, now: now, lifetime: lifetime)
+                roles.append(Withholds.roleName)
+            } catch {
+                guard case .keys = error else { throw error }
+                failure = failure ?? error
+            }
+        }
         return (roles, failure)
     }
 }

@@ -36,6 +36,7 @@ extension Registry {
             throw .invalidInput("a delegated role name is 1-32 characters of a-z, 0-9 and -, got \(name.debugSanitized)")
         }
         guard Role(rawValue: name) == nil else { throw .invalidInput("\(name) is a top-level role's name") }
+        guard name != Withholds.roleName else { throw .invalidInput("\(name) is the withhold role's name (`patchctl keys withhold`)") }
     }
 
     /// The app's delegated roles in force, by name.
@@ -46,7 +47,9 @@ extension Registry {
     /// Every delegation row of the app, a retired one (`keys undelegate`) too.
     func delegationRows(app: AppName) throws(RegistryError) -> [(record: DelegationRecord, removed: Bool)] {
         let rows = try read { () throws(StorageError) in
-            try db.query("SELECT name, channel, keys_json, threshold, removed_at FROM delegations WHERE app = ? ORDER BY name", [.text(app.rawValue)]) {
+            // The withhold role's row (channel '') is no channel's delegation (`withholdRole`).
+            try db.query("SELECT name, channel, keys_json, threshold, removed_at FROM delegations WHERE app = ? AND channel <> '' ORDER BY name",
+                         [.text(app.rawValue)]) {
                 ($0.text(0), $0.text(1), $0.text(2), $0.int(3), $0.values[4] != .null)
             }
         }
@@ -101,7 +104,7 @@ extension Registry {
             try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(role)]) { $0.int(0) }.first
         } ?? 0) + 1
         return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
-                           targets: try listedTargets(app: app) { $0.channel == channel })
+                           targets: try listedTargets(app: app, fallback: try withholdRole(app: app) != nil) { $0.channel == channel })
     }
 
     /// How long a role file signed elsewhere (`presigned`) may take to come back.

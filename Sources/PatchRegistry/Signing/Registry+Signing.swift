@@ -10,11 +10,19 @@ extension Registry {
     /// Anything older than that newest full rollout can never be chosen by a device, so it is
     /// left out; a conditional patch at 100% does not end the list (it reaches only the
     /// devices its conditions admit).
-    static func listedPatches(_ patches: [PatchRecord]) -> [PatchRecord] {
+    ///
+    /// `fallback` (an app with a withhold role): the list goes on to the next unconditional
+    /// 100 % patch below the newest, so a withhold that rolls the newest back leaves devices a
+    /// signed patch to go back to (docs/PROTOCOL.md, "Withhold").
+    static func listedPatches(_ patches: [PatchRecord], fallback: Bool = false) -> [PatchRecord] {
         var listed: [PatchRecord] = []
+        var full = 0
         for patch in patches.sorted(by: { $0.number > $1.number }) where patch.state == .active {
             listed.append(patch)
-            if patch.rollout >= 100, patch.conditions == nil { break }
+            if patch.rollout >= 100, patch.conditions == nil {
+                full += 1
+                if full > (fallback ? 1 : 0) { break }
+            }
         }
         return listed
     }
@@ -30,11 +38,13 @@ extension Registry {
     }
 
     /// The target entries for the listable patches `include` admits.
-    func listedTargets(app: AppName, _ include: (PatchRecord) -> Bool) throws(RegistryError) -> [String: TargetFile] {
-        let grouped = Dictionary(grouping: try listablePatches(app: app).filter(include)) { "\($0.channel)/\($0.appVersion)" }
+    /// `fallback`: the app has a withhold role (`listedPatches`).
+    func listedTargets(app: AppName, fallback: Bool, _ include: (PatchRecord) -> Bool) throws(RegistryError) -> [String: TargetFile] {
+        let source = fallback ? try patches(app: app, appVersion: nil, activeOnly: true) : try listablePatches(app: app)
+        let grouped = Dictionary(grouping: source.filter(include)) { "\($0.channel)/\($0.appVersion)" }
         var targets: [String: TargetFile] = [:]
         for (_, patches) in grouped {
-            for patch in Registry.listedPatches(patches) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
+            for patch in Registry.listedPatches(patches, fallback: fallback) { targets[patch.targetPath] = Registry.targetFile(for: patch) }
         }
         return targets
     }
@@ -42,11 +52,14 @@ extension Registry {
     /// Top-level targets: every channel's targets but the delegated ones, which the
     /// delegated roles list, and the delegations.
     func targetsBody(app: AppName, version: Int64, now: Date, lifetime: TimeInterval? = nil,
-                     delegations: [DelegationRecord] = []) throws(RegistryError) -> TargetsBody {
+                     delegations: [DelegationRecord] = [], withhold: WithholdRole? = nil) throws(RegistryError) -> TargetsBody {
         let delegated = Set(delegations.map(\.channel))
-        let targets = try listedTargets(app: app) { !delegated.contains($0.channel) }
-        let listed = delegations.isEmpty ? nil : Delegations(
-            keys: delegations.reduce(into: [:]) { $0.merge($1.keys) { first, _ in first } }, roles: delegations.map(\.delegatedRole))
+        let targets = try listedTargets(app: app, fallback: withhold != nil) { !delegated.contains($0.channel) }
+        // The withhold role goes last: it has no paths, so no search ever reaches it anyway.
+        var keys = delegations.reduce(into: [String: TUFKey]()) { $0.merge($1.keys) { first, _ in first } }
+        if let withhold { keys.merge(withhold.keys) { first, _ in first } }
+        let roles = delegations.map(\.delegatedRole) + (withhold.map { [$0.delegatedRole] } ?? [])
+        let listed = roles.isEmpty ? nil : Delegations(keys: keys, roles: roles)
         return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
                            targets: targets, delegations: listed)
     }
@@ -77,6 +90,7 @@ extension Registry {
         }
         let stored = try signingState(app: app)
         let delegations = stored.delegated ? try self.delegations(app: app) : []
+        let withhold = stored.delegated ? try withholdRole(app: app) : nil
         var superseding: [String] = []
         if chain.first == .targets, let channel, let record = delegations.first(where: { $0.channel == channel }) {
             try signDelegated(app: app, record, now: now, lifetime: lifetimes?.targets)
@@ -105,7 +119,7 @@ extension Registry {
             do {
                 switch role {
                 case .targets:
-                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations)
+                    let tb = try targetsBody(app: app, version: version, now: now, lifetime: lifetimes?.targets, delegations: delegations, withhold: withhold)
                     guard let entry = root.roles[.targets] else { throw RegistryError.internalError("root lists no targets role") }
                     let signers = try roleSigners(app: app, role: Role.targets.rawValue, signed: tb.signedJSON, keyIDs: entry.keyIDs,
                                                   threshold: entry.threshold, keys: root.keys)
