@@ -163,9 +163,11 @@ public actor PatchClient {
         }
         // What the targets search can find: top-level targets and any delegated role.
         let listing: TargetListing
+        let withholds: Withholds
         do {
             var trusted = try await refresher.refresh(now: now)
             listing = try await refresher.listTargets(in: &trusted)
+            withholds = try await refresher.withholds(in: &trusted)
         } catch {
             if case .throttled(let header, let deviceScoped) = error {
                 let until = retryAfter(header, now: now)
@@ -178,7 +180,7 @@ public actor PatchClient {
             }
             throw Self.clientError(error)
         }
-        return try await apply(listing.found, now: now)
+        return try await apply(listing.found, withholds: withholds, now: now)
     }
 
     private func installationSecret() throws(PatchClientError) -> DeviceSecret {
@@ -208,18 +210,27 @@ public actor PatchClient {
     /// it to no new device but takes it from none) and even when a lower number would be
     /// picked now (no downgrade); once it is no longer listed (revoked) the signed targets
     /// decide. Patches rolled back on this device are skipped.
-    /// `targets` are what the targets search finds (top-level targets and delegated roles).
-    private func apply(_ targets: [FoundTarget], now: Date) async throws(PatchClientError) -> SyncOutcome {
+    /// `targets` are what the targets search finds (top-level targets and delegated roles);
+    /// `withholds` what the withhold role says of them (`Withholds.apply`): a target withheld to
+    /// roll back counts as not listed (a device that runs it drops it and reports `rolledBack`
+    /// with the withhold's reason), one withheld as a halt as listed at rollout 0.
+    private func apply(_ targets: [FoundTarget], withholds: Withholds = Withholds(), now: Date) async throws(PatchClientError) -> SyncOutcome {
         // One read of the state for the decision: the installed patch (reconciled with
         // main.js) and the rolled-back floor under the same lock.
         let (state, installed) = stateAndCurrentPatch()
         observedLastError = .some(state.lastError)
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
+        let (kept, halted) = withholds.apply(to: Dictionary(targets.map { ($0.path, $0.file) }) { first, _ in first })
+        var withdrawn: [Int: String] = [:]
         for target in targets {
             let file = target.file
-            guard let info = PatchTargetInfo(path: target.path, file: file), info.appVersion == configuration.appVersion.rawValue,
-                  info.channel == configuration.channel else { continue }
-            listed[info.patch] = (info, file)
+            guard let signed = PatchTargetInfo(path: target.path, file: file), signed.appVersion == configuration.appVersion.rawValue,
+                  signed.channel == configuration.channel else { continue }
+            guard kept[target.path] != nil else {
+                withdrawn[signed.patch] = withholds.entry(path: target.path, file: file)?.reason
+                continue
+            }
+            listed[signed.patch] = (halted.contains(target.path) ? signed.withRollout(0) : signed, file)
         }
         let device = Selection.Device(app: configuration.app.rawValue, appVersion: configuration.appVersion.rawValue,
                                       deviceID: configuration.deviceID, osVersion: configuration.osVersion)
@@ -228,6 +239,10 @@ public actor PatchClient {
                                                     digest: $0.info.plaintext.sha256) },
             for: device, running: installed.map { Selection.Running(number: $0.number, digest: $0.sha256) },
             rolledBackThrough: state.rolledBackThrough)
+        // The running patch withheld to roll back: dropped below, and said so with the reason.
+        if let running = installed, let reason = withdrawn[running.number], choice != .keep(running.number) {
+            record(.rolledBack, patch: running.number, reason: "withheld: " + reason, receipt: state.installed?.receipt, now: now)
+        }
         let best: (info: PatchTargetInfo, file: TargetFile)
         switch choice {
         case .keep:

@@ -54,7 +54,7 @@ public struct PatchTargetInfo: Sendable, Equatable {
     public let appVersion: String
     public let channel: ChannelName
     public let patch: Int
-    public let rollout: Int
+    public private(set) var rollout: Int
     public let published: String
     public let plaintext: BundleDigests
     public let encryption: Encryption?
@@ -141,6 +141,14 @@ public struct PatchTargetInfo: Sendable, Equatable {
         self.rollout = Int(rollout)
         self.published = published
         self.plaintext = BundleDigests(length: Int(length), sha256: sha256, md5: md5)
+    }
+
+    /// This entry at another rollout: how a withhold's halt shows a listed patch to the
+    /// selection rule (rollout 0, whatever was signed; docs/PROTOCOL.md, "Withhold").
+    public func withRollout(_ percent: Int) -> PatchTargetInfo {
+        var copy = self
+        copy.rollout = percent
+        return copy
     }
 
     /// The file name of a patch with delivery conditions.

@@ -63,7 +63,9 @@ struct DelegationWalk {
         var children: [Step] = []
         for child in delegations.roles {
             guard let path else {
-                children.append(Step(role: child.name, delegator: role))
+                // A role with no paths can answer no search (the withhold role), so a listing of
+                // what searches find does not load it either.
+                if child.scope != .paths([]) { children.append(Step(role: child.name, delegator: role)) }
                 continue
             }
             guard child.isDelegated(path) else { continue }
@@ -144,7 +146,7 @@ extension Updater {
     /// when it is what snapshot pins now (spec 5.6.7 through python-tuf's `_load_targets`:
     /// an unchanged role costs no request); else downloaded as `{V}.{role}.json`, V from
     /// snapshot, and kept in the cache once it verifies.
-    private func loadTargetsRole(_ step: DelegationWalk.Step, _ trusted: inout TrustedMetadata) async throws(UpdateError) -> TargetsBody {
+    func loadTargetsRole(_ step: DelegationWalk.Step, _ trusted: inout TrustedMetadata) async throws(UpdateError) -> TargetsBody {
         if step.role == Role.targets.rawValue {
             guard let targets = trusted.targets else { throw .verification(.missingRole("targets")) }
             return targets.body

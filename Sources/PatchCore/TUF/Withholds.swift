@@ -82,6 +82,20 @@ public struct Withholds: Sendable, Equatable {
         return entry
     }
 
+    /// The targets as devices act on them, the one reading PatchClient and patchd's simple
+    /// check share: a target withheld to roll back is left out (a device that runs it drops it,
+    /// as after a revoke), one withheld as a halt stays listed and is named in `halted` (offered
+    /// to no device, kept by those that run it, as at rollout 0).
+    public func apply(to targets: [String: TargetFile]) -> (listed: [String: TargetFile], halted: Set<String>) {
+        guard !entries.isEmpty else { return (targets, []) }
+        var listed = targets, halted: Set<String> = []
+        for (path, file) in targets {
+            guard let entry = entry(path: path, file: file) else { continue }
+            if entry.rollBack { listed[path] = nil } else { halted.insert(path) }
+        }
+        return (listed, halted)
+    }
+
     /// How top-level targets delegates the role: its keys, no paths (never searched), not
     /// terminating (it ends no search it is never part of).
     public static func delegatedRole(keyIDs: [String], threshold: Int) -> DelegatedRole {

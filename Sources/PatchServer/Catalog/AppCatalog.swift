@@ -101,6 +101,7 @@ public final class AppCatalog: Sendable {
         // the kept older versions of every targets role, whose bundles stay servable below.
         var listed = body.targets
         var olderListings: [[UInt8]] = []
+        var withholds = Withholds()
         for (role, latest) in try registry.latestDelegatedMetadata(app: app) {
             for version in max(1, latest.version - keptVersions + 1)...latest.version {
                 if let bytes = try registry.delegatedMetadata(app: app, role: role, version: version) {
@@ -112,14 +113,24 @@ public final class AppCatalog: Sendable {
             guard let delegated = try? SignedTargets(bytes: latest.bytes).body else {
                 throw .internalError("stored \(role) metadata of \(app) does not parse")
             }
+            if role == Withholds.roleName {
+                do { withholds = try Withholds(body: delegated) } catch { throw .internalError("stored withhold metadata of \(app): \(error)") }
+                continue
+            }
             listed.merge(delegated.targets) { first, _ in first }
         }
+        // The withhold role, as PatchClient reads it: a target withheld to roll back is served
+        // to no one (a device that runs it drops it, and a client that does not know the role
+        // cannot fetch it); one withheld as a halt is offered to no device, as at rollout 0.
+        let halted: Set<String>
+        (listed, halted) = withholds.apply(to: listed)
         var targets: [String: ServedTarget] = [:]
         var versions: [String: [CheckEntry]] = [:]
         /// The bundle of one target under each of its hashes; nil for an entry that is not a patch.
         func serve(_ path: String, _ file: TargetFile) throws(RegistryError) -> (info: PatchTargetInfo, sha256: String, bytes: [UInt8])? {
-            guard let info = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"],
-                  let version = try? AppVersion(info.appVersion) else { return nil }
+            guard let signed = PatchTargetInfo(path: path, file: file), let sha256 = file.hashes["sha256"],
+                  let version = try? AppVersion(signed.appVersion) else { return nil }
+            let info = halted.contains(path) ? signed.withRollout(0) : signed
             let bytes = try registry.servedBytes(sha256: sha256)
             let contentType = info.encryption == nil ? "application/javascript; charset=utf-8" : "application/octet-stream"
             let served = ServedTarget(response: HTTPResponse(status: 200, headers: [
@@ -162,7 +173,7 @@ public final class AppCatalog: Sendable {
         }
         for bytes in olderListings {
             guard let older = try? SignedTargets(bytes: bytes).body else { continue }
-            for (path, file) in older.targets where !listed.keys.contains(path) {
+            for (path, file) in older.targets where !listed.keys.contains(path) && withholds.entry(path: path, file: file)?.rollBack != true {
                 guard let info = PatchTargetInfo(path: path, file: file), let version = try? AppVersion(info.appVersion),
                       active.contains(PatchKey(appVersion: version, channel: info.channel, patch: info.patch)) else { continue }
                 _ = try serve(path, file)
