@@ -12,7 +12,7 @@ enum PatchCtl {
     static let commands: [any Command.Type] = [
         AppsCreateCommand.self, AppsListCommand.self, AppsVersionsCommand.self, AppsRootCommand.self, AppsThrottleCommand.self, AppsGuardCommand.self, AppsJSPatchCommand.self, AppsJSPatchKeyCommand.self,
         TokensCreateCommand.self, TokensListCommand.self, TokensRevokeCommand.self, PublishCommand.self, RevokeCommand.self, RolloutCommand.self, HaltCommand.self, ResumeCommand.self, ChannelsCreateCommand.self, ChannelsListCommand.self,
-        ListCommand.self, AuditCommand.self, KeysRotateCommand.self, KeysDelegateCommand.self, KeysUndelegateCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
+        ListCommand.self, AuditCommand.self, KeysRotateCommand.self, KeysDelegateCommand.self, KeysUndelegateCommand.self, KeysWithholdCommand.self, ExportCommand.self, VerifyCommand.self, FetchCommand.self,
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
         PromoteCommand.self, DbCopyCommand.self, AppsAPNsCommand.self, NotifyCommand.self,
         PendingCommand.self, ApproveCommand.self, RejectCommand.self, KeysGenerateCommand.self, KeysSetCommand.self,

@@ -77,3 +77,36 @@ struct KeysUndelegateCommand: Command {
         Output.line("\(channel) of \(app) is no longer delegated to the role \(out["name"]?.stringValue ?? ""): its targets are signed by the top-level targets key again")
     }
 }
+
+struct KeysWithholdCommand: Command {
+    static let spec = CommandSpec("keys withhold", summary: "Set up (or rotate) the app's withhold role: keys that can only take patches away, so a halt or revoke lands at once even when the targets keys are elsewhere (the two-person rule); the targets keys sign the setup",
+                                  options: [.value("--app", "NAME", "the app (default: hotpatch.json's, or the registry's only app)"),
+                                            Option.value("--key", "FILE", "a public key of the role, a TUF key object (an on-call engineer's; default: a new Ed25519 key kept where the registry is, which patchd's guards and every publisher's halt use)").repeatable,
+                                            .value("--threshold", "N", "how many of the role's keys must sign a withhold (default 1)"),
+                                            SigningKeys.option,
+                                            .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
+
+    static func run(_ arguments: Arguments) throws(CLIError) {
+        let threshold = try arguments.int("--threshold", in: 1...16)
+        var keys: [TUFKey] = []
+        for path in arguments.all("--key") {
+            let bytes = try Output.readFile(path, what: "the role's public key", limit: 64 << 10)
+            do { keys.append(try TUFKey(json: try JSONParser.parse(bytes), role: Withholds.roleName)) } catch {
+                throw .failed("\(path.pathSanitized) is not a TUF public key object: \(error)")
+            }
+        }
+        if keys.isEmpty, threshold.map({ $0 > 1 }) == true {
+            throw .usage("--threshold \(threshold ?? 1) needs that many --key files: a key the registry makes is one key")
+        }
+        let backend = try Backends.open(arguments)
+        let app = try backend.app(arguments)
+        let out = try ReleaseCall.run(WithholdRoleOperation(keys: keys, threshold: threshold), app: app, backend: backend, arguments)
+        if arguments.flag("--json") { Output.json(out); return }
+        let keyIDs = out["keyids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        Output.line("\(app)'s withhold role: threshold \(out["threshold"]?.intValue ?? 1) of \(keyIDs.count) key\(keyIDs.count == 1 ? "" : "s")")
+        Output.line("keyids: \(keyIDs.joined(separator: ", "))")
+        if let file = out["keyFile"]?.stringValue { Output.line("the role's key: \(file) (private, mode 0600)") }
+        if out["serverKey"]?.boolValue == true { Output.line("the role's key was made by \(backend.place) and is kept there") }
+        Output.line("where the targets keys are not at hand, halt and revoke now sign withhold.json instead: devices stop installing (halt) or drop (revoke) the patch from their next sync; resume needs the targets keys")
+    }
+}
