@@ -40,6 +40,7 @@ export const operations = Object.freeze({
   revokeToken: Object.freeze({ method: "DELETE", path: "/v1/tokens/{id}", scope: "publisher" }),
   delegateChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/delegations", scope: "publisher" }),
   undelegateChannel: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/delegations/{channel}", scope: "publisher" }),
+  setWithholdRole: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/withhold-role", scope: "publisher" }),
   whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
   listPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending", scope: "auditor" }),
   getPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending/{id}", scope: "auditor" }),
@@ -208,6 +209,14 @@ export const releases = Object.freeze({
     routes: ["undelegateChannel"], danger: "routine", confirms: false,
     parameters: Object.freeze([
       Object.freeze({ name: "channel", in: "path", kind: "channel", required: true }),
+    ]),
+  }),
+  "withhold-role": Object.freeze({
+    routes: ["setWithholdRole"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "keys", in: "body", kind: "json", required: false }),
+      Object.freeze({ name: "threshold", in: "body", kind: "integer", required: false }),
+      Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
     ]),
   }),
 });

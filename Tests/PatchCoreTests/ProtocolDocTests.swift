@@ -85,6 +85,8 @@ enum ProtocolDoc {
                    "device-salt", "device", "os-min", "os-max", "admits", "refuses", "path", "hash", "served-path", "custom"],
         "target-refused": ["path", "custom"],
         "role-file-name": ["role", "quoted", "cached"],
+        "withhold": ["signed", "path", "sha256", "applies"],
+        "withhold-refused": ["signed"],
         "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
     ]
 
@@ -189,7 +191,7 @@ struct ProtocolDocTests {
         // Deleting vectors must not make the suite pass vacuously.
         let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "tuf-key": 3, "hashes": 4, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
                        "app-names": 1, "app-versions": 1, "example-repository": 1, "channel-names": 1, "target": 3, "target-refused": 1,
-                       "role-file-name": 1]
+                       "role-file-name": 1, "withhold": 3, "withhold-refused": 2]
         for (kind, count) in minimum {
             let found = vectors.filter { $0.kind == kind }.count
             #expect(found >= count, "docs/PROTOCOL.md has \(found) \(kind) vector(s), expected at least \(count)")
@@ -360,6 +362,22 @@ struct ProtocolDocTests {
             #expect(RoleFileName.quoted(role) == url, "the URL name of \(role)")
             #expect(RoleFileName.cached(role) == file, "the cache's name of \(role)")
         }
+    }
+
+    @Test("withhold files: what an entry does to a signed target (halt, rollBack, nothing)", arguments: try ProtocolDoc.vectors(kind: "withhold"))
+    func withhold(_ vector: DocVector) throws {
+        let withholds = try Withholds(body: try TargetsBody(signed: try JSONParser.parse(vector.value("signed"))))
+        let file = TargetFile(length: 1, hashes: ["sha256": try vector.value("sha256")])
+        let path = try vector.value("path")
+        let (listed, halted) = withholds.apply(to: [path: file])
+        let applies = listed[path] == nil ? "rollBack" : halted.contains(path) ? "halt" : "nothing"
+        #expect(applies == (try vector.value("applies")), "\(vector.testDescription)")
+    }
+
+    @Test("withhold files a client refuses whole", arguments: try ProtocolDoc.vectors(kind: "withhold-refused"))
+    func withholdRefused(_ vector: DocVector) throws {
+        let body = try TargetsBody(signed: try JSONParser.parse(vector.value("signed")))
+        #expect(throws: TUFError.self, "\(vector.testDescription)") { try Withholds(body: body) }
     }
 
     @Test("target path and signed custom fields, written and read back", arguments: try ProtocolDoc.vectors(kind: "target"))
