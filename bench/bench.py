@@ -1152,6 +1152,14 @@ def r10c():
     return {k: p[k] for k in ("p50_ms", "p99_ms", "landed", "throttled", "revoke_ms")}, {"p99_ms": GOAL_P99_US / 1000}, {}, []
 
 
+def r10d():
+    w = m_helper("withhold", "withhold_landing.py", 1000, 64,
+                 what="row 10d: 1,000 devices drop a patch one on-call engineer withheld on a two-person app (bench/withhold_landing.py)")
+    if not w.get("through_withhold"):
+        raise Failed("row 10d: the revoke did not land through the withhold role")
+    return {"p50_us": w["p50_us"], "p99_us": w["p99_us"], "landed": w["landed"], "revoke_us": w["revoke_us"]}, {"p99_us": GOAL_P99_US}, {}, []
+
+
 def flood():
     return m_helper("flood", "reports_flood.py", 10, 4, what="row 11: report ingest beside publishes (bench/reports_flood.py, 2 × 10 s)")
 
@@ -1351,6 +1359,11 @@ SPECS = {
     "10c": {"fn": r10c, "what": "10c. Revoke lands by push: from `patchctl revoke --notify` starting to each woken device holding the new timestamp (its one pass through the interval), 1,000 devices inside their one-hour interval (lower is better)",
             "hotpatch": "p50 {h.p50_ms} ms / p99 {h.p99_ms} ms ({h.landed} of 1000 landed, {h.throttled} throttled; the revoke with its 1,000 pushes {h.revoke_ms} ms)",
             "reference": "2000 ms p99 (row 10's goal)", "ratios": {"main": ("h.p99_ms", "r.p99_ms")}, "ratio": "{x.main:x}"},
+    "10d": {"fn": r10d, "what": "10d. A withhold lands under the two-person rule: from one on-call engineer's `patchctl revoke --server` (no release key; it lands through the withhold role patchd holds) starting to a forced sync without the patch, 1,000 devices inside their one-hour interval (each its own PatchClient, 64 syncing at a time; lower is better)",
+            "hotpatch": "p50 {h.p50_us:ms} ms / p99 {h.p99_us:ms} ms ({h.landed} of 1000 landed; the revoke itself {h.revoke_us:ms} ms)", "reference": "2000 ms p99 (row 10's goal)",
+            "ratios": {"main": ("h.p99_us", "r.p99_us")}, "ratio": "{x.main:x}",
+            "goals": [("one person's withhold reaches 1,000 devices of a two-person app inside their interval, p99 ≤ 2 s — {h.p99_us:ms} ms, {x.main:x} of the limit (row 10d).",
+                       lambda h, r, c, x: x.main <= 1.0)]},
     "11": {"fn": r11, "what": "11. Report ingest: `POST …/reports` of 100 events from a new device each, 4 clients (no per-IP limit), vs row 1's check path",
            "hotpatch": "{h.reports_per_s} reports/s ({h.events_per_s} events/s)", "reference": "timestamp.json: {r.rps:.0f} req/s (row 1)",
            "ratios": {"main": ("h.events_per_s", "r.rps")}, "ratio": "{x.main:x} (events ÷ checks: each event is a durable write, each check a prepared answer)",
@@ -1396,7 +1409,7 @@ SPECS = {
 # patchd and an nginx; rows 14-16 share a PostgreSQL cluster and run before row 9, whose seeding
 # gets the time these leave.
 ORDER = ["1", "2", "3", "18", "18b", "19a", "19b", "19c", "17a", "17b", "17c", "4", "7a", "7b", "7c", "14", "15a", "15b", "16a", "16b", "5a", "5b", "6a", "6b", "6c", "8a", "8b",
-         "9a", "9b", "9c", "10b", "10", "10c", "11", "11b", "11c", "11d", "11e", "12", "13"]
+         "9a", "9b", "9c", "10b", "10", "10c", "10d", "11", "11b", "11c", "11d", "11e", "12", "13"]
 assert sorted(ORDER) == sorted(SPECS)
 
 
