@@ -29,6 +29,8 @@ def main(devices, workers):
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(Path(tmp) / "ws")
         alice, bob = two_person_app(ws)
+        # Every simulated device shares 127.0.0.1: the per-address rate is lifted (not the interval).
+        ws.ok("apps", "throttle", APP, "--ip-rate", "off")
         ws.ok("publish", "--app", APP, "--app-version", "2.3", ws.write_file(b"production(2);\n"), "--key-file", alice.pem, "--key-file", bob.pem)
         ws.ok("keys", "withhold", "--app", APP, "--key-file", alice.pem, "--key-file", bob.pem)
         token = token_file(ws, ws.token("--app", APP, "--role", "publisher", "--name", "oncall"), "oncall.token")
