@@ -51,6 +51,9 @@ def test_one_person_halts_and_revokes_under_the_two_person_rule_and_devices_obey
     assert request(server.url, f"/v1/apps/{APP}/versions/2.3/patch", headers={"X-Device-ID": "x", "If-None-Match": etag}).status == 304
     assert request(server.url, f"/v1/apps/{APP}/versions/2.3/patch", headers={"X-Device-ID": "y"}).headers["X-Patch-Number"] == "1"
 
+    text = ws.run("halt", "--app", APP, "--app-version", "2.3", "--patch", "2", *oncall, registry=False)
+    assert text.rc == 0 and "was already withheld" in text.stdout and "no second person needed" in text.stdout, text.stdout
+
     # python-tuf does not know the role: it refreshes and finds both patches as signed.
     updater = repo_updater(f"{server.url}/v1/apps/{APP}", tmp_path / "py", root.read_bytes())
     updater.refresh()
@@ -60,6 +63,8 @@ def test_one_person_halts_and_revokes_under_the_two_person_rule_and_devices_obey
     revoked = ws.run("revoke", "--app", APP, "--app-version", "2.3", "--patch", "2", "--json", *oncall, registry=False)
     assert revoked.rc == 0, revoked.stdout + revoked.stderr
     assert json.loads(revoked.stdout)[0]["withheld"]["rollBack"] is True
+    again = ws.run("revoke", "--app", APP, "--app-version", "2.3", "--patch", "2", *oncall, registry=False)
+    assert again.rc == 0 and "withheld demo 2.3 patch 2 (production) to roll back" in again.stdout, again.stdout + again.stderr
     dropped = json.loads(ws.ok(*fetch_args, "--device-id", "runs-2", "--cache", tmp_path / "a", registry=False))
     assert dropped["outcome"] == "updated" and dropped["patch"] == 1
     assert (tmp_path / "a" / APP / "2.3" / "main.js").read_bytes() == PROD_1

@@ -60,6 +60,9 @@ enum RolloutOutput {
         let now = patch["rollout"]?.intValue ?? 0, before = patch["from"]?.intValue ?? 0
         if dryRun {
             Output.line("dry run: \(name) \(version) patch \(number) would roll out to \(now)% of devices (now \(before)%); nothing was changed")
+        } else if patch["withheld"] != nil {
+            // Through the withhold role: the targets keys are elsewhere (the two-person rule).
+            Output.line("\(name) \(version) patch \(number) \(patch["changed"]?.boolValue == false ? "was already" : "is now") withheld: offered to no more devices from their next sync, signed with the withhold key (no second person needed); `patchctl resume` gives it back and needs the release keys")
         } else if patch["changed"]?.boolValue == false {
             Output.line("\(name) \(version) patch \(number) unchanged: it already rolls out to \(now)% of devices (nothing signed, no audit event)")
         } else if now == 0 {

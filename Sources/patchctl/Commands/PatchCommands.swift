@@ -177,6 +177,10 @@ struct RevokeCommand: Command {
         }
         if let push { Output.line(Notify.line(push)) }
         for patch in revoked {
+            if patch["withheld"] != nil {
+                Output.line("withheld \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (\(revokedChannel)) to roll back: devices drop it from their next sync, signed with the withhold key (no second person needed); it stays listed until the release keys revoke it")
+                continue
+            }
             Output.line("\(dryRun ? "dry run: would revoke" : "revoked") \(name) \(version) patch \(patch["patch"]?.intValue ?? 0) (\(revokedChannel))")
         }
         if dryRun { Output.line("nothing was changed") } else { try NowServed.print(app: name, version: version, backend: backend) }
