@@ -10,7 +10,7 @@ extension PatchService {
 
     /// `POST /v1/apps/{app}/reports`: no token, so bounded like the check path: the per-IP
     /// bucket and the 64 KiB cap applied from the head (`admit`), then only parsed and queued
-    /// (`ReportQueue`): 202 `{"queued": N}` at once, or 503 with Retry-After when the queue is
+    /// (`reportQueue`, a `WriteQueue`): 202 `{"queued": N}` at once, or 503 with Retry-After when the queue is
     /// full. What counts, and what a guard may act on, is decided off this thread by
     /// `countReports` under `ReportRules`, from the sender's network and block.
     func reports(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
@@ -28,24 +28,21 @@ extension PatchService {
         guard !events.isEmpty else { return .json(["queued": 0], status: 202) }
         let client = configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
         let report = DeviceReport(app: app, deviceID: device, events: events, origin: ReportOrigin(network: client.network, block: client.block))
-        guard reportQueue.enqueue(report, count: { [self] in countReports() }) else {
+        guard reportQueue.enqueue(report, writer: { [self] in countReports() }) else {
             reportTally.refused.add(1)
             throw HTTPError(503, "busy", "the report queue is full; send these events again later", headers: [("Retry-After", "30")])
         }
         return .json(["queued": .int(Int64(events.count))], status: 202)
     }
 
-    /// The report counter (ReportQueue's thread): counts the queued reports group by group, each in one transaction
-    /// under the registry lock, then runs the guards of the patches each group moved, until
-    /// the queue is empty. A group leaves the queue only once the lock is held, so what waits
-    /// for the lock still counts against the queue's capacity.
+    /// The report counter (the queue's writer thread): counts the queued reports group by
+    /// group, each in one transaction under the registry lock, then runs the guards of the
+    /// patches each group moved, until the queue is empty (`WriteQueue.drain`).
     func countReports() {
         let rules = configuration.reportRules
-        var more = true
-        while more {
-            let started = IPRateLimiter.monotonicTime()
-            more = registry.withLock { registry -> Bool in
-                guard let group = reportQueue.nextGroup() else { return false }
+        reportQueue.drain { take in
+            registry.withLock { registry -> Bool in
+                guard let group = take() else { return false }
                 let outcomes: [ReportOutcome]
                 do { outcomes = try registry.ingestReports(group, rules: rules) } catch {
                     reportTally.failedEvents.add(group.reduce(0) { $0 + $1.events.count })
@@ -62,9 +59,6 @@ extension PatchService {
                 }
                 return true
             }
-            // The lock stays free as long as the group held it (ReportQueue).
-            let held = IPRateLimiter.monotonicTime() - started
-            if more, held > 0, !reportQueue.isHurrying { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
         }
     }
 
@@ -126,9 +120,9 @@ extension PatchService {
     /// patches being served (a handful per app version), however long the registry's history.
     func reportGauges() -> String {
         guard let figures = try? registry.withLock({ registry throws(RegistryError) in try registry.reportFigures(app: nil, activeOnly: true) }) else {
-            return reportTally.render(queued: reportQueue.queuedEvents)
+            return reportTally.render(queued: reportQueue.queuedUnits)
         }
-        var out = reportTally.render(queued: reportQueue.queuedEvents)
+        var out = reportTally.render(queued: reportQueue.queuedUnits)
         out += "# HELP hotpatch_patch_devices Distinct devices that reported each event of an active patch.\n# TYPE hotpatch_patch_devices gauge\n"
         for figure in figures {
             guard let patch = figure.key.patch else { continue }

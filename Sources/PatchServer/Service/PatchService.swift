@@ -33,6 +33,12 @@ public struct ServiceConfiguration: Sendable {
     public var reportRules = ReportRules()
     /// Report events queued for counting, at most (~200 bytes each); past it, 503.
     public var reportQueueEvents = 50_000
+    /// Device-token registrations waiting to be written, at most (each an open connection
+    /// waiting for its answer); past it, 503 (patchd's `--push-queue`).
+    public var pushRegistrationQueue = 4_096
+    /// Tokens remembered as recently written, at most (about 40 bytes each): a refresh of one
+    /// is answered without the registry (`RecentRegistrations`).
+    public var recentPushRegistrations = 262_144
     /// How long the upkeep lease lasts without a renewal (patchd's `--upkeep-lease`), on a
     /// PostgreSQL registry: a hung or dead holder is replaced within about this long plus one
     /// pass, and the holder renews it every pass (a third of it, at most a minute).
@@ -69,8 +75,13 @@ public final class PatchService: HTTPResponder {
     private let loggedOnce = Locked<Set<String>>([])
     /// Device reports waiting to be counted, the worker that counts them, and what it counted
     /// (PatchService+Reports.swift).
-    let reportQueue: ReportQueue
+    let reportQueue: WriteQueue<DeviceReport>
     let reportTally = ReportTally()
+    /// Device-token registrations waiting to be written, each answered once it is
+    /// (PatchService+Push.swift), and the tokens written recently enough that a refresh of
+    /// them is answered at once.
+    let pushRegistrations: WriteQueue<PendingRegistration>
+    let recentRegistrations: RecentRegistrations
     /// The receipt secret (`X-Patch-Receipt`), read or made on first need: patchd must start,
     /// and serve, on a registry it cannot write (a full disk), only without receipts then.
     private let receiptSecret = Locked<(receipts: ReportReceipt?, failedAt: Double)>((nil, -1_000))
@@ -96,7 +107,10 @@ public final class PatchService: HTTPResponder {
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
-        reportQueue = ReportQueue(capacity: configuration.reportQueueEvents)
+        reportQueue = WriteQueue(name: "hotpatch-reports", capacity: configuration.reportQueueEvents, groupUnits: 1_000) { $0.events.count }
+        pushRegistrations = WriteQueue(name: "hotpatch-push-devices", capacity: configuration.pushRegistrationQueue,
+                                       groupUnits: PatchService.pushRegistrationGroup)
+        recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
@@ -107,9 +121,10 @@ public final class PatchService: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         switch admit(request) {
         case .answer(let response): return response
+        case .later(let promise): return promise.wait()
         case .readBody(let limit, let finish):
             guard request.body.count <= limit else { return HTTPError.tooLarge(limit).response }
-            return finish(request)
+            return finish(request).wait()
         }
     }
 
@@ -154,16 +169,19 @@ public final class PatchService: HTTPResponder {
                 if let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
                 if request.declaredBody == .none {
-                    return .answer(record(try route.handler(self, request, params), route: match.metric, since: started))
+                    switch record(try route.handler(self, request, params), route: match.metric, since: started) {
+                    case .now(let response): return .answer(response)
+                    case .later(let promise): return .later(promise)
+                    }
                 }
             } catch {
                 return .answer(record(error.response, route: match.metric, since: started))
             }
             let admitted = params, metric = match.metric
             return .readBody(limit: route.bodyLimit) { [self] whole in
-                let response: HTTPResponse
-                do throws(HTTPError) { response = try route.handler(self, whole, admitted) } catch { response = error.response }
-                return record(response, route: metric, since: started)
+                let reply: HTTPReply
+                do throws(HTTPError) { reply = try route.handler(self, whole, admitted) } catch { reply = .now(error.response) }
+                return record(reply, route: metric, since: started)
             }
         }
     }
@@ -181,6 +199,14 @@ public final class PatchService: HTTPResponder {
         metrics.record(route: route, status: response.status, bodyBytes: response.body.count,
                        seconds: IPRateLimiter.monotonicTime() - started)
         return response
+    }
+
+    /// A promised answer is recorded when it is kept, its time in the queue included.
+    private func record(_ reply: HTTPReply, route: Metrics.Route, since started: Double) -> HTTPReply {
+        switch reply {
+        case .now(let response): .now(record(response, route: route, since: started))
+        case .later(let promise): .later(promise.map { [self] in record($0, route: route, since: started) })
+        }
     }
 
     /// A declared body the route cannot take is refused from the head; it is never read.
@@ -402,6 +428,9 @@ public final class PatchService: HTTPResponder {
             return
         }
         guard lastDataVersion.load != version else { return }
+        // Another process or instance committed: what this server remembers of the tokens
+        // it wrote may no longer be what the registry holds (a token deleted or re-pointed there).
+        recentRegistrations.removeAll()
         do {
             lastDataVersion.store(version)
             let refresh = try catalog.refresh(from: registry)
