@@ -107,20 +107,22 @@ struct ReportRouteTests {
         #expect(try f.stats()["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
     }
 
-    @Test("past the queue's capacity a report is refused with 503 and Retry-After, and counted in /metrics; nothing of it is counted")
+    @Test("past the queue's capacity a report is refused with 503 and Retry-After, from its head once there is no room for a whole report (its body never read), and counted in /metrics; nothing of it is counted")
     func queueFull() throws {
-        let f = try ServiceFixture(reportQueueEvents: 150)
+        let f = try ServiceFixture(reportQueueEvents: 200)
         f.publish("one()")
         // Hold the registry lock so the worker cannot drain while the queue fills.
         let bodies = (0..<3).map { n in f.events((0..<60).map { f.installed("e\(n)-\($0)", device: "d\(n)") }) }
-        let answers: [HTTPResponse] = f.service.registry.withLock { _ in
-            (0..<3).map { n in f.report(bodies[n], device: "d\(n)") }
+        let head = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d9")], declared: .length(100))
+        let (answers, fromHead): ([HTTPResponse], HTTPResponse?) = f.service.registry.withLock { _ in
+            ((0..<3).map { n in f.report(bodies[n], device: "d\(n)") }, AdmissionTests.answer(f.service.admit(head)))
         }
-        #expect(answers.map(\.status) == [202, 202, 503])
+        #expect(answers.map(\.status) == [202, 202, 503], "room for 80 events after two reports: fewer than a whole report's 100")
         #expect(answers[2].header("Retry-After") == "30")
         #expect(try f.json(answers[2])["error"]?["code"] == "busy")
+        #expect(fromHead?.status == 503, "refused from the head, before its body is read")
         #expect(f.tally().accepted == 120)
-        #expect(String(decoding: f.get("/metrics").body, as: UTF8.self).contains("hotpatch_reports_refused_total 1\n"))
+        #expect(String(decoding: f.get("/metrics").body, as: UTF8.self).contains("hotpatch_reports_refused_total 2\n"))
         #expect(f.report(f.events([f.installed("late", device: "d2")]), device: "d2").status == 202, "room again once counted")
     }
 

@@ -107,8 +107,8 @@ public final class PatchService: HTTPResponder {
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
-        reportQueue = WriteQueue(name: "hotpatch-reports", capacity: configuration.reportQueueEvents, groupUnits: 1_000) { $0.events.count }
-        pushRegistrations = WriteQueue(name: "hotpatch-push-devices", capacity: configuration.pushRegistrationQueue,
+        reportQueue = WriteQueue(name: "patchd-reports", capacity: configuration.reportQueueEvents, groupUnits: 1_000) { $0.events.count }
+        pushRegistrations = WriteQueue(name: "patchd-devices", capacity: configuration.pushRegistrationQueue,
                                        groupUnits: PatchService.pushRegistrationGroup)
         recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
@@ -168,6 +168,7 @@ public final class PatchService: HTTPResponder {
                 // An unknown or malformed app is refused from the head too, not after its body.
                 if let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
+                try route.headCheck?(self, request)
                 if request.declaredBody == .none {
                     switch record(try route.handler(self, request, params), route: match.metric, since: started) {
                     case .now(let response): return .answer(response)

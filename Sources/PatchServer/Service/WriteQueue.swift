@@ -25,7 +25,7 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
     private var draining = false
     private var hurrying = false
 
-    /// The writer thread's name.
+    /// The writer thread's name (15 bytes at most reach the kernel).
     let name: String
     /// Units queued, at most.
     let capacity: Int
@@ -52,7 +52,8 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
         draining = true
         condition.unlock()
         if start {
-            let thread = Thread {
+            let thread = Thread { [name] in
+                hp_name_thread(name)
                 _ = hp_lower_thread_priority(10)
                 writer()
             }
