@@ -12,8 +12,11 @@ internal import CNetwork
 ///   leaves the queue only once the writer holds the registry lock (`drain`'s `take`), so
 ///   what waits for the lock still counts against it.
 /// - The writer is a thread of its own, started when the queue goes from empty to not, at a
-///   lower priority than the transport threads (`hp_lower_thread_priority`), ending when
-///   the queue is empty.
+///   lower priority than the transport threads and with a short scheduler slice
+///   (`hp_lower_thread_priority`), ending when the queue is empty. The short slice is what
+///   keeps the check path's tail beside a flood: at nice 10 alone, a transport thread woken
+///   while the writer ran waited out the writer's default slice (perf sched on patchd's one
+///   CPU in bench/reports_flood.py: p99 0.93 ms of such waits; 0.3–0.5 ms with a 100 µs slice).
 /// - It takes at most `groupUnits` units per transaction and after each group leaves the
 ///   lock free for as long as the group held it, so a publish waits behind one group at most
 ///   and a writer holds the lock at most half the time, however long the flood.
@@ -27,6 +30,9 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
 
     /// The writer thread's name (15 bytes at most reach the kernel).
     let name: String
+    /// The scheduler slice a writer asks for, in nanoseconds (`hp_lower_thread_priority`).
+    static var slice: UInt64 { 100_000 }
+
     /// Units queued, at most.
     let capacity: Int
     /// Units per group, at most (an item is never split: a group of one may hold more).
@@ -54,7 +60,7 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
         if start {
             let thread = Thread { [name] in
                 hp_name_thread(name)
-                _ = hp_lower_thread_priority(10)
+                _ = hp_lower_thread_priority(10, WriteQueue.slice)
                 writer()
             }
             thread.name = name
