@@ -143,6 +143,16 @@ struct PushRegistrationWriterTests {
         #expect(f.metric("hotpatch_push_refreshes_from_memory_total") == 2)
     }
 
+    @Test("a reload that finds no other process's commit forgets nothing, the first one after start included")
+    func reloadWithoutChangesKeepsWhatIsRemembered() throws {
+        let f = try PushRouteTests.fixture()
+        #expect(f.registerDevice(f.deviceBody(Self.token(1))).status == 201)
+        f.service.reloadChanged()
+        f.service.reloadChanged()
+        #expect(f.registerDevice(f.deviceBody(Self.token(1))).status == 200)
+        #expect(f.metric("hotpatch_push_refreshes_from_memory_total") == 1)
+    }
+
     @Test("a refresh that changes the version, channel or environment, or comes from another device, is never answered from memory")
     func onlyTheSameIdentity() throws {
         let f = try PushRouteTests.fixture()

@@ -82,6 +82,9 @@ public final class PatchService: HTTPResponder {
     /// them is answered at once.
     let pushRegistrations: WriteQueue<PendingRegistration>
     let recentRegistrations: RecentRegistrations
+    /// The registry's data version `recentRegistrations` was last checked against (from the
+    /// start: the first reload is no reason to forget what was remembered before it).
+    private let registrationsVersion: AtomicCounter
     /// The receipt secret (`X-Patch-Receipt`), read or made on first need: patchd must start,
     /// and serve, on a registry it cannot write (a full disk), only without receipts then.
     private let receiptSecret = Locked<(receipts: ReportReceipt?, failedAt: Double)>((nil, -1_000))
@@ -111,6 +114,7 @@ public final class PatchService: HTTPResponder {
         pushRegistrations = WriteQueue(name: "patchd-devices", capacity: configuration.pushRegistrationQueue,
                                        groupUnits: PatchService.pushRegistrationGroup)
         recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)
+        registrationsVersion = AtomicCounter((try? registry.dataVersion()) ?? -1)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
@@ -428,10 +432,10 @@ public final class PatchService: HTTPResponder {
             logOnce("reload failed: \(error)")
             return
         }
+        // Another process or instance committed since the tokens were remembered: they may
+        // no longer be what the registry holds (a token deleted or re-pointed there).
+        if registrationsVersion.exchange(version) != version { recentRegistrations.removeAll() }
         guard lastDataVersion.load != version else { return }
-        // Another process or instance committed: what this server remembers of the tokens
-        // it wrote may no longer be what the registry holds (a token deleted or re-pointed there).
-        recentRegistrations.removeAll()
         do {
             lastDataVersion.store(version)
             let refresh = try catalog.refresh(from: registry)

@@ -9,6 +9,8 @@ final class AtomicCounter: Sendable {
     func add(_ amount: Int) { value.add(amount, ordering: .relaxed) }
     func store(_ amount: Int) { value.store(amount, ordering: .relaxed) }
     var load: Int { value.load(ordering: .relaxed) }
+    /// Stores `desired`, returning what was there.
+    func exchange(_ desired: Int) -> Int { value.exchange(desired, ordering: .relaxed) }
     func compareExchange(expected: Int, desired: Int) -> Bool {
         value.compareExchange(expected: expected, desired: desired, ordering: .relaxed).exchanged
     }
