@@ -118,11 +118,17 @@ struct PromisedAnswerTests {
             server.stop(drainTimeout: 10)
             stopped.signal()
         }
-        usleep(300_000)
-        #expect(stopped.wait(timeout: .now()) == .timedOut, "the drain waits for the request in flight")
+        // The drain has begun once the listening socket is closed: new connections are refused.
+        var refused = false
+        for _ in 0..<1000 where !refused {
+            refused = (try? RawConnection(port: server.port)) == nil
+            if !refused { usleep(10_000) }
+        }
+        #expect(refused, "the drain began")
+        #expect(stopped.wait(timeout: .now() + 0.3) == .timedOut, "the drain waits for the request in flight")
         promise.keep(.text("kept"))
         let answer = waiting.read()
-        #expect(answer.text.hasPrefix("HTTP/1.1 200") && answer.text.contains("Connection: close") && answer.text.hasSuffix("kept"))
+        #expect(answer.text.hasPrefix("HTTP/1.1 200") && answer.text.contains("Connection: close") && answer.text.hasSuffix("kept"), "\(answer)")
         #expect(stopped.wait(timeout: .now() + 10) == .success)
     }
 }
