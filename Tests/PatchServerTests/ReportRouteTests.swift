@@ -126,6 +126,24 @@ struct ReportRouteTests {
         #expect(f.report(f.events([f.installed("late", device: "d2")]), device: "d2").status == 202, "room again once counted")
     }
 
+    @Test("a report's body is not parsed on the request thread: even a malformed one is answered by the parser (400 once parsed); a body the parser's intake has no room for is 503 from its head")
+    func parsedOffTheRequestThread() throws {
+        let f = try ServiceFixture(reportIntakeBytes: 1_000)
+        f.publish("one()")
+        let body = Array("not json".utf8)
+        let request = HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", "d1")], body: body, remoteAddress: "10.1.1.1")
+        guard case .readBody(_, let finish) = f.service.admit(request), case .later(let promise) = finish(request) else {
+            Issue.record("the report was answered on the request thread")
+            return
+        }
+        let answer = promise.wait()
+        #expect(answer.status == 400 && answer.bodyString.contains("must be JSON"))
+        let large = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d2")], declared: .length(1_001))
+        let refused = AdmissionTests.answer(f.service.admit(large))
+        #expect(refused?.status == 503 && refused?.header("Retry-After") == "30", "no room in the parser's intake: refused before the body is read")
+        #expect(f.report(f.events([f.installed("a")])).status == 202, "a report that fits is parsed and queued")
+    }
+
     @Test("a bundle fetched with X-Device-ID (the simple check: and X-Want-Receipt) carries that device's receipt and may not be kept by a shared cache; without one it is the prepared public answer")
     func receiptsServed() throws {
         let f = try ServiceFixture()

@@ -33,6 +33,9 @@ public struct ServiceConfiguration: Sendable {
     public var reportRules = ReportRules()
     /// Report events queued for counting, at most (~200 bytes each); past it, 503.
     public var reportQueueEvents = 50_000
+    /// Report bodies waiting to be parsed, at most (bytes): a few dozen reports, a few
+    /// milliseconds of the parser's work; past it, 503 from the head.
+    public var reportIntakeBytes = 2 << 20
     /// Device-token registrations waiting to be written, at most (each an open connection
     /// waiting for its answer); past it, 503 (patchd's `--push-queue`).
     public var pushRegistrationQueue = 4_096
@@ -77,6 +80,8 @@ public final class PatchService: HTTPResponder {
     /// (PatchService+Reports.swift).
     let reportQueue: WriteQueue<DeviceReport>
     let reportTally = ReportTally()
+    /// Report bodies waiting to be parsed, off the request threads (PatchService+Reports.swift).
+    let reportIntake: WriteQueue<RawReport>
     /// Device-token registrations waiting to be written, each answered once it is
     /// (PatchService+Push.swift), and the tokens written recently enough that a refresh of
     /// them is answered at once.
@@ -111,6 +116,7 @@ public final class PatchService: HTTPResponder {
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
         reportQueue = WriteQueue(name: "patchd-reports", capacity: configuration.reportQueueEvents, groupUnits: 1_000) { $0.events.count }
+        reportIntake = WriteQueue(name: "patchd-intake", capacity: configuration.reportIntakeBytes, groupUnits: 256 << 10) { $0.body.count }
         pushRegistrations = WriteQueue(name: "patchd-devices", capacity: configuration.pushRegistrationQueue,
                                        groupUnits: PatchService.pushRegistrationGroup)
         recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)

@@ -21,9 +21,8 @@ extension PatchService {
         r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
-        r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit, head: { s, _ throws(HTTPError) in try s.reportQueueHasRoom() }) { s, q, p throws(HTTPError) in
-            try s.reports(q, p)
-        }
+        r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit, head: { s, q throws(HTTPError) in try s.reportQueueHasRoom(q) },
+              replying: { s, q, p throws(HTTPError) in try s.reports(q, p) })
         r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit, replying: { s, q, p throws(HTTPError) in try s.registerDevice(q, p) })
         r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).

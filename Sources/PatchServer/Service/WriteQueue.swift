@@ -1,11 +1,12 @@
 import Foundation
 internal import CNetwork
 
-/// Writes an anonymous peer causes, taken off the event loops: device reports (issue 20,
-/// answered `202` once queued) and device-token registrations (issue 43, answered once
-/// written: `HTTPPromise`). A write under the registry lock, with its commit and fsync, on a
-/// transport thread held up every request of that thread behind it (a report flood took
-/// timestamp.json from 0.6 ms to p50 1.4 s; token refreshes its p99 from 1.5 to 215 ms).
+/// Work an anonymous peer causes, taken off the event loops: device reports (issue 20,
+/// parsed by one thread and answered `202` once queued, counted by another) and device-token
+/// registrations (issue 43, answered once written: `HTTPPromise`). A write under the registry
+/// lock, with its commit and fsync, on a transport thread held up every request of that
+/// thread behind it (a report flood took timestamp.json from 0.6 ms to p50 1.4 s; token
+/// refreshes its p99 from 1.5 to 215 ms), and so, less, did parsing a report there.
 ///
 /// - The queue is bounded in `capacity` units (a report counts its events, a registration
 ///   one); past it `enqueue` says no and the route answers 503 with Retry-After. A group
@@ -72,13 +73,14 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
     /// The writer's loop: `write` is called with `take`, which it calls once it holds the lock
     /// the group is written under, and returns whether `take` gave a group; nil from `take`
     /// means the queue is empty and this writer is done (the next enqueue starts another).
-    /// Between groups the lock is left free for as long as the group held it.
-    func drain(_ write: (_ take: () -> [Item]?) -> Bool) {
+    /// `paced`: between groups the lock is left free for as long as the group held it (a
+    /// writer that takes no lock, the report parser, does not pause).
+    func drain(paced: Bool = true, _ write: (_ take: () -> [Item]?) -> Bool) {
         while true {
             let started = IPRateLimiter.monotonicTime()
             guard write({ nextGroup() }) else { return }
             let held = IPRateLimiter.monotonicTime() - started
-            if held > 0, !isHurrying { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
+            if paced, held > 0, !isHurrying { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
         }
     }
 
