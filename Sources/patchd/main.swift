@@ -40,6 +40,7 @@ let spec = CommandSpec("", program: "patchd", summary: "patchd \(Hotpatch.versio
     Option.value("--guard-min-blocks", "N", "a guard trips on rollbacks, a staged rollout steps on installs, only from devices in at least N distinct /16 or /32 blocks (default 5)").environment("HOTPATCH_GUARD_MIN_BLOCKS"),
     Option.value("--guard-block-share", "N", "a guard trips only on rollbacks from at least one in N of the blocks the patch's installs came from (default 8)").environment("HOTPATCH_GUARD_BLOCK_SHARE"),
     Option.value("--report-queue", "N", "report events queued for counting; past it 503 (default 50000)").environment("HOTPATCH_REPORT_QUEUE"),
+    Option.value("--push-queue", "N", "device-token registrations waiting to be written, each answered once written; past it 503 (default 4096)").environment("HOTPATCH_PUSH_QUEUE"),
     Option.value("--push-new-per-network", "N", "new device tokens per app an IPv4 /24 or IPv6 /48 may register per hour; past it 429 (default 100; 0: no quota)").environment("HOTPATCH_PUSH_NEW_PER_NETWORK"),
     Option.value("--upkeep-lease", "S", "PostgreSQL: the instance running re-signing, guards and pruning renews its lease every min(60, S/3) s; another takes over S s after the last renewal (default 180)").environment("HOTPATCH_UPKEEP_LEASE"),
     Option.value("--expiry-margin", "S", "/healthz answers 200 \"degraded\" once an app's timestamp expires within S s (default: a quarter of the timestamp lifetime, 21600)").environment("HOTPATCH_EXPIRY_MARGIN"),
@@ -128,6 +129,7 @@ if let n = integer("--guard-min-blocks", in: 1...100_000) { reportRules.minBlock
 if let n = integer("--guard-block-share", in: 1...1_000) { reportRules.installBlocksPerRollbackBlock = n }
 serviceConfiguration.reportRules = reportRules
 if let n = integer("--report-queue", in: 1...10_000_000) { serviceConfiguration.reportQueueEvents = n }
+if let n = integer("--push-queue", in: 1...1_000_000) { serviceConfiguration.pushRegistrationQueue = n }
 if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
 if let n = integer("--upkeep-lease", in: 3...86_400) { serviceConfiguration.upkeepLease = Double(n) }
 if let n = integer("--expiry-margin", in: 0...(366 * 86_400)) { serviceConfiguration.expiryMargin = Double(n) }
@@ -182,7 +184,9 @@ while sigwait(&stopSignals, &received) != 0 {}
 writeLine("patchd: draining (signal \(received))")
 server.stop(drainTimeout: 10)
 upkeep.stop()
-// Reports answered 202 and still queued are counted before exit.
+// Reports answered 202 and still queued are counted before exit, and registrations whose
+// requests the drain gave up on are written rather than cut off mid-transaction.
 service.settleReports(stopping: true)
+service.settleRegistrations(stopping: true)
 writeLine("patchd: stopped")
 exit(0)

@@ -182,4 +182,44 @@ struct PushDeviceTests {
         #expect(try t.registry.db.dataVersion() == version, "a refusal is no transaction")
         #expect(try Self.rows(t, "push_devices") == [Self.token(1)])
     }
+    @Test("a group of registrations is decided and written in one pass: each refusal is its own, a token stored earlier in the group binds a later one, a refresh within the interval writes nothing, and the tokens evicted are named")
+    func groupOfRegistrations() throws {
+        let (t, app) = try Self.fixture()
+        try Self.register(t, app, 1, device: "device-1", limit: 2)
+        try Self.register(t, app, 2, device: "device-2", limit: 2, at: Self.t0 + 1)
+        func registration(_ n: Int, _ device: String, version: String = "2.3") throws -> PushDeviceRegistration {
+            try PushDeviceRegistration(app: app, token: Self.token(n), deviceID: device, environment: .production,
+                                       appVersion: try AppVersion(version), channel: .production)
+        }
+        var asked: [Int] = []
+        let batch = t.registry.registerPushDevices([
+            try registration(1, "device-1"),                // a refresh within the interval: nothing written
+            try registration(1, "device-9"),                // another device's token: 409
+            try registration(3, "device-3", version: "9.9"), // no patch for 9.9: 404
+            try registration(4, "device-4"),                // new, past the limit of 2: evicts the stalest (1)
+            try registration(4, "device-5"),                // bound a moment ago in this very group: 409
+            try registration(5, "device-6"),                // new, refused by the caller's quota
+        ], limit: 2, now: Self.t0 + 60) { i in
+            asked.append(i)
+            return i != 5
+        }
+        func outcome(_ i: Int) -> String {
+            switch batch.results[i] {
+            case .success(let (registration, _)): registration.rawValue
+            case .failure(.conflict): "conflict"
+            case .failure(.notFound): "notFound"
+            case .failure(let error): "\(error)"
+            }
+        }
+        #expect((0..<6).map(outcome) == ["refreshed", "conflict", "notFound", "stored", "conflict", "overQuota"])
+        #expect(asked == [3, 4, 5], "the quota is asked for tokens not stored when the group is read")
+        #expect(batch.evicted.map(\.token) == [Self.token(1)])
+        #expect(try Self.rows(t, "push_devices") == [Self.token(2), Self.token(4)])
+        #expect(try Self.rows(t, "push_device_owners") == [Self.token(2), Self.token(4)])
+        guard case .success(let (_, record)) = batch.results[0], let record else { Issue.record("no record of the refresh"); return }
+        #expect(record.registeredAt == Self.t0, "the refresh wrote nothing: the record is the stored one")
+        #expect(record.coalesces(try registration(1, "device-1"), now: Self.t0 + Registry.pushRefreshInterval))
+        #expect(!record.coalesces(try registration(1, "device-1"), now: Self.t0 + Registry.pushRefreshInterval + 1))
+        #expect(!record.coalesces(try registration(1, "device-2"), now: Self.t0))
+    }
 }

@@ -59,7 +59,7 @@ struct FrontDoorBoundsTests {
             if head.method == "POST" {
                 return .readBody(limit: 100, charge: .token(holder: "gate")) { [slow] _ in
                     _ = slow.wait(timeout: .now() + 10)
-                    return .text("posted")
+                    return .now(.text("posted"))
                 }
             }
             return .answer(.text("ok \(head.path)"))

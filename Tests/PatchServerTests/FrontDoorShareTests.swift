@@ -16,7 +16,7 @@ struct FrontDoorShareTests {
         func admit(_ head: HTTPRequest) -> HTTPAdmission {
             if head.method == "POST" {
                 let charge: BodyCharge = head.header("Authorization").map { .token(holder: $0) } ?? .anonymous(client: head.peer)
-                return .readBody(limit: 100_000, charge: charge) { .text("got \($0.body.count)") }
+                return .readBody(limit: 100_000, charge: charge) { .now(.text("got \($0.body.count)")) }
             }
             return .answer(head.path == "/big" ? Self.big : .text("ok \(head.path)"))
         }

@@ -71,7 +71,7 @@ struct FrontDoorTests {
         func admit(_ head: HTTPRequest) -> HTTPAdmission {
             if head.path == "/healthz" { return .answer(.text("ok")) }
             guard head.header("Authorization") == "ok" else { return .answer(HTTPError.unauthorized.response) }
-            return .readBody(limit: 1000, charge: .token(holder: "ok")) { .text("got \($0.body.count)") }
+            return .readBody(limit: 1000, charge: .token(holder: "ok")) { .now(.text("got \($0.body.count)")) }
         }
     }
 

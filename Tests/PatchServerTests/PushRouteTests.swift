@@ -40,8 +40,9 @@ extension ServiceFixture {
 
 @Suite("POST /v1/apps/{app}/devices: device tokens for push-triggered checks")
 struct PushRouteTests {
-    static func fixture(maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, pushNewPerNetwork: Int = 0, ipRate: Int = 0) throws -> ServiceFixture {
-        let f = try ServiceFixture(ipRate: ipRate, maxPushDevices: maxPushDevices, pushNewPerNetwork: pushNewPerNetwork, channels: ["staging"])
+    static func fixture(maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, pushNewPerNetwork: Int = 0, ipRate: Int = 0,
+                        pushQueue: Int = 4_096) throws -> ServiceFixture {
+        let f = try ServiceFixture(ipRate: ipRate, maxPushDevices: maxPushDevices, pushQueue: pushQueue, pushNewPerNetwork: pushNewPerNetwork, channels: ["staging"])
         f.publishForDevices()
         return f
     }

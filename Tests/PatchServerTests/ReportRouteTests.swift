@@ -107,21 +107,41 @@ struct ReportRouteTests {
         #expect(try f.stats()["patches"]?.arrayValue?.first?["devices"]?["installed"]?.intValue == 32)
     }
 
-    @Test("past the queue's capacity a report is refused with 503 and Retry-After, and counted in /metrics; nothing of it is counted")
+    @Test("past the queue's capacity a report is refused with 503 and Retry-After, from its head once there is no room for a whole report (its body never read), and counted in /metrics; nothing of it is counted")
     func queueFull() throws {
-        let f = try ServiceFixture(reportQueueEvents: 150)
+        let f = try ServiceFixture(reportQueueEvents: 200)
         f.publish("one()")
         // Hold the registry lock so the worker cannot drain while the queue fills.
         let bodies = (0..<3).map { n in f.events((0..<60).map { f.installed("e\(n)-\($0)", device: "d\(n)") }) }
-        let answers: [HTTPResponse] = f.service.registry.withLock { _ in
-            (0..<3).map { n in f.report(bodies[n], device: "d\(n)") }
+        let head = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d9")], declared: .length(100))
+        let (answers, fromHead): ([HTTPResponse], HTTPResponse?) = f.service.registry.withLock { _ in
+            ((0..<3).map { n in f.report(bodies[n], device: "d\(n)") }, AdmissionTests.answer(f.service.admit(head)))
         }
-        #expect(answers.map(\.status) == [202, 202, 503])
+        #expect(answers.map(\.status) == [202, 202, 503], "room for 80 events after two reports: fewer than a whole report's 100")
         #expect(answers[2].header("Retry-After") == "30")
         #expect(try f.json(answers[2])["error"]?["code"] == "busy")
+        #expect(fromHead?.status == 503, "refused from the head, before its body is read")
         #expect(f.tally().accepted == 120)
-        #expect(String(decoding: f.get("/metrics").body, as: UTF8.self).contains("hotpatch_reports_refused_total 1\n"))
+        #expect(String(decoding: f.get("/metrics").body, as: UTF8.self).contains("hotpatch_reports_refused_total 2\n"))
         #expect(f.report(f.events([f.installed("late", device: "d2")]), device: "d2").status == 202, "room again once counted")
+    }
+
+    @Test("a report's body is not parsed on the request thread: even a malformed one is answered by the parser (400 once parsed); a body the parser's intake has no room for is 503 from its head")
+    func parsedOffTheRequestThread() throws {
+        let f = try ServiceFixture(reportIntakeBytes: 1_000)
+        f.publish("one()")
+        let body = Array("not json".utf8)
+        let request = HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", "d1")], body: body, remoteAddress: "10.1.1.1")
+        guard case .readBody(_, let finish) = f.service.admit(request), case .later(let promise) = finish(request) else {
+            Issue.record("the report was answered on the request thread")
+            return
+        }
+        let answer = promise.wait()
+        #expect(answer.status == 400 && answer.bodyString.contains("must be JSON"))
+        let large = AdmissionTests.head("POST", "/v1/apps/demo/reports", headers: [("X-Device-ID", "d2")], declared: .length(1_001))
+        let refused = AdmissionTests.answer(f.service.admit(large))
+        #expect(refused?.status == 503 && refused?.header("Retry-After") == "30", "no room in the parser's intake: refused before the body is read")
+        #expect(f.report(f.events([f.installed("a")])).status == 202, "a report that fits is parsed and queued")
     }
 
     @Test("a bundle fetched with X-Device-ID (the simple check: and X-Want-Receipt) carries that device's receipt and may not be kept by a shared cache; without one it is the prepared public answer")

@@ -58,7 +58,7 @@ struct RouteTableTests {
             let match = f.service.router.match(method: "GET", path: path)
             guard case .success(let (route, params)) = match.result else { Issue.record("\(path) did not route"); continue }
             let routed: HTTPResponse
-            do { routed = try route.handler(f.service, HTTPRequest(method: "GET", path: path, headers: headers), params) } catch { routed = error.response }
+            do { routed = try route.handler(f.service, HTTPRequest(method: "GET", path: path, headers: headers), params).wait() } catch { routed = error.response }
             #expect(fast.status == 200, "\(path)")
             #expect(routed.status == fast.status && routed.body == fast.body, "\(path): \(routed.status) routed, \(fast.status) fast")
             #expect(routed.headers.map { "\($0.0): \($0.1)" }.sorted() == fast.headers.map { "\($0.0): \($0.1)" }.sorted(), "\(path)")

@@ -19,7 +19,7 @@ final class ServiceFixture {
 
     init(encrypted: Bool = false, minInterval: Int = 3600, ipRate: Int = 0, trustedProxies: [IPNetwork] = [],
          maxPushDevices: Int = Registry.defaultMaxPushDevicesPerApp, reportRules: ReportRules = ReportRules(),
-         reportQueueEvents: Int = 50_000, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil, apnsEndpoint: APNsEndpoint? = nil,
+         reportQueueEvents: Int = 50_000, reportIntakeBytes: Int = 2 << 20, pushQueue: Int = 4_096, pushNewPerNetwork: Int = 0, expiryMargin: Double? = nil, apnsEndpoint: APNsEndpoint? = nil,
          channels: [String] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("patchserver-test-\(UUID().uuidString)", isDirectory: true)
         dataDirectory = root.appendingPathComponent("data")
@@ -43,6 +43,8 @@ final class ServiceFixture {
         configuration.maxPushDevicesPerApp = maxPushDevices
         configuration.reportRules = reportRules
         configuration.reportQueueEvents = reportQueueEvents
+        configuration.reportIntakeBytes = reportIntakeBytes
+        configuration.pushRegistrationQueue = pushQueue
         configuration.pushNewTokensPerNetworkPerHour = pushNewPerNetwork
         configuration.expiryMargin = expiryMargin
         configuration.apnsEndpoint = apnsEndpoint

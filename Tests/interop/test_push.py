@@ -8,14 +8,16 @@ ES256 token against the key's public half and every header, and answers as scrip
 """
 import json
 import os
+import sqlite3
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from apns_standin import APNsStandIn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from hotpatch_testing import Workspace, assert_cli_error
+from hotpatch_testing import Workspace, assert_cli_error, sqlite_only
 from patchd_support import Patchd, poll, request
 
 TEAM, KEY_ID, TOPIC = "TEAM123456", "KEY1234567", "com.example.demo"
@@ -350,6 +352,40 @@ def test_device_registration_guards_on_a_real_patchd(ws, start):
     assert register(server, token(2), environment="sandbox") == 200, "a refresh is not a new token"
     metrics = request(server.url, "/metrics").body.decode()
     assert "hotpatch_push_quota_refusals_total 1\n" in metrics
+
+
+@sqlite_only("holds the registry file's write lock from another process")
+def test_registrations_waiting_on_the_registry_hold_up_neither_checks_nor_refreshes(ws, start):
+    """Issue 43, item 5, end to end: a registration is written off the request threads and
+    answered once written. While another process holds the registry's write lock, the check
+    path and a refresh of a token this patchd wrote are answered at once; new tokens wait
+    for the writer, and past `--push-queue` the next one is 503 with Retry-After, stored
+    nothing; once the lock is free the waiting ones are 201."""
+    ws.publish("demo", "2.3", "fix(1)")
+    server = start(ws, args=["--push-queue", "1"])
+    assert register(server, token(1)) == 201
+    lock = sqlite3.connect(ws.sqlite, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")  # patchd's writes now wait for it (its busy timeout is 10 s)
+    try:
+        with ThreadPoolExecutor(5) as pool:
+            # One group taken by the writer, which waits for the file; one queued; the rest refused.
+            futures = [pool.submit(register_response, server, token(n)) for n in range(2, 7)]
+            poll(lambda: sum(f.done() for f in futures) >= 3, timeout=8)
+            done = [f.result() for f in futures if f.done()]
+            assert [r.status for r in done] == [503] * len(done)
+            assert all(r.headers["Retry-After"] == "30" and json.loads(r.body)["error"]["code"] == "busy" for r in done)
+            assert request(server.url, "/v1/apps/demo/metadata/timestamp.json").status == 200
+            assert register(server, token(1)) == 200, "a refresh of a token written here needs no write"
+            waiting = [f for f in futures if not f.done()]
+            assert 1 <= len(waiting) <= 2
+            lock.execute("ROLLBACK")
+            assert [f.result(timeout=30).status for f in waiting] == [201] * len(waiting)
+    finally:
+        lock.close()
+    assert len(stored_tokens(ws)) == 1 + len(waiting)
+    metrics = request(server.url, "/metrics").body.decode()
+    assert f"hotpatch_push_registrations_refused_total {5 - len(waiting)}\n" in metrics
+    assert "hotpatch_push_refreshes_from_memory_total 1\n" in metrics
 
 
 def test_notify_over_server_is_the_local_round_sent_by_patchd(ws, apns, tmp_path):

@@ -129,15 +129,17 @@ public struct JSONParser {
 
     private mutating func parseString() throws(JSONError) -> String {
         index += 1
-        var scalars = String.UnicodeScalarView()
+        var text = ""
         var runStart = index
-        // Raw runs are validated as UTF-8 in one go; escapes are decoded by hand.
+        // Raw runs are validated as UTF-8 in one go and joined as strings (appending them
+        // scalar by scalar was a quarter of a device report's parse); escapes are decoded by
+        // hand. A string without escapes is its one run.
         func flushRun(_ parser: inout JSONParser, to end: Int) throws(JSONError) {
             guard runStart < end else { return }
             guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
                 throw .syntax(offset: runStart, reason: "invalid UTF-8 in string")
             }
-            scalars.append(contentsOf: run.unicodeScalars)
+            if text.isEmpty { text = run } else { text += run }
         }
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
@@ -145,7 +147,7 @@ public struct JSONParser {
             if byte == UInt8(ascii: "\"") {
                 try flushRun(&self, to: index)
                 index += 1
-                return String(scalars)
+                return text
             }
             if byte < 0x20 { throw error("control character in string") }
             if byte == UInt8(ascii: "\\") {
@@ -155,15 +157,15 @@ public struct JSONParser {
                 let escape = bytes[index]
                 index += 1
                 switch escape {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"): scalars.append(try parseUnicodeEscape())
+                case UInt8(ascii: "\""): text.unicodeScalars.append("\"")
+                case UInt8(ascii: "\\"): text.unicodeScalars.append("\\")
+                case UInt8(ascii: "/"): text.unicodeScalars.append("/")
+                case UInt8(ascii: "b"): text.unicodeScalars.append("\u{08}")
+                case UInt8(ascii: "f"): text.unicodeScalars.append("\u{0C}")
+                case UInt8(ascii: "n"): text.unicodeScalars.append("\n")
+                case UInt8(ascii: "r"): text.unicodeScalars.append("\r")
+                case UInt8(ascii: "t"): text.unicodeScalars.append("\t")
+                case UInt8(ascii: "u"): text.unicodeScalars.append(try parseUnicodeEscape())
                 default: throw error("invalid escape")
                 }
                 runStart = index

@@ -63,7 +63,11 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
     public let prerelease: [String]
 
     public init(_ value: String) throws(ValidationError) {
-        let invalid = ValidationError("invalid app version \"\(value.debugSanitized)\": expected numbers separated by dots with an optional pre-release suffix, like 2.3, 2.3.1 or 10.0.0-beta.2")
+        // Made only when thrown: sanitizing the text for the message cost more than the
+        // whole check (a report's 100 events each name a version, parsed on an I/O thread).
+        var invalid: ValidationError {
+            ValidationError("invalid app version \"\(value.debugSanitized)\": expected numbers separated by dots with an optional pre-release suffix, like 2.3, 2.3.1 or 10.0.0-beta.2")
+        }
         guard !value.isEmpty, value.utf8.count <= 64 else { throw invalid }
         let parts = value.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         let core = parts[0].split(separator: ".", omittingEmptySubsequences: false)

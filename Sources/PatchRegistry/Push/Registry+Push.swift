@@ -24,6 +24,12 @@ extension Registry {
     /// Far under `pushTokenLifetime`, so a device that refreshes daily never expires.
     public static let pushRefreshInterval: TimeInterval = 6 * 3600
 
+    /// Whether a token written at `writtenAt` (to the second, as `registered_at` keeps it) is
+    /// within `pushRefreshInterval` of `now`.
+    public static func refreshIsRecent(writtenAt: Date, now: Date) -> Bool {
+        writtenAt.timeIntervalSince1970 >= (now.timeIntervalSince1970 - pushRefreshInterval).rounded(.down)
+    }
+
     /// A device token as APNs hands it to the app: hex, 32 bytes today, up to 100 bytes
     /// allowed (Apple says the length may grow). Kept lowercase, so one token is one row.
     public static func pushToken(_ raw: String) throws(RegistryError) -> String {
@@ -35,93 +41,134 @@ extension Registry {
         return token
     }
 
-    /// Stores or refreshes one device token (one transaction), refusing with nothing changed:
-    /// a token bound to another device (`conflict`: only the device that first registered
-    /// it may re-point it), and a version and channel the app has no patch for (`notFound`:
-    /// a token there would never be pushed). A new token is stored only when `admitNew`
-    /// says so (the caller's quota; else `.overQuota`), and beyond `limit` tokens of the app
-    /// it takes the place of the stalest.
+    /// Stores or refreshes one device token (`registerPushDevices` of one).
     @discardableResult
     public func registerPushDevice(app: AppName, token rawToken: String, deviceID: String, environment: PushEnvironment,
                                    appVersion: AppVersion, channel: ChannelName, limit: Int = Registry.defaultMaxPushDevicesPerApp,
                                    now: Date = Date(), admitNew: () -> Bool = { true }) throws(RegistryError) -> PushRegistration {
-        let token = try Registry.pushToken(rawToken)
-        guard !deviceID.isEmpty else { throw .invalidInput("a device ID is needed: a token is bound to the device that registers it") }
-        let device = Registry.deviceHash(deviceID)
-        // Checked first outside the transaction, so that a refusal (the quota's above all)
-        // writes nothing: on PostgreSQL every write wakes every instance's reload.
-        let found = try consistentRead { () throws -> StoredPushToken in
-            try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
-        }
-        if found == .none, !admitNew() { return .overQuota }
-        if found == .owned, try recentlyRegistered(app: app, token: token, environment: environment, appVersion: appVersion, channel: channel, now: now) {
-            return .refreshed
-        }
-        return try write { () throws -> PushRegistration in
-            let key: [SQLValue] = [.text(app.rawValue), .text(token)]
-            let values: [SQLValue] = [.text(environment.rawValue), .text(appVersion.rawValue), .text(channel.rawValue), .text(TUFTime.format(now))]
-            let stored = try storedPushToken(app: app, token: token, device: device, appVersion: appVersion, channel: channel)
-            if stored != .none {
-                try db.run("UPDATE push_devices SET environment = ?, app_version = ?, channel = ?, registered_at = ? WHERE app = ? AND token = ?",
-                           values + key)
-                // Stored before tokens were bound: this registration binds it.
-                if stored == .unbound { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)]) }
-                return .refreshed
-            }
-            var count = try db.query("SELECT stored FROM push_device_counts WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first
-            if count == nil {
-                count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
-                try db.run("INSERT INTO push_device_counts(app, stored) VALUES (?,?)", [.text(app.rawValue), .int(count ?? 0)])
-            }
-            if let count, count >= Int64(limit) {
-                // Ordered by the index alone (no tie-break): the stalest rows are its first.
-                let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at LIMIT ?",
-                                           [.text(app.rawValue), .int(min(count - Int64(limit) + 1, Int64(Registry.pushDeleteBatch)))]) { $0.text(0) }
-                try deletePushDevices(app: app, tokens: stalest)
-            }
-            try db.run("INSERT INTO push_devices(environment, app_version, channel, registered_at, app, token) VALUES (?,?,?,?,?,?)", values + key)
-            try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(device)])
-            try db.run("UPDATE push_device_counts SET stored = stored + 1 WHERE app = ?", [.text(app.rawValue)])
-            return .stored
-        }
+        let registration = try PushDeviceRegistration(app: app, token: rawToken, deviceID: deviceID, environment: environment,
+                                                      appVersion: appVersion, channel: channel)
+        return try registerPushDevices([registration], limit: limit, now: now, admitNew: { _ in admitNew() }).results[0].get().registration
     }
 
-    /// Whether `token` is stored as registered within `pushRefreshInterval` with these very
-    /// values: a refresh that would change nothing a round reads.
-    private func recentlyRegistered(app: AppName, token: String, environment: PushEnvironment, appVersion: AppVersion, channel: ChannelName,
-                                    now: Date) throws(RegistryError) -> Bool {
-        let since = TUFTime.format(now.addingTimeInterval(-Registry.pushRefreshInterval))
-        return try read { () throws(StorageError) in
-            try db.query("""
-                SELECT 1 FROM push_devices WHERE app = ? AND token = ? AND environment = ? AND app_version = ? AND channel = ? AND registered_at >= ?
-                """, [.text(app.rawValue), .text(token), .text(environment.rawValue), .text(appVersion.rawValue), .text(channel.rawValue), .text(since)]) { $0.int(0) }
-        }.isEmpty == false
+    /// Stores or refreshes device tokens, a group in one transaction (patchd's registration
+    /// writer: one commit for many), each refused on its own with nothing changed for it: a
+    /// token bound to another device (`conflict`: only the device that first registered it
+    /// may re-point it), and a version and channel the app has no patch for (`notFound`: a
+    /// token there would never be pushed). A new token is stored only when `admitNew` (of its
+    /// index) says so (the caller's quota; else `.overQuota`), and beyond `limit` tokens of the
+    /// app it takes the place of the stalest. A refresh the stored record `coalesces` writes
+    /// nothing. A failure of the store fails every registration that was to be written.
+    public func registerPushDevices(_ registrations: [PushDeviceRegistration], limit: Int = Registry.defaultMaxPushDevicesPerApp,
+                                    now: Date = Date(), admitNew: (Int) -> Bool = { _ in true }) -> PushRegistrationBatch {
+        var batch = PushRegistrationBatch(results: registrations.map { _ in .failure(.internalError("not decided")) }, evicted: [])
+        var toWrite: [Int] = []
+        // Decided first outside any transaction, so that refusals (the quota's above all) and
+        // coalesced refreshes write nothing: on PostgreSQL every write wakes every instance's reload.
+        do {
+            try consistentRead { () throws in
+                for (i, registration) in registrations.enumerated() {
+                    do {
+                        let stored = try storedPushToken(registration)
+                        if let stored, stored.coalesces(registration, now: now) {
+                            batch.results[i] = .success((.refreshed, stored))
+                        } else if stored == nil, !admitNew(i) {
+                            batch.results[i] = .success((.overQuota, nil))
+                        } else {
+                            toWrite.append(i)
+                        }
+                    } catch let refusal as RegistryError {
+                        batch.results[i] = .failure(refusal)
+                    }
+                }
+            }
+        } catch {
+            batch.results = registrations.map { _ in .failure(error) }
+            return batch
+        }
+        guard !toWrite.isEmpty else { return batch }
+        var evicted: [(app: AppName, token: String)] = []
+        var written: [Int: Result<(registration: PushRegistration, record: PushTokenRecord?), RegistryError>] = [:]
+        do {
+            try write { () throws in
+                for i in toWrite {
+                    // Checked again inside the write (another registration of the group, or
+                    // another instance, may have stored the token since): a refusal comes
+                    // from those checks, before anything of this registration is written.
+                    do { written[i] = .success(try writePushDevice(registrations[i], limit: limit, now: now, evicted: &evicted)) } catch let refusal as RegistryError {
+                        written[i] = .failure(refusal)
+                    }
+                }
+            }
+        } catch {
+            for i in toWrite { batch.results[i] = .failure(error) }
+            return batch
+        }
+        for (i, result) in written { batch.results[i] = result }
+        batch.evicted = evicted
+        return batch
     }
 
-    /// What the registry holds of a token, for a registration.
-    private enum StoredPushToken { case none, unbound, owned }
+    /// Inside a write: stores or refreshes one registration already decided to be written.
+    private func writePushDevice(_ registration: PushDeviceRegistration, limit: Int, now: Date,
+                                 evicted: inout [(app: AppName, token: String)]) throws -> (registration: PushRegistration, record: PushTokenRecord?) {
+        let app = registration.app
+        let key: [SQLValue] = [.text(app.rawValue), .text(registration.token)]
+        let values: [SQLValue] = [.text(registration.environment.rawValue), .text(registration.appVersion.rawValue),
+                                  .text(registration.channel.rawValue), .text(TUFTime.format(now))]
+        let record = PushTokenRecord(registration, at: now)
+        if let stored = try storedPushToken(registration) {
+            try db.run("UPDATE push_devices SET environment = ?, app_version = ?, channel = ?, registered_at = ? WHERE app = ? AND token = ?",
+                       values + key)
+            // Stored before tokens were bound: this registration binds it.
+            if stored.device == nil { try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(registration.device)]) }
+            return (.refreshed, record)
+        }
+        var count = try db.query("SELECT stored FROM push_device_counts WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first
+        if count == nil {
+            count = try db.query("SELECT count(*) FROM push_devices WHERE app = ?", [.text(app.rawValue)]) { $0.int(0) }.first ?? 0
+            try db.run("INSERT INTO push_device_counts(app, stored) VALUES (?,?)", [.text(app.rawValue), .int(count ?? 0)])
+        }
+        if let count, count >= Int64(limit) {
+            // Ordered by the index alone (no tie-break): the stalest rows are its first.
+            let stalest = try db.query("SELECT token FROM push_devices WHERE app = ? ORDER BY registered_at LIMIT ?",
+                                       [.text(app.rawValue), .int(min(count - Int64(limit) + 1, Int64(Registry.pushDeleteBatch)))]) { $0.text(0) }
+            try deletePushDevices(app: app, tokens: stalest)
+            evicted += stalest.map { (app, $0) }
+        }
+        try db.run("INSERT INTO push_devices(environment, app_version, channel, registered_at, app, token) VALUES (?,?,?,?,?,?)", values + key)
+        try db.run("INSERT INTO push_device_owners(app, token, device) VALUES (?,?,?)", key + [.text(registration.device)])
+        try db.run("UPDATE push_device_counts SET stored = stored + 1 WHERE app = ?", [.text(app.rawValue)])
+        return (.stored, record)
+    }
 
     /// A registration's checks, in either a read or the write: the app exists, the token is
     /// not another device's (`conflict`), the version and channel have a patch (`notFound`).
-    private func storedPushToken(app: AppName, token: String, device: String, appVersion: AppVersion,
-                                 channel: ChannelName) throws -> StoredPushToken {
+    /// What is stored of the token, nil when nothing is.
+    private func storedPushToken(_ registration: PushDeviceRegistration) throws -> PushTokenRecord? {
+        let app = registration.app
         _ = try self.app(app)
-        let owners = try db.query("""
-            SELECT o.device FROM push_devices d LEFT JOIN push_device_owners o ON o.app = d.app AND o.token = d.token
+        let rows = try db.query("""
+            SELECT o.device, d.environment, d.app_version, d.channel, d.registered_at
+            FROM push_devices d LEFT JOIN push_device_owners o ON o.app = d.app AND o.token = d.token
             WHERE d.app = ? AND d.token = ?
-            """, [.text(app.rawValue), .text(token)]) { $0.optionalText(0) }
-        if let owner = owners.first, let owner, owner != device {
+            """, [.text(app.rawValue), .text(registration.token)]) { s in (s.optionalText(0), s.text(1), s.text(2), s.text(3), s.text(4)) }
+        if let row = rows.first, let owner = row.0, owner != registration.device {
             throw RegistryError.conflict("this device token was registered by another device; nothing was changed")
         }
         let patches = try db.query("""
             SELECT 1 FROM patches p LEFT JOIN patch_releases r ON r.app = p.app AND r.app_version = p.app_version AND r.number = p.number
             WHERE p.app = ? AND p.app_version = ? AND COALESCE(r.channel, 'production') = ? LIMIT 1
-            """, [.text(app.rawValue), .text(appVersion.rawValue), .text(channel.rawValue)]) { $0.int(0) }
+            """, [.text(app.rawValue), .text(registration.appVersion.rawValue), .text(registration.channel.rawValue)]) { $0.int(0) }
         guard !patches.isEmpty else {
-            throw RegistryError.notFound("app \"\(app)\" has no patch for \(appVersion) on channel \(channel): a token is registered for a version and channel that has one; nothing was stored")
+            throw RegistryError.notFound("app \"\(app)\" has no patch for \(registration.appVersion) on channel \(registration.channel): a token is registered for a version and channel that has one; nothing was stored")
         }
-        guard let owner = owners.first else { return .none }
-        return owner == nil ? .unbound : .owned
+        guard let (owner, environment, version, channel, at) = rows.first else { return nil }
+        guard let environment = PushEnvironment(rawValue: environment), let version = try? AppVersion(version),
+              let channel = try? ChannelName(channel), let at = TUFTime.parse(at) else {
+            throw RegistryError.internalError("a corrupt row in push_devices")
+        }
+        return PushTokenRecord(device: owner, environment: environment, appVersion: version, channel: channel, registeredAt: at)
     }
 
     /// The live tokens (registered again within `pushTokenLifetime`) of the devices that run

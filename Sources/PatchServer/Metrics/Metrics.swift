@@ -45,6 +45,8 @@ public final class Metrics: Sendable {
     private let bytes = AtomicCounter()
     private let publishes = AtomicCounter()
     private let pushQuotaRefusals = AtomicCounter()
+    private let pushQueueRefusals = AtomicCounter()
+    private let pushRefreshesFromMemory = AtomicCounter()
 
     public init() {
         requests = (0..<(Route.allCases.count * (Metrics.statuses.count + 1))).map { _ in AtomicCounter() }
@@ -69,6 +71,10 @@ public final class Metrics: Sendable {
 
     /// A new device token refused by its network's hourly quota (`POST /v1/apps/{app}/devices`).
     public func recordPushQuotaRefusal() { pushQuotaRefusals.add(1) }
+    /// A registration refused with 503 because the registration queue was full.
+    func recordPushQueueRefusal() { pushQueueRefusals.add(1) }
+    /// A refresh answered from `RecentRegistrations`, without the registry.
+    func recordPushRefreshFromMemory() { pushRefreshesFromMemory.add(1) }
 
     public func count(route: Route, status: Int) -> Int { requests[cell(route, status)].load }
 
@@ -87,6 +93,8 @@ public final class Metrics: Sendable {
         out += "# HELP hotpatch_response_bytes_total Response body bytes.\n# TYPE hotpatch_response_bytes_total counter\nhotpatch_response_bytes_total \(bytes.load)\n"
         out += "# HELP hotpatch_publishes_total Patches published through this server.\n# TYPE hotpatch_publishes_total counter\nhotpatch_publishes_total \(publishes.load)\n"
         out += "# HELP hotpatch_push_quota_refusals_total New device tokens refused by their network's hourly quota.\n# TYPE hotpatch_push_quota_refusals_total counter\nhotpatch_push_quota_refusals_total \(pushQuotaRefusals.load)\n"
+        out += "# HELP hotpatch_push_registrations_refused_total Device-token registrations refused with 503 because the registration queue was full.\n# TYPE hotpatch_push_registrations_refused_total counter\nhotpatch_push_registrations_refused_total \(pushQueueRefusals.load)\n"
+        out += "# HELP hotpatch_push_refreshes_from_memory_total Device-token refreshes answered from what this server wrote recently, without the registry.\n# TYPE hotpatch_push_refreshes_from_memory_total counter\nhotpatch_push_refreshes_from_memory_total \(pushRefreshesFromMemory.load)\n"
         out += "# HELP hotpatch_request_duration_seconds Time to build a response.\n# TYPE hotpatch_request_duration_seconds histogram\n"
         var cumulative = 0
         for (index, bound) in Metrics.latencyBounds.enumerated() {

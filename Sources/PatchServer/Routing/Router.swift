@@ -34,6 +34,11 @@ public enum RouteAccess: Sendable {
 public struct Router<Context>: Sendable {
     /// Handlers get the context (the service) per call, so the router holds no reference to it.
     public typealias Handler = @Sendable (Context, HTTPRequest, PathParameters) throws(HTTPError) -> HTTPResponse
+    /// A handler that may promise its answer (`HTTPReply.later`): one whose work blocks.
+    public typealias Replier = @Sendable (Context, HTTPRequest, PathParameters) throws(HTTPError) -> HTTPReply
+    /// What a route refuses from the head alone, once access and the body limit passed, before
+    /// a body byte is read (a queue with no room for what the body could hold).
+    public typealias HeadCheck = @Sendable (Context, HTTPRequest) throws(HTTPError) -> Void
 
     public struct Route: Sendable {
         public let operation: APIOperation
@@ -42,7 +47,8 @@ public struct Router<Context>: Sendable {
         public let access: RouteAccess
         /// Request-body bytes the route takes: 0 for routes that take none.
         public let bodyLimit: Int
-        public let handler: Handler
+        public let headCheck: HeadCheck?
+        public let handler: Replier
     }
 
     private(set) var routes: [Route] = []
@@ -52,10 +58,17 @@ public struct Router<Context>: Sendable {
     /// Adds the route of `operation`: its method, its path (`{name}` captures one segment,
     /// `{hash}.main.js` what precedes the literal suffix, a path ending in `/` matches only
     /// with that slash) and its scope all come from the operation table.
-    public mutating func add(_ operation: APIOperation, metric: Metrics.Route, body bodyLimit: Int = 0, _ handler: @escaping Handler) {
+    public mutating func add(_ operation: APIOperation, metric: Metrics.Route, body bodyLimit: Int = 0, head: HeadCheck? = nil,
+                             _ handler: @escaping Handler) {
+        add(operation, metric: metric, body: bodyLimit, head: head, replying: { context, request, params throws(HTTPError) in .now(try handler(context, request, params)) })
+    }
+
+    /// Adds a route whose handler may answer later (`HTTPReply.later`).
+    public mutating func add(_ operation: APIOperation, metric: Metrics.Route, body bodyLimit: Int = 0, head: HeadCheck? = nil,
+                             replying handler: @escaping Replier) {
         precondition(!routes.contains { $0.operation.id == operation.id }, "\(operation.id) is routed twice")
         routes.append(Route(operation: operation, segments: operation.segments, metric: metric, access: RouteAccess(operation.scope),
-                            bodyLimit: bodyLimit, handler: handler))
+                            bodyLimit: bodyLimit, headCheck: head, handler: handler))
     }
 
     public struct Match {

@@ -10,14 +10,18 @@ extension PatchService {
     /// channel) about 400 bytes, well under `devicesBodyLimit`.
     static let registrationMembers = ["token", "appVersion", "channel", "environment"]
 
+    /// Registrations per transaction, at most: one commit for many, a short hold of the lock.
+    static let pushRegistrationGroup = 256
+
     /// `POST /v1/apps/{app}/devices`: `{"token": HEX, "environment": "production"|"sandbox",
     /// "appVersion": "2.3", "channel": "production"}` (channel and environment optional) and
     /// `X-Device-ID`, the device the token is bound to. No token, so bounded like reports: the
-    /// 1 KiB cap and the per-IP bucket from the head (`admit`); then a new token must fit its
-    /// network's hourly quota (429), name a version and channel with a patch (404), and past
-    /// `maxPushDevicesPerApp` it evicts the app's stalest token. A stored token is refreshed
-    /// only by its own device (409 for another). 201 stored, 200 refreshed.
-    func registerDevice(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+    /// 1 KiB cap and the per-IP bucket from the head (`admit`). Nothing here takes the registry
+    /// lock or waits on the disk (issue 43): a refresh this server wrote within
+    /// `Registry.pushRefreshInterval` is 200 at once (`RecentRegistrations`); anything else is
+    /// queued for the registration writer (`writeRegistrations`) and answered once written,
+    /// or 503 with Retry-After when the queue is full.
+    func registerDevice(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPReply {
         let app = try appCatalog(p["app"]).app
         guard let device = try deviceID(request) else {
             throw .badRequest("X-Device-ID is required: a device token is bound to the device that registers it")
@@ -36,28 +40,75 @@ extension PatchService {
         } ?? .production
         let rawEnvironment = body["environment"]?.stringValue ?? PushEnvironment.production.rawValue
         guard let environment = PushEnvironment(rawValue: rawEnvironment) else { throw .badRequest("environment must be production or sandbox") }
-        let limit = configuration.maxPushDevicesPerApp, quota = configuration.pushNewTokensPerNetworkPerHour
-        let network = client(of: request).network
-        var wait: Int?
-        let registered: PushRegistration
+        let registration: PushDeviceRegistration
         do {
-            registered = try registry.withLock { registry throws(RegistryError) in
-                try registry.registerPushDevice(app: app, token: token, deviceID: device, environment: environment, appVersion: version,
-                                                channel: channel, limit: limit) {
-                    wait = pushQuota.take(scope: app.rawValue, ip: network, perHour: quota)
-                    return wait == nil
-                }
-            }
-        } catch {
-            if !error.isCallerError { logOnce("cannot store a device token: \(error)") }
-            throw error.httpError
+            registration = try PushDeviceRegistration(app: app, token: token, deviceID: device, environment: environment, appVersion: version, channel: channel)
+        } catch { throw error.httpError }
+        if recentRegistrations.coalesces(registration, now: Date()) {
+            metrics.recordPushRefreshFromMemory()
+            return .now(PatchService.registered(.refreshed))
         }
-        if registered == .overQuota {
-            metrics.recordPushQuotaRefusal()
-            throw .throttled(retryAfter: wait ?? 60, "too many new device tokens from this network (\(quota) an hour); nothing was stored, retry in \(wait ?? 60) s")
+        let network = client(of: request).network
+        let promise = HTTPPromise()
+        guard pushRegistrations.enqueue(PendingRegistration(registration: registration, network: network, promise: promise),
+                                        writer: { [self] in writeRegistrations() }) else {
+            metrics.recordPushQueueRefusal()
+            throw HTTPError(503, "busy", "too many device registrations are waiting to be stored; nothing was stored, register again later",
+                            headers: [("Retry-After", "30")])
         }
-        return .json(["registered": .string(registered.rawValue)], status: registered == .stored ? 201 : 200)
+        return .later(promise)
     }
+
+    /// The registration writer (the queue's thread): a group at a time, decided and written in
+    /// one transaction under the registry lock (`Registry.registerPushDevices`: 409 bound to
+    /// another device, 404 no patch for that version and channel, 429 past the network's
+    /// quota of new tokens, a full table evicting the stalest), each request answered once
+    /// the lock is free again: 201 stored, 200 refreshed.
+    func writeRegistrations() {
+        let limit = configuration.maxPushDevicesPerApp, quota = configuration.pushNewTokensPerNetworkPerHour
+        pushRegistrations.drain { take in
+            var answers: [(HTTPPromise, HTTPResponse)] = []
+            defer { for (promise, answer) in answers { promise.keep(answer) } }
+            return registry.withLock { registry -> Bool in
+                guard let group = take() else { return false }
+                let now = Date()
+                var waits: [Int: Int] = [:]
+                let batch = registry.registerPushDevices(group.map(\.registration), limit: limit, now: now) { i in
+                    waits[i] = pushQuota.take(scope: group[i].registration.app.rawValue, ip: group[i].network, perHour: quota)
+                    return waits[i] == nil
+                }
+                for (app, token) in batch.evicted { recentRegistrations.forget(app, token) }
+                for (i, pending) in group.enumerated() {
+                    answers.append((pending.promise, answer(batch.results[i], registration: pending.registration, wait: waits[i], quota: quota, now: now)))
+                }
+                return true
+            }
+        }
+    }
+
+    /// One registration's answer, and what this server remembers of it.
+    private func answer(_ result: Result<(registration: PushRegistration, record: PushTokenRecord?), RegistryError>,
+                        registration: PushDeviceRegistration, wait: Int?, quota: Int, now: Date) -> HTTPResponse {
+        switch result {
+        case .success((.overQuota, _)):
+            metrics.recordPushQuotaRefusal()
+            let wait = wait ?? 60
+            return HTTPError.throttled(retryAfter: wait, "too many new device tokens from this network (\(quota) an hour); nothing was stored, retry in \(wait) s").response
+        case .success(let (registered, record)):
+            if let record { recentRegistrations.note(registration, holds: record, now: now) }
+            return PatchService.registered(registered)
+        case .failure(let error):
+            if !error.isCallerError { logOnce("cannot store a device token: \(error)") }
+            return error.httpError.response
+        }
+    }
+
+    static func registered(_ registered: PushRegistration) -> HTTPResponse {
+        .json(["registered": .string(registered.rawValue)], status: registered == .stored ? 201 : 200)
+    }
+
+    /// Waits until every registration queued so far is written and answered (tests; patchd's stop).
+    public func settleRegistrations(stopping: Bool = false) { pushRegistrations.waitUntilIdle(hurry: stopping) }
 
     /// `POST /v1/apps/{app}/notify[?appVersion=V][&channel=C]`: one round of pushes to the
     /// app's devices of that version and channel (every one when left out), as `patchctl
@@ -98,6 +149,8 @@ extension PatchService {
         do throws(PushError) {
             let result = try round.send()
             try registry.withLock { registry throws(PushError) in try round.finish(registry: registry, result: result, actor: token.actor) }
+            // The tokens APNs said are gone were deleted.
+            if !result.gone.isEmpty { recentRegistrations.removeAll() }
             return .json(result.summary.json)
         } catch {
             log("push for \(app) failed: \(error)")
@@ -111,7 +164,17 @@ extension PatchService {
     public func pushUpkeep(now: Date = Date()) {
         registry.withLock { registry in
             guard registry.holdsUpkeepLease() else { return }
-            do { try registry.prunePushDevices(now: now) } catch { logOnce("cannot prune expired device tokens: \(error)") }
+            do {
+                if try registry.prunePushDevices(now: now) > 0 { recentRegistrations.removeAll() }
+            } catch { logOnce("cannot prune expired device tokens: \(error)") }
         }
     }
+}
+
+/// A registration waiting for the writer, and the request waiting for its answer.
+struct PendingRegistration: Sendable {
+    let registration: PushDeviceRegistration
+    /// The client's network (`IPAddress.network`), which the quota of new tokens counts by.
+    let network: String
+    let promise: HTTPPromise
 }

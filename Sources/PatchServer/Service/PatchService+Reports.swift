@@ -9,43 +9,85 @@ extension PatchService {
     static let reportEventLimit = 100
 
     /// `POST /v1/apps/{app}/reports`: no token, so bounded like the check path: the per-IP
-    /// bucket and the 64 KiB cap applied from the head (`admit`), then only parsed and queued
-    /// (`ReportQueue`): 202 `{"queued": N}` at once, or 503 with Retry-After when the queue is
-    /// full. What counts, and what a guard may act on, is decided off this thread by
-    /// `countReports` under `ReportRules`, from the sender's network and block.
-    func reports(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+    /// bucket and the 64 KiB cap applied from the head (`admit`, with `reportQueueHasRoom`).
+    /// Nothing of the body is parsed on this thread: it goes to the report parser
+    /// (`reportIntake`, `parseReports`), which answers 202 `{"queued": N}` once the events are
+    /// in the report queue, 400 for a malformed body, 503 with Retry-After when either queue
+    /// is full. Parsing on the I/O threads held the check path up behind it (issue 43, row
+    /// 11c: stretches of a millisecond and more on an I/O thread, one report after another).
+    /// What counts, and what a guard may act on, is decided by `countReports` under
+    /// `ReportRules`, from the sender's network and block.
+    func reports(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPReply {
         let app = try appCatalog(p["app"]).app
         guard let device = try deviceID(request) else { throw .badRequest("X-Device-ID is required: reports count per device") }
+        let client = self.client(of: request)
+        let promise = HTTPPromise()
+        let raw = RawReport(app: app, deviceID: device, body: request.body, origin: ReportOrigin(network: client.network, block: client.block),
+                            promise: promise)
+        guard reportIntake.enqueue(raw, writer: { [self] in parseReports() }) else { throw reportQueueFull() }
+        return .later(promise)
+    }
+
+    /// The report parser (the intake queue's thread, no lock): each body parsed, checked and
+    /// its events queued for the counter, and its request answered.
+    func parseReports() {
+        reportIntake.drain(paced: false) { take in
+            guard let group = take() else { return false }
+            for raw in group {
+                let answer: HTTPResponse
+                do throws(HTTPError) { answer = try queue(raw) } catch { answer = error.response }
+                raw.promise.keep(answer)
+            }
+            return true
+        }
+    }
+
+    /// One report's events into the report queue: 202 `{"queued": N}`.
+    private func queue(_ raw: RawReport) throws(HTTPError) -> HTTPResponse {
         let body: JSON
-        do { body = try JSONParser.parse(request.body, maxLength: PatchService.reportsBodyLimit) } catch {
+        do { body = try JSONParser.parse(raw.body, maxLength: PatchService.reportsBodyLimit) } catch {
             throw .badRequest("body must be JSON like {\"events\": [...]}: \(error)")
         }
-        guard let raw = body["events"]?.arrayValue, (1...PatchService.reportEventLimit).contains(raw.count) else {
+        guard let items = body["events"]?.arrayValue, (1...PatchService.reportEventLimit).contains(items.count) else {
             throw .badRequest("body must have an \"events\" array of 1 to \(PatchService.reportEventLimit) events")
         }
-        let events = raw.compactMap(ReportEvent.init(json:))
-        reportTally.dropped[.invalid]?.add(raw.count - events.count)
+        let events = items.compactMap(ReportEvent.init(json:))
+        reportTally.dropped[.invalid]?.add(items.count - events.count)
         guard !events.isEmpty else { return .json(["queued": 0], status: 202) }
-        let client = self.client(of: request)
-        let report = DeviceReport(app: app, deviceID: device, events: events, origin: ReportOrigin(network: client.network, block: client.block))
-        guard reportQueue.enqueue(report, count: { [self] in countReports() }) else {
-            reportTally.refused.add(1)
-            throw HTTPError(503, "busy", "the report queue is full; send these events again later", headers: [("Retry-After", "30")])
-        }
+        let report = DeviceReport(app: raw.app, deviceID: raw.deviceID, events: events, origin: raw.origin)
+        guard reportQueue.enqueue(report, writer: { [self] in countReports() }) else { throw reportQueueFull() }
         return .json(["queued": .int(Int64(events.count))], status: 202)
     }
 
-    /// The report counter (ReportQueue's thread): counts the queued reports group by group, each in one transaction
-    /// under the registry lock, then runs the guards of the patches each group moved, until
-    /// the queue is empty. A group leaves the queue only once the lock is held, so what waits
-    /// for the lock still counts against the queue's capacity.
+    /// From the head: while the queue has no room for a whole report (`reportEventLimit`
+    /// events), or the parser's intake none for the body declared, a report is refused before
+    /// its body is read. Under a flood that keeps the queue full, the I/O threads no longer
+    /// read 64 KiB only to refuse it (half of the reports of `bench/reports_flood.py` were
+    /// refused once read and parsed).
+    func reportQueueHasRoom(_ request: HTTPRequest) throws(HTTPError) {
+        let room = min(PatchService.reportEventLimit, reportQueue.capacity)
+        guard reportQueue.capacity - reportQueue.queuedUnits >= room else { throw reportQueueFull() }
+        let declared = switch request.declaredBody {
+        case .length(let n): n
+        case .chunked: PatchService.reportsBodyLimit
+        case .none: 0
+        }
+        guard reportIntake.capacity - reportIntake.queuedUnits >= declared else { throw reportQueueFull() }
+    }
+
+    private func reportQueueFull() -> HTTPError {
+        reportTally.refused.add(1)
+        return HTTPError(503, "busy", "the report queue is full; send these events again later", headers: [("Retry-After", "30")])
+    }
+
+    /// The report counter (the queue's writer thread): counts the queued reports group by
+    /// group, each in one transaction under the registry lock, then runs the guards of the
+    /// patches each group moved, until the queue is empty (`WriteQueue.drain`).
     func countReports() {
         let rules = configuration.reportRules
-        var more = true
-        while more {
-            let started = IPRateLimiter.monotonicTime()
-            more = registry.withLock { registry -> Bool in
-                guard let group = reportQueue.nextGroup() else { return false }
+        reportQueue.drain { take in
+            registry.withLock { registry -> Bool in
+                guard let group = take() else { return false }
                 let outcomes: [ReportOutcome]
                 do { outcomes = try registry.ingestReports(group, rules: rules) } catch {
                     reportTally.failedEvents.add(group.reduce(0) { $0 + $1.events.count })
@@ -62,15 +104,15 @@ extension PatchService {
                 }
                 return true
             }
-            // The lock stays free as long as the group held it (ReportQueue).
-            let held = IPRateLimiter.monotonicTime() - started
-            if more, held > 0, !reportQueue.isHurrying { usleep(UInt32(min(held, 0.5) * 1_000_000)) }
         }
     }
 
     /// Waits until every report queued so far is counted (tests). `stopping`: patchd's stop,
     /// after the last request: the queue is counted back to back.
-    public func settleReports(stopping: Bool = false) { reportQueue.waitUntilIdle(hurry: stopping) }
+    public func settleReports(stopping: Bool = false) {
+        reportIntake.waitUntilIdle(hurry: stopping)
+        reportQueue.waitUntilIdle(hurry: stopping)
+    }
 
     /// The upkeep loop's part: every guard against every active patch of its channel (a
     /// guard set after the figures passed it acts within a minute), the staged rollout steps
@@ -126,9 +168,9 @@ extension PatchService {
     /// patches being served (a handful per app version), however long the registry's history.
     func reportGauges() -> String {
         guard let figures = try? registry.withLock({ registry throws(RegistryError) in try registry.reportFigures(app: nil, activeOnly: true) }) else {
-            return reportTally.render(queued: reportQueue.queuedEvents)
+            return reportTally.render(queued: reportQueue.queuedUnits)
         }
-        var out = reportTally.render(queued: reportQueue.queuedEvents)
+        var out = reportTally.render(queued: reportQueue.queuedUnits)
         out += "# HELP hotpatch_patch_devices Distinct devices that reported each event of an active patch.\n# TYPE hotpatch_patch_devices gauge\n"
         for figure in figures {
             guard let patch = figure.key.patch else { continue }
@@ -138,4 +180,14 @@ extension PatchService {
         }
         return out
     }
+}
+
+/// A report as it arrived, waiting for the parser (`PatchService.parseReports`), and the request
+/// waiting for its answer.
+struct RawReport: Sendable {
+    let app: AppName
+    let deviceID: String
+    let body: [UInt8]
+    let origin: ReportOrigin
+    let promise: HTTPPromise
 }

@@ -33,6 +33,15 @@ public struct ServiceConfiguration: Sendable {
     public var reportRules = ReportRules()
     /// Report events queued for counting, at most (~200 bytes each); past it, 503.
     public var reportQueueEvents = 50_000
+    /// Report bodies waiting to be parsed, at most (bytes): a few dozen reports, a few
+    /// milliseconds of the parser's work; past it, 503 from the head.
+    public var reportIntakeBytes = 2 << 20
+    /// Device-token registrations waiting to be written, at most (each an open connection
+    /// waiting for its answer); past it, 503 (patchd's `--push-queue`).
+    public var pushRegistrationQueue = 4_096
+    /// Tokens remembered as recently written, at most (about 40 bytes each): a refresh of one
+    /// is answered without the registry (`RecentRegistrations`).
+    public var recentPushRegistrations = 262_144
     /// How long the upkeep lease lasts without a renewal (patchd's `--upkeep-lease`), on a
     /// PostgreSQL registry: a hung or dead holder is replaced within about this long plus one
     /// pass, and the holder renews it every pass (a third of it, at most a minute).
@@ -69,8 +78,18 @@ public final class PatchService: HTTPResponder {
     private let loggedOnce = Locked<Set<String>>([])
     /// Device reports waiting to be counted, the worker that counts them, and what it counted
     /// (PatchService+Reports.swift).
-    let reportQueue: ReportQueue
+    let reportQueue: WriteQueue<DeviceReport>
     let reportTally = ReportTally()
+    /// Report bodies waiting to be parsed, off the request threads (PatchService+Reports.swift).
+    let reportIntake: WriteQueue<RawReport>
+    /// Device-token registrations waiting to be written, each answered once it is
+    /// (PatchService+Push.swift), and the tokens written recently enough that a refresh of
+    /// them is answered at once.
+    let pushRegistrations: WriteQueue<PendingRegistration>
+    let recentRegistrations: RecentRegistrations
+    /// The registry's data version `recentRegistrations` was last checked against (from the
+    /// start: the first reload is no reason to forget what was remembered before it).
+    private let registrationsVersion: AtomicCounter
     /// The receipt secret (`X-Patch-Receipt`), read or made on first need: patchd must start,
     /// and serve, on a registry it cannot write (a full disk), only without receipts then.
     private let receiptSecret = Locked<(receipts: ReportReceipt?, failedAt: Double)>((nil, -1_000))
@@ -99,7 +118,12 @@ public final class PatchService: HTTPResponder {
         // Only the names at start-up: every app's catalog is built on its first request.
         catalog.noteKnown(try registry.apps().map(\.name))
         changeFeed = registry.changeFeed()
-        reportQueue = ReportQueue(capacity: configuration.reportQueueEvents)
+        reportQueue = WriteQueue(name: "patchd-reports", capacity: configuration.reportQueueEvents, groupUnits: 1_000) { $0.events.count }
+        reportIntake = WriteQueue(name: "patchd-intake", capacity: configuration.reportIntakeBytes, groupUnits: 256 << 10) { $0.body.count }
+        pushRegistrations = WriteQueue(name: "patchd-devices", capacity: configuration.pushRegistrationQueue,
+                                       groupUnits: PatchService.pushRegistrationGroup)
+        recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)
+        registrationsVersion = AtomicCounter((try? registry.dataVersion()) ?? -1)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
@@ -110,9 +134,10 @@ public final class PatchService: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         switch admit(request) {
         case .answer(let response): return response
+        case .later(let promise): return promise.wait()
         case .readBody(let limit, _, let finish):
             guard request.body.count <= limit else { return HTTPError.tooLarge(limit).response }
-            return finish(request)
+            return finish(request).wait()
         }
     }
 
@@ -156,17 +181,21 @@ public final class PatchService: HTTPResponder {
                 // An unknown or malformed app is refused from the head too, not after its body.
                 if let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
+                try route.headCheck?(self, request)
                 if request.declaredBody == .none {
-                    return .answer(record(try route.handler(self, request, params), route: match.metric, since: started))
+                    switch record(try route.handler(self, request, params), route: match.metric, since: started) {
+                    case .now(let response): return .answer(response)
+                    case .later(let promise): return .later(promise)
+                    }
                 }
             } catch {
                 return .answer(record(error.response, route: match.metric, since: started))
             }
             let admitted = params, metric = match.metric
             return .readBody(limit: route.bodyLimit, charge: bodyCharge(request, caller: params.caller)) { [self] whole in
-                let response: HTTPResponse
-                do throws(HTTPError) { response = try route.handler(self, whole, admitted) } catch { response = error.response }
-                return record(response, route: metric, since: started)
+                let reply: HTTPReply
+                do throws(HTTPError) { reply = try route.handler(self, whole, admitted) } catch { reply = .now(error.response) }
+                return record(reply, route: metric, since: started)
             }
         }
     }
@@ -200,6 +229,14 @@ public final class PatchService: HTTPResponder {
     /// (`[IPNetwork].client`). What every per-client limit counts under.
     func client(of request: HTTPRequest) -> IPAddress {
         configuration.trustedProxies.client(peer: request.peer, forwardedFor: request.joinedHeader(.forwardedFor))
+    }
+
+    /// A promised answer is recorded when it is kept, its time in the queue included.
+    private func record(_ reply: HTTPReply, route: Metrics.Route, since started: Double) -> HTTPReply {
+        switch reply {
+        case .now(let response): .now(record(response, route: route, since: started))
+        case .later(let promise): .later(promise.map { [self] in record($0, route: route, since: started) })
+        }
     }
 
     /// A declared body the route cannot take is refused from the head; it is never read.
@@ -435,6 +472,9 @@ public final class PatchService: HTTPResponder {
             logOnce("reload failed: \(error)")
             return
         }
+        // Another process or instance committed since the tokens were remembered: they may
+        // no longer be what the registry holds (a token deleted or re-pointed there).
+        if registrationsVersion.exchange(version) != version { recentRegistrations.removeAll() }
         guard lastDataVersion.load != version else { return }
         do {
             lastDataVersion.store(version)

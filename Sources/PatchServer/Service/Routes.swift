@@ -22,8 +22,9 @@ extension PatchService {
         r.add(.listPatches, metric: .list) { s, q, p throws(HTTPError) in try s.list(q, p) }
         r.add(.appStatus, metric: .list) { s, q, p throws(HTTPError) in try s.status(q, p) }
         // Device reports, their figures and the guards that act on them (PatchService+Reports.swift).
-        r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit) { s, q, p throws(HTTPError) in try s.reports(q, p) }
-        r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit) { s, q, p throws(HTTPError) in try s.registerDevice(q, p) }
+        r.add(.postReports, metric: .report, body: PatchService.reportsBodyLimit, head: { s, q throws(HTTPError) in try s.reportQueueHasRoom(q) },
+              replying: { s, q, p throws(HTTPError) in try s.reports(q, p) })
+        r.add(.registerDevice, metric: .devices, body: PatchService.devicesBodyLimit, replying: { s, q, p throws(HTTPError) in try s.registerDevice(q, p) })
         r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).
         r.add(.getThrottle, metric: .list) { s, q, p throws(HTTPError) in try s.throttle(q, p) }
@@ -303,6 +304,8 @@ extension PatchService {
         .text(metrics.render(gauges: [
             ("hotpatch_tracked_devices", "Devices in the minimum-interval table.", devices.count),
             ("hotpatch_apps", "Apps prepared for serving (built on their first request).", catalog.appCount),
+            ("hotpatch_push_queue_registrations", "Device-token registrations waiting to be written.", pushRegistrations.queuedUnits),
+            ("hotpatch_push_recent_registrations", "Device tokens remembered as written recently (a refresh of one is answered without the registry).", recentRegistrations.count),
         ]) + upkeepStatus.render() + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

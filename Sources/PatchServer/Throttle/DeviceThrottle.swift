@@ -48,7 +48,7 @@ public final class DeviceThrottle: Sendable {
     private let perShard: Int
     /// Sweeps done (tests check that a full table is not swept on every check).
     let sweeps = AtomicCounter()
-    private let seed: (UInt64, UInt64)
+    private let hash = KeyedHash()
     private let clock: @Sendable () -> UInt32
     public let capacity: Int
 
@@ -59,8 +59,6 @@ public final class DeviceThrottle: Sendable {
         let perShard = max(1, capacity / DeviceThrottle.shardCount)
         self.perShard = perShard
         shards = (0..<DeviceThrottle.shardCount).map { _ in Locked(Shard(sweepAt: min(perShard, 1024))) }
-        var generator = SystemRandomNumberGenerator()
-        seed = (generator.next(), generator.next())
     }
 
     public static func monotonicSeconds() -> UInt32 {
@@ -71,15 +69,7 @@ public final class DeviceThrottle: Sendable {
 
     /// `secret` nil (a client that sends none: python-tuf, older apps) is a slot of its own,
     /// never the slot of any secret (Hasher marks an absent optional apart from every value).
-    private func key(app: String, device: String, secret: DeviceSecret?) -> UInt64 {
-        var hasher = Hasher()
-        hasher.combine(seed.0)
-        hasher.combine(app)
-        hasher.combine(device)
-        hasher.combine(secret?.rawValue)
-        hasher.combine(seed.1)
-        return UInt64(bitPattern: Int64(hasher.finalize()))
-    }
+    private func key(app: String, device: String, secret: DeviceSecret?) -> UInt64 { hash(app, device, secret?.rawValue) }
 
     /// A revoke, halt or rollback of `appVersion`/`channel` of `app` happened now: each
     /// device of it whose last check was at or before now gets its next check answered, so

@@ -12,14 +12,12 @@ public final class IPRateLimiter: Sendable {
 
     private static let shardCount = 32
     private let shards: [Locked<[UInt64: Bucket]>]
-    private let seed: UInt64
+    private let hash = KeyedHash()
     private let clock: @Sendable () -> Double
     private let maxEntriesPerShard: Int
 
     public init(maxEntries: Int = 1_000_000, clock: @escaping @Sendable () -> Double = IPRateLimiter.monotonicTime) {
         shards = (0..<IPRateLimiter.shardCount).map { _ in Locked([:]) }
-        var generator = SystemRandomNumberGenerator()
-        seed = generator.next()
         self.clock = clock
         maxEntriesPerShard = max(64, maxEntries / IPRateLimiter.shardCount)
     }
@@ -47,11 +45,7 @@ public final class IPRateLimiter: Sendable {
     }
 
     private func take(scope: String, ip: some Hashable, perSecond rate: Double, burst: Int) -> Int? {
-        var hasher = Hasher()
-        hasher.combine(seed)
-        hasher.combine(scope)
-        hasher.combine(ip)
-        let key = UInt64(bitPattern: Int64(hasher.finalize()))
+        let key = hash(scope, ip)
         let now = clock()
         let burst = Double(max(1, burst))
         return shards[Int(key % UInt64(IPRateLimiter.shardCount))].withLock { buckets in

@@ -13,6 +13,9 @@ final class Connection {
         case head
         /// An admitted request whose body is being read.
         case body(Body)
+        /// The answer is promised by another thread (`HTTPPromise`); nothing more is read
+        /// until it is written. `head`: the request was a HEAD.
+        case waiting(head: Bool)
         /// An answer is being written.
         case writing
         /// The last answer is out and our side is shut; what the client still sends is read
@@ -24,7 +27,7 @@ final class Connection {
 
     struct Body {
         var request: HTTPRequest
-        var finish: @Sendable (HTTPRequest) -> HTTPResponse
+        var finish: @Sendable (HTTPRequest) -> HTTPReply
         var framing: BodyFraming
         var decoder: ChunkedDecoder?
         var data: [UInt8]
@@ -94,7 +97,7 @@ final class Connection {
     var inFlight: Bool {
         switch phase {
         case .idle, .lingering: return false
-        case .head, .body, .writing: return true
+        case .head, .body, .waiting, .writing: return true
         }
     }
 
@@ -123,8 +126,14 @@ final class Connection {
         switch phase {
         case .idle, .lingering: return true
         case .head, .body, .writing: return loop.now - progressAt >= loop.shared.configuration.stallTimeout
+        // The server owes it an answer it is working on (a queued durable write): the client
+        // is not the one stalling, and the queue that holds it is bounded.
+        case .waiting: return false
         }
     }
+
+    /// Waiting for a promised answer: the loop watches the socket for nothing but a hang-up.
+    var isWaiting: Bool { if case .waiting = phase { return true } else { return false } }
 
     // MARK: Work per turn
 
@@ -150,9 +159,9 @@ final class Connection {
     /// Goes on where the last turn's budget stopped: buffered requests, then the socket.
     func resume(_ loop: EventLoop) {
         awaitingResume = false
-        guard !closed, !wantsWrite else { return }
+        guard !closed, !wantsWrite, !isWaiting else { return }
         process(loop)
-        if !closed, !wantsWrite { readable(loop) }
+        if !closed, !wantsWrite, !isWaiting { readable(loop) }
     }
 
     // MARK: Reading
@@ -160,9 +169,9 @@ final class Connection {
     /// Reads what the socket has and acts on it. Called when epoll reports the socket readable
     /// (and after a write finishes, for bytes of a pipelined request already buffered).
     func readable(_ loop: EventLoop) {
-        guard !closed, !wantsWrite else { return }
+        guard !closed, !wantsWrite, !isWaiting else { return }
         if case .lingering = phase { return discard(loop) }
-        while !closed, !wantsWrite, mayWork(loop) {
+        while !closed, !wantsWrite, !isWaiting, mayWork(loop) {
             // What was parsed goes before more is read, so the buffer holds at most
             // `maxBufferedInput` bytes, parsed or not, however many requests are pipelined.
             compactInput()
@@ -214,7 +223,7 @@ final class Connection {
     private func process(_ loop: EventLoop) {
         while !closed {
             switch phase {
-            case .writing, .lingering:
+            case .writing, .waiting, .lingering:
                 return
             case .idle:
                 guard unreadBytes > 0, mayWork(loop) else { return }
@@ -245,7 +254,7 @@ final class Connection {
                 body.request.body = body.data
                 phase = .head  // not idle: the answer is still owed
                 if loop.holdingAnswers { loop.writeHeldAnswers() }
-                respond(body.finish(body.request), loop)
+                reply(body.finish(body.request), loop, head: body.request.method == "HEAD")
             }
         }
     }
@@ -315,11 +324,14 @@ final class Connection {
             // An unread body cannot be skipped safely: close after answering.
             if framing != .none { after = .close }
             respond(response, loop, head: head.method == "HEAD")
+        case .later(let promise):
+            if framing != .none { after = .close }
+            reply(.later(promise), loop, head: head.method == "HEAD")
         case .readBody(let limit, let charge, let finish):
             let reserve: Int
             switch framing {
             case .none:
-                respond(finish(request), loop, head: head.method == "HEAD")
+                reply(finish(request), loop, head: head.method == "HEAD")
                 return
             case .length(let n):
                 guard n <= limit else { return refuse(.tooLarge(limit), loop) }
@@ -402,6 +414,37 @@ final class Connection {
         respond(error.response, loop)
     }
 
+    /// Answers now, or waits for the promise: its answer reaches this loop through `EventLoop.post`
+    /// and is written by `deliver`. Until then the socket is watched for a hang-up only, and
+    /// the request's own deadline still runs (`expire`).
+    private func reply(_ reply: HTTPReply, _ loop: EventLoop, head isHead: Bool) {
+        switch reply {
+        case .now(let response):
+            respond(response, loop, head: isHead)
+        case .later(let promise):
+            // The body's reservation is given back now: the handler took what it needs.
+            if reservedBody > 0 {
+                loop.shared.budget.release(reservedBody)
+                reservedBody = 0
+            }
+            phase = .waiting(head: isHead)
+            deadline = requestStarted + loop.shared.configuration.requestTimeout
+            let target = EventLoop.Delivery.Target(self)
+            promise.whenKept { [loop] response in loop.post(EventLoop.Delivery(target: target, response: response)) }
+        }
+    }
+
+    /// The promised answer, on this connection's loop; then on with what the client pipelined
+    /// meanwhile, as `writable` does.
+    func deliver(_ response: HTTPResponse, _ loop: EventLoop) {
+        guard !closed, case .waiting(let isHead) = phase else { return }  // answered already (the deadline's 503), or closed
+        phase = .head  // the answer is still owed until `respond` starts it
+        respond(response, loop, head: isHead)
+        guard !closed, !answerHeld, !wantsWrite else { return }
+        process(loop)
+        if tls != nil, !closed, !wantsWrite, !isWaiting { readable(loop) }
+    }
+
     private func respond(_ response: HTTPResponse, _ loop: EventLoop, head isHead: Bool = false) {
         releaseBody(loop)
         if loop.draining { after = .close }
@@ -449,7 +492,7 @@ final class Connection {
         // Buffered bytes of a pipelined request; for TLS also what OpenSSL already
         // decrypted, which the socket will never signal again.
         process(loop)
-        if tls != nil, !closed, !wantsWrite { readable(loop) }
+        if tls != nil, !closed, !wantsWrite, !isWaiting { readable(loop) }
     }
 
     /// Writes what it can of the pending answer; true once it is all out and the connection
@@ -571,6 +614,12 @@ final class Connection {
             // The 408 is best effort: a client that stopped reading does not get to hold the
             // connection for another write timeout.
             if !closed, wantsWrite { close(loop) }
+        case .waiting:
+            // The server's delay, not the client's: not charged to it. The answer, should it
+            // still come, finds the connection no longer waiting and is dropped.
+            phase = .head
+            refuse(HTTPError(503, "busy", "no answer in time; retry", headers: [("Retry-After", "5")]), loop)
+            if !closed, wantsWrite { close(loop) }
         case .idle, .writing, .lingering:
             close(loop)
         }
@@ -580,7 +629,7 @@ final class Connection {
     func drain(_ loop: EventLoop) {
         switch phase {
         case .idle, .lingering: close(loop)
-        case .head, .body, .writing: after = .close
+        case .head, .body, .waiting, .writing: after = .close
         }
     }
 

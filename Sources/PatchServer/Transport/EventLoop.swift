@@ -111,6 +111,21 @@ final class EventLoop: @unchecked Sendable {
     /// to new ones once the loop has stopped.
     private let arrivals = Locked<(open: Bool, list: [Arrival])>((true, []))
 
+    /// A promised answer (`HTTPPromise`) for one of this loop's connections, kept on another
+    /// thread.
+    struct Delivery: Sendable {
+        /// The connection, carried to its own loop and touched only there (`deliver`).
+        struct Target: @unchecked Sendable {
+            let connection: Connection
+            init(_ connection: Connection) { self.connection = connection }
+        }
+        let target: Target
+        let response: HTTPResponse
+    }
+    /// Answers kept for this loop's connections, written when its `wake` is reported, as
+    /// arrivals are taken.
+    private let deliveries = Locked<[Delivery]>([])
+
     init(shared: ServerShared) throws(HTTPServerError) {
         self.shared = shared
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -162,10 +177,21 @@ final class EventLoop: @unchecked Sendable {
                     // A loop hands a connection over before it signals: taken on that wake,
                     // not by a lock on every turn.
                     for arrival in arrivals.withLock({ state in defer { state.list.removeAll() }; return state.list }) { serve(arrival) }
+                    for delivery in deliveries.withLock({ list in defer { list.removeAll() }; return list }) {
+                        let connection = delivery.target.connection
+                        connection.deliver(delivery.response, self)
+                        if !connection.closed { watch(connection) }
+                    }
                 } else if fd == shared.listener {
                     continue
                 } else if fd >= 0, Int(fd) < slots.count, let connection = slots[Int(fd)]?.connection {
                     let bits = events[i]
+                    // Watched for nothing while it waits for its answer: a hang-up ends it. (An
+                    // EPOLLIN here was asked before a resumed request of this turn began waiting.)
+                    if connection.isWaiting {
+                        if bits & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { connection.close(self) }
+                        continue
+                    }
                     if bits & (EPOLLOUT.rawValue) != 0 { connection.writable(self) }
                     if bits & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 { connection.readable(self) }
                     if !connection.closed { watch(connection) }
@@ -281,6 +307,12 @@ final class EventLoop: @unchecked Sendable {
         serve(arrival)
     }
 
+    /// Hands a kept promise's answer to this loop, from the thread that kept it.
+    func post(_ delivery: Delivery) {
+        deliveries.withLock { $0.append(delivery) }
+        signal()
+    }
+
     /// Takes a connection from another loop; false once this loop has stopped.
     private func hand(_ arrival: Arrival) -> Bool {
         arrivals.withLock { state in
@@ -358,7 +390,9 @@ final class EventLoop: @unchecked Sendable {
     func watch(_ connection: Connection) {
         // Held: watched once written, for what it then waits on.
         guard !connection.answerHeld else { return }
-        let wanted = connection.wantsWrite ? EPOLLOUT.rawValue : EPOLLIN.rawValue
+        // Waiting for a promised answer: nothing is read (a pipelined request stays in the
+        // kernel), and EPOLLHUP and EPOLLERR are reported whatever is asked.
+        let wanted: UInt32 = connection.wantsWrite ? EPOLLOUT.rawValue : connection.isWaiting ? 0 : EPOLLIN.rawValue
         let fd = Int(connection.fd)
         guard fd < slots.count, slots[fd] != nil else { return }
         if slots[fd]!.interest != wanted {

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// What the application decides from a request's head alone, before the transport keeps a
@@ -7,11 +8,86 @@ public enum HTTPAdmission: Sendable {
     /// Answer now. A body the request declares is not read: the connection is closed after
     /// the answer, since the unread bytes cannot be told apart from a next request.
     case answer(HTTPResponse)
+    /// Answer when `promise` is kept (`HTTPPromise`). As with `answer`, a body the request
+    /// declares is not read, and the connection is closed after the answer.
+    case later(HTTPPromise)
     /// Read a body of at most `limit` bytes, reserved from the body budget as `charge` says
     /// (`100 Continue` is sent first if the client asked for it), then answer with `finish`
-    /// of the whole request. An anonymous body also has the shorter deadline
+    /// of the whole request, now or promised. An anonymous body also has the shorter deadline
     /// (`HTTPServerConfiguration.anonymousBodyTimeout`).
-    case readBody(limit: Int, charge: BodyCharge, finish: @Sendable (HTTPRequest) -> HTTPResponse)
+    case readBody(limit: Int, charge: BodyCharge, finish: @Sendable (HTTPRequest) -> HTTPReply)
+}
+
+/// A handler's answer: made on the spot, or promised by work handed to another thread.
+public enum HTTPReply: Sendable {
+    case now(HTTPResponse)
+    case later(HTTPPromise)
+
+    /// The answer, waited for when promised: outside the event loops only (`HTTPPromise.wait`).
+    public func wait() -> HTTPResponse {
+        switch self {
+        case .now(let response): response
+        case .later(let promise): promise.wait()
+        }
+    }
+}
+
+/// An answer another thread gives: a handler whose work blocks (a durable write) hands it to
+/// a bounded queue of its own with one of these, and the event loop goes on serving other
+/// connections meanwhile, as NIO's `NIOThreadPool` does; the one waiting reads nothing more
+/// until its answer is written. Kept once: a second answer is ignored.
+public final class HTTPPromise: Sendable {
+    private enum State {
+        case waiting([@Sendable (HTTPResponse) -> Void])
+        case kept(HTTPResponse)
+    }
+    private let state = Mutex(State.waiting([]))
+
+    public init() {}
+
+    /// Gives the answer, from any thread.
+    public func keep(_ response: HTTPResponse) {
+        let waiting: [@Sendable (HTTPResponse) -> Void] = state.withLock { state in
+            guard case .waiting(let waiting) = state else { return [] }
+            state = .kept(response)
+            return waiting
+        }
+        for deliver in waiting { deliver(response) }
+    }
+
+    /// Runs `deliver` with the answer: at once when it is given already, else on the thread
+    /// that gives it (so `deliver` must only hand it on, never block).
+    func whenKept(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) {
+        let kept: HTTPResponse? = state.withLock { state in
+            switch state {
+            case .kept(let response): return response
+            case .waiting(let waiting):
+                state = .waiting(waiting + [deliver])
+                return nil
+            }
+        }
+        if let kept { deliver(kept) }
+    }
+
+    /// A promise of `transform` of this one's answer (the service records its metrics so).
+    public func map(_ transform: @escaping @Sendable (HTTPResponse) -> HTTPResponse) -> HTTPPromise {
+        let mapped = HTTPPromise()
+        whenKept { mapped.keep(transform($0)) }
+        return mapped
+    }
+
+    /// Blocks until the answer is given: for callers outside the event loops (a whole request
+    /// answered in process, in tests), never on a loop.
+    public func wait() -> HTTPResponse {
+        let done = DispatchSemaphore(value: 0)
+        let answer = Locked<HTTPResponse?>(nil)
+        whenKept { response in
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        return answer.withLock { $0! }
+    }
 }
 
 /// The application side of the transport.
@@ -34,7 +110,7 @@ struct AcceptingResponder: HTTPResponder {
     let maxBody: Int
     let handler: HTTPServer.Handler
 
-    func admit(_ head: HTTPRequest) -> HTTPAdmission { .readBody(limit: maxBody, charge: .anonymous(client: nil), finish: handler) }
+    func admit(_ head: HTTPRequest) -> HTTPAdmission { .readBody(limit: maxBody, charge: .anonymous(client: nil)) { [handler] in .now(handler($0)) } }
 }
 
 /// Open connections per client address, so one address cannot take every connection slot.

@@ -156,8 +156,12 @@ public final class HTTPServer: Sendable {
         self.scheme = tls == nil ? "http" : "https"
         for loop in loops { loop.peers = loops.filter { $0 !== loop } }
         for (index, loop) in loops.enumerated() {
-            let thread = Thread { loop.run() }
-            thread.name = "patchd-http-\(index)"
+            let name = "patchd-http-\(index)"
+            let thread = Thread {
+                hp_name_thread(name)
+                loop.run()
+            }
+            thread.name = name
             thread.start()
         }
     }
