@@ -41,7 +41,7 @@ extension ServiceFixture {
         let request = HTTPRequest(method: "POST", path: "/v1/apps/demo/devices", fields: [("Content-Type", "application/json"), ("X-Device-ID", device)],
                                   body: Array(body.utf8), remoteAddress: ip)
         switch service.admit(request) {
-        case .readBody(_, let finish): return finish(request)
+        case .readBody(_, _, let finish): return finish(request)
         case .answer(let response): return .now(response)
         case .later(let promise): return .later(promise)
         }

@@ -132,7 +132,7 @@ struct ReportRouteTests {
         f.publish("one()")
         let body = Array("not json".utf8)
         let request = HTTPRequest(method: "POST", path: "/v1/apps/demo/reports", fields: [("X-Device-ID", "d1")], body: body, remoteAddress: "10.1.1.1")
-        guard case .readBody(_, let finish) = f.service.admit(request), case .later(let promise) = finish(request) else {
+        guard case .readBody(_, _, let finish) = f.service.admit(request), case .later(let promise) = finish(request) else {
             Issue.record("the report was answered on the request thread")
             return
         }

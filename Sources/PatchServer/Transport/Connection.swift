@@ -423,9 +423,9 @@ final class Connection {
             respond(response, loop, head: isHead)
         case .later(let promise):
             // The body's reservation is given back now: the handler took what it needs.
-            if reservedBody > 0 {
-                loop.shared.budget.release(reservedBody)
-                reservedBody = 0
+            if let reservation {
+                loop.shared.budget.release(reservation)
+                self.reservation = nil
             }
             phase = .waiting(head: isHead)
             deadline = requestStarted + loop.shared.configuration.requestTimeout
