@@ -293,8 +293,11 @@ def test_the_reviews_forgery_takes_nothing_from_a_fix_mid_rollout(ws, start):
     assert figures["devices"]["installed"] == 140 and figures["devices"]["rolledBack"] == 100
 
     # How far it goes: rollbacks from five blocks more reach the quorum, and the trip halts.
+    # Downloaded first: the guard may trip at the first of them, and a halted patch gives no
+    # new device a receipt.
+    wider = [receipt(server, f"wider-{i}", 2, address=f"127.{6 + i}.0.9") for i in range(5)]
     for i in range(5):
-        device(server, f"wider-{i}", ["installed", "rolledBack"], patch=2, address=f"127.{6 + i}.0.9")
+        device(server, f"wider-{i}", ["installed", "rolledBack"], patch=2, address=f"127.{6 + i}.0.9", got=wider[i])
     poll(lambda: [p["rollout"] for p in ws.json("list", "--app", "demo")] == [100, 0], timeout=20)
     (event,) = [e for e in ws.json("audit", "--app", "demo")["events"] if e["action"] in ("guard.halt", "guard.revoke")]
     assert event["action"] == "guard.halt" and event["details"]["configured"] == "revoke"
