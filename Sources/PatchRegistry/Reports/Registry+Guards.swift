@@ -176,8 +176,7 @@ extension Registry {
                 // Keys patchd does not hold (the two-person rule): the withhold role's, when
                 // patchd holds them, stop the patch at once — as a halt only: evidence never makes
                 // devices drop a patch they run. Without them the halt waits, below.
-                let withhold = try holdsSigningKeys(app: app, channel: key.channel) ? nil : try withholdsInstead(app: app, channel: key.channel)
-                if let withhold {
+                if let withhold = try withholdsInstead(app: app, channel: key.channel) {
                     guard let patch = try self.patches(app: app, appVersion: key.appVersion, activeOnly: true).first(where: { $0.number == key.patch }) else { continue }
                     _ = try withholdRows([patch], role: withhold, rollBack: false, reason: "guard: " + why, app: app, actor: Registry.guardActor, now: now)
                 } else if try holdsSigningKeys(app: app, channel: key.channel) {

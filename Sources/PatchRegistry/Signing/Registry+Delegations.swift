@@ -100,11 +100,15 @@ extension Registry {
     /// stored one, the channel's listed targets, expiring after `lifetime` (default the
     /// targets lifetime). What a key holder signs on their own machine (`presigned`).
     public func nextDelegatedBody(app: AppName, role: String, channel: ChannelName, now: Date, lifetime: TimeInterval? = nil) throws(RegistryError) -> TargetsBody {
-        let version = (try read { () throws(StorageError) in
+        return TargetsBody(common: CommonFields(version: try nextDelegatedVersion(app: app, role: role), expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
+                           targets: try listedTargets(app: app, fallback: try withholdRole(app: app) != nil) { $0.channel == channel })
+    }
+
+    /// One above the newest stored version of a delegated role's metadata (the withhold role's too).
+    func nextDelegatedVersion(app: AppName, role: String) throws(RegistryError) -> Int64 {
+        (try read { () throws(StorageError) in
             try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(role)]) { $0.int(0) }.first
         } ?? 0) + 1
-        return TargetsBody(common: CommonFields(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets)),
-                           targets: try listedTargets(app: app, fallback: try withholdRole(app: app) != nil) { $0.channel == channel })
     }
 
     /// How long a role file signed elsewhere (`presigned`) may take to come back.

@@ -199,9 +199,7 @@ extension Registry {
         for row in try withheldPatches(app: app) where active.contains(row.path) {
             entries[row.path] = Withholds.Entry(sha256: row.sha256, rollBack: row.rollBack, reason: row.reason)
         }
-        let version = (try read { () throws(StorageError) in
-            try db.query("SELECT MAX(version) FROM delegated_metadata WHERE app = ? AND role = ?", [.text(app.rawValue), .text(Withholds.roleName)]) { $0.int(0) }.first
-        } ?? 0) + 1
+        let version = try nextDelegatedVersion(app: app, role: Withholds.roleName)
         let body = Withholds(entries: entries).body(version: version, expires: now.addingTimeInterval(lifetime ?? expiry.targets))
         let signers = try roleSigners(app: app, role: Withholds.roleName, signed: body.signedJSON, keyIDs: role.keys.keys.sorted(),
                                       threshold: role.threshold, keys: role.keys)
