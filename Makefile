@@ -13,7 +13,7 @@ SHELL := /bin/bash
 
 # What building and serving need (`make build`, `make release`, `make run`; libpq-dev because
 # `swift build` compiles every target, the Postgres one included) ...
-APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-dev pkg-config openssl
+APT_PACKAGES := libssl-dev libsqlite3-dev libzip-dev libcurl4-openssl-dev libpq-dev libjavascriptcoregtk-4.1-dev pkg-config openssl
 # ... and what only the tests need: the python-tuf venv, curl, zip/unzip for JSPatch packages,
 # the PostgreSQL 15 server the tests start a throwaway cluster of (scripts/pg-test-cluster.sh),
 # haproxy, which test_haproxy.py starts on deploy/haproxy.cfg in front of two patchd, and

@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "PatchSigning", targets: ["PatchSigning"]),
         .executable(name: "patchctl", targets: ["patchctl"]),
         .executable(name: "patchd", targets: ["patchd"]),
+        .executable(name: "patchcheck", targets: ["patchcheck"]),
     ],
     targets: [
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
@@ -41,7 +42,19 @@ let package = Package(
         // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
         // backend of issue 13 stands on it (docs/POSTGRES.md).
         .target(name: "Postgres", dependencies: ["CPostgres"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "CSQLite3", "CZip", "Postgres"]),
+        // JavaScriptCore's C API (WebKitGTK's build of it): the engine family iOS runs JSPatch
+        // scripts in, for the script check (issue 45). Only the worker links it.
+        .systemLibrary(name: "CJavaScriptCore", path: "Sources/CJavaScriptCore", pkgConfig: "javascriptcoregtk-4.1",
+                       providers: [.apt(["libjavascriptcoregtk-4.1-dev"])]),
+        .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
+        // The script check's worker: one process per check, under CPU, memory and time limits,
+        // evaluating a script against the recording JSPatch runtime. No Foundation: it starts
+        // for every check.
+        .executableTarget(name: "patchcheck", dependencies: ["CJavaScriptCore"]),
+        // The publisher's side of the script check: starts the worker, reads what the script
+        // did, checks it against the app's native manifest. Never linked by the client library.
+        .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
@@ -66,10 +79,12 @@ let package = Package(
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore", "PatchSigning"],
                           path: "bench/hotpatch-bench"),
-        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchSigning"],
+        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchSigning", "PatchCheck"],
                     resources: [.copy("Fixtures")]),
         // Against the cluster `make test` starts (scripts/pg-test-cluster.sh).
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        // Runs the real worker (.build/…/patchcheck, built with the tests) on real scripts.
+        .testTarget(name: "PatchCheckTests", dependencies: ["PatchCheck", "PatchCore"]),
         // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "Postgres"], path: "Tests/Support"),

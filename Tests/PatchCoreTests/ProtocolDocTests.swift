@@ -1,5 +1,6 @@
 import Foundation
 @testable import PatchCore
+import PatchCheck
 import PatchSigning
 import Testing
 
@@ -87,6 +88,7 @@ enum ProtocolDoc {
         "role-file-name": ["role", "quoted", "cached"],
         "withhold": ["signed", "path", "sha256", "applies"],
         "withhold-refused": ["signed"],
+        "jspatch-selector": ["js", "arity", "selector", "written"],
         "example-repository": ["app", "now", "trusted-root", "metadata-length", "content-key", "target", "served-as", "served-hex", "plaintext-hex"],
     ]
 
@@ -191,7 +193,7 @@ struct ProtocolDocTests {
         // Deleting vectors must not make the suite pass vacuously.
         let minimum = ["canonical-json": 5, "json-refused": 1, "ed25519": 1, "tuf-key": 3, "hashes": 4, "aes-gcm": 1, "rollout": 5, "audit-event": 1,
                        "app-names": 1, "app-versions": 1, "example-repository": 1, "channel-names": 1, "target": 3, "target-refused": 1,
-                       "role-file-name": 1, "withhold": 3, "withhold-refused": 2]
+                       "role-file-name": 1, "withhold": 3, "withhold-refused": 2, "jspatch-selector": 1]
         for (kind, count) in minimum {
             let found = vectors.filter { $0.kind == kind }.count
             #expect(found >= count, "docs/PROTOCOL.md has \(found) \(kind) vector(s), expected at least \(count)")
@@ -361,6 +363,18 @@ struct ProtocolDocTests {
         for (role, (url, file)) in zip(roles, zip(quoted, cached)) {
             #expect(RoleFileName.quoted(role) == url, "the URL name of \(role)")
             #expect(RoleFileName.cached(role) == file, "the cache's name of \(role)")
+        }
+    }
+
+    @Test("JSPatch method names as selectors, and selectors as a script writes them", arguments: try ProtocolDoc.vectors(kind: "jspatch-selector"))
+    func jspatchSelectors(_ vector: DocVector) throws {
+        let (names, arities, selectors, written) = (vector.values("js"), vector.values("arity"), vector.values("selector"), vector.values("written"))
+        #expect(!names.isEmpty && arities.count == names.count && selectors.count == names.count && written.count == names.count,
+                "\(vector.testDescription): js, arity, selector, written in fours")
+        for index in names.indices {
+            let arity = try #require(Int(arities[index]), "\(vector.testDescription): arity \(arities[index])")
+            #expect(JSPatchSelector.selector(jsName: names[index], arity: arity) == selectors[index], "the selector of \(names[index]) with \(arity) arguments")
+            #expect(JSPatchSelector.jsName(selector: selectors[index]) == written[index], "how a script writes \(selectors[index])")
         }
     }
 

@@ -1,0 +1,158 @@
+import Foundation
+import PatchCore
+import Synchronization
+
+/// Checks a JSPatch script before it ships (issue 45; docs/PROTOCOL.md, "Script check"): the
+/// worker (`patchcheck`) parses it in JavaScriptCore and runs its top level against a recording
+/// JSPatch runtime, in a process of its own under `limits`; the rules then read what it did,
+/// against the app version's native manifest when there is one. patchctl and patchd check
+/// every publish, promote and rollback through the registry with one of these.
+public struct ScriptChecker: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// CPU seconds the script's top level may use (the worker's RLIMIT_CPU).
+        public var cpuSeconds: Int
+        /// Memory it may allocate beyond what the engine reserved at start, in MiB.
+        public var memoryMiB: Int
+        /// Wall-clock seconds from start to answer, after which the worker is killed.
+        public var deadline: TimeInterval
+
+        public init(cpuSeconds: Int = 2, memoryMiB: Int = 256, deadline: TimeInterval = 10) {
+            self.cpuSeconds = cpuSeconds
+            self.memoryMiB = memoryMiB
+            self.deadline = deadline
+        }
+    }
+
+    /// The worker's file name, looked for beside the running program.
+    public static let workerName = "patchcheck"
+    /// Names the worker explicitly (a test, or an installation that keeps it elsewhere).
+    public static let workerEnvironment = "HOTPATCH_PATCHCHECK"
+    /// At most this many workers run at once in one process: each may hold a core for
+    /// `cpuSeconds`, and patchd serves devices on the same cores.
+    public static let maxConcurrent = 2
+
+    public var worker: String?
+    public var limits: Limits
+
+    public init(worker: String? = ScriptChecker.locateWorker(), limits: Limits = Limits()) {
+        self.worker = worker
+        self.limits = limits
+    }
+
+    /// `$HOTPATCH_PATCHCHECK`, else `patchcheck` in the running program's directory (where
+    /// `swift build` and an installation put it beside patchctl and patchd), else on `$PATH`.
+    public static func locateWorker() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let named = environment[workerEnvironment], !named.isEmpty { return named }
+        let manager = FileManager.default
+        if let program = try? manager.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let beside = URL(fileURLWithPath: program).deletingLastPathComponent().appendingPathComponent(workerName).path
+            if manager.isExecutableFile(atPath: beside) { return beside }
+        }
+        for directory in (environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = "\(directory)/\(workerName)"
+            if manager.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Checks `script` against `manifest` (nil: no native check, and a note says so).
+    /// Throws only when the check could not run; what the script does wrong is in the report.
+    public func check(_ script: [UInt8], manifest: NativeManifest?, manifestSha256: String? = nil) throws(ScriptCheckError) -> CheckReport {
+        let recording = try record(script)
+        return Self.report(recording, manifest: manifest, manifestSha256: manifestSha256)
+    }
+
+    /// The report of one recording against one manifest: a publish to several versions records
+    /// the script once and reads it against each version's manifest.
+    static func report(_ recording: Recorded, manifest: NativeManifest?, manifestSha256: String?) -> CheckReport {
+        switch recording {
+        case .limit(let finding):
+            return CheckReport(findings: [finding], nativeChecked: false)
+        case .recorded(let recording):
+            var (findings, touches) = ScriptRules(recording: recording, manifest: manifest).findings()
+            if manifest == nil, recording.syntaxError == nil {
+                findings.append(CheckFinding(.note, "native-skipped", "native check skipped: no manifest for this app version (patchctl apps manifest --app-version V FILE)"))
+            }
+            return CheckReport(findings: findings, nativeChecked: manifest != nil && recording.syntaxError == nil, manifestSha256: manifestSha256,
+                               touches: touches, syntaxMicros: recording.syntaxMicros, evaluationMicros: recording.evaluationMicros)
+        }
+    }
+
+    /// Checks one script against several manifests, running the script once.
+    public func check(_ script: [UInt8], manifests: [(manifest: NativeManifest?, sha256: String?)]) throws(ScriptCheckError) -> [CheckReport] {
+        let recording = try record(script)
+        return manifests.map { Self.report(recording, manifest: $0.manifest, manifestSha256: $0.sha256) }
+    }
+
+    enum Recorded {
+        case recorded(ScriptRecording)
+        /// The script's top level went past a limit: the one finding there is.
+        case limit(CheckFinding)
+    }
+
+    private static let running = Mutex(0)
+
+    func record(_ script: [UInt8]) throws(ScriptCheckError) -> Recorded {
+        guard let worker else {
+            throw .couldNotRun("the script check's worker (\(Self.workerName)) is not installed beside this program nor on PATH; build it with `swift build` or name it with $\(Self.workerEnvironment)")
+        }
+        guard String(validating: script, as: UTF8.self) != nil else { throw .couldNotRun("the script is not UTF-8 text") }
+        guard Self.running.withLock({ count in
+            guard count < Self.maxConcurrent else { return false }
+            count += 1
+            return true
+        }) else {
+            throw .busy("\(Self.maxConcurrent) script checks are running already; retry in a few seconds")
+        }
+        defer { Self.running.withLock { $0 -= 1 } }
+        let process = WorkerProcess(executable: worker, arguments: [
+            "--cpu-seconds", String(limits.cpuSeconds), "--memory-mib", String(limits.memoryMiB), "--max-bytes", String(script.count + 1),
+        ])
+        return try Self.interpret(try process.run(input: script, deadline: limits.deadline), limits: limits)
+    }
+
+    static func interpret(_ ended: WorkerProcess.Ended, limits: Limits) throws(ScriptCheckError) -> Recorded {
+        let stderr = String(decoding: ended.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if ended.timedOut {
+            return .limit(CheckFinding(.error, "limit", "the script's top level did not finish within \(Int(limits.deadline)) s (the check's deadline): an endless loop, or a wait, at top level would hang the app at launch"))
+        }
+        if ended.outputOverLimit {
+            return .limit(CheckFinding(.error, "limit", "the script's top level defines more than the check reads (over \(WorkerProcess.maxOutput >> 20) MiB of recording)"))
+        }
+        if let signal = ended.signal {
+            switch signal {
+            // SIGXCPU at the soft limit; SIGKILL at the hard one, a second later (the deadline
+            // kill is `timedOut` above).
+            case SIGXCPU, SIGKILL:
+                return .limit(CheckFinding(.error, "limit", "the script's top level ran past \(limits.cpuSeconds) s of CPU time (an endless loop at top level, or in a getter the runtime reads, hangs the app at launch)"))
+            case SIGABRT, SIGSEGV, SIGBUS, SIGTRAP, SIGILL:
+                // JavaScriptCore aborts when an allocation fails under the address-space limit.
+                return .limit(CheckFinding(.error, "limit", "the script's top level ran out of its \(limits.memoryMiB) MiB of memory (JavaScriptCore stopped with signal \(signal))\(stderr.isEmpty ? "" : ": \(stderr.prefix(300))")"))
+            default:
+                throw .couldNotRun("the check's worker ended with signal \(signal)\(stderr.isEmpty ? "" : ": \(stderr.prefix(300))")")
+            }
+        }
+        guard ended.status == 0 else {
+            throw .couldNotRun("the check's worker failed (exit \(ended.status ?? -1))\(stderr.isEmpty ? "" : ": \(stderr.prefix(300))")")
+        }
+        guard let json = try? JSONParser.parse(ended.stdout), let recording = ScriptRecording(workerOutput: json) else {
+            throw .couldNotRun("the check's worker answered something that is not its report (a patchcheck of another build?)")
+        }
+        return .recorded(recording)
+    }
+}
+
+public enum ScriptCheckError: Error, Equatable, CustomStringConvertible {
+    /// The check did not run: the worker is missing, could not start, or broke.
+    case couldNotRun(String)
+    /// Too many checks at once in this process.
+    case busy(String)
+
+    public var description: String {
+        switch self {
+        case .couldNotRun(let why): return "the script check could not run: \(why)"
+        case .busy(let why): return "the script check is busy: \(why)"
+        }
+    }
+}
