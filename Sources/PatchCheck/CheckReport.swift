@@ -14,8 +14,8 @@ public struct CheckFinding: Sendable, Equatable {
     public var severity: Severity
     /// A stable name for the kind of finding: `syntax`, `exception`, `limit`, `unknown-class`,
     /// `unknown-superclass`, `unknown-required-class`, `selector-typo`, `new-method`,
-    /// `unconfirmed-selector`, `not-a-function`, `declaration`, `include`, `truncated`,
-    /// `native-skipped`.
+    /// `unconfirmed-selector`, `undefined-name`, `app-global`, `not-a-function`, `declaration`,
+    /// `superclass-ignored`, `include`, `truncated`, `native-skipped`.
     public var code: String
     public var message: String
     public var at: ScriptLocation?
@@ -27,11 +27,21 @@ public struct CheckFinding: Sendable, Equatable {
                 selector: String? = nil, suggestions: [String] = []) {
         self.severity = severity
         self.code = code
-        self.message = message
+        self.message = CheckFinding.oneLine(message)
         self.at = at
         self.className = className
         self.selector = selector
         self.suggestions = suggestions
+    }
+
+    /// A message on one line that reads as it is: control characters (a thrown message's
+    /// newline) as spaces, bidirectional overrides (which would reorder a listing) as U+FFFD.
+    static func oneLine(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            if scalar.value < 0x20 || scalar.value == 0x7f { return " " }
+            if (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value) { return "\u{FFFD}" }
+            return scalar
+        }))
     }
 
     public var json: JSON {

@@ -4,7 +4,8 @@ import PatchCore
 /// What an app version's binary has, for the script check (docs/PROTOCOL.md, "Native
 /// manifest"): its classes with their superclass, adopted protocols and instance and class
 /// selectors, the protocols' selectors, and the names of every other class the runtime knows
-/// (`knownClasses`: framework classes a script may `require`, listed without selectors).
+/// (`knownClasses`: framework classes a script may `require`, listed without selectors), and
+/// the names the app's JSPatch setup adds for scripts (`jsGlobals`).
 /// PatchClientObjC's `HPNativeManifest` writes it on a device or simulator; `patchctl apps
 /// manifest` stores it per app version.
 public struct NativeManifest: Sendable, Equatable {
@@ -48,12 +49,18 @@ public struct NativeManifest: Sendable, Equatable {
     public var classes: [String: Class]
     public var protocols: [String: ProtocolEntry]
     public var knownClasses: Set<String>
+    /// Names the app's JSPatch setup defines for scripts beyond JSPatch's own (an extension's
+    /// `defineCFunction`, a helper the app adds to the context): a script may use them at top
+    /// level without the check calling them undefined.
+    public var jsGlobals: Set<String>
 
-    public init(appVersion: String? = nil, classes: [String: Class], protocols: [String: ProtocolEntry] = [:], knownClasses: Set<String> = []) {
+    public init(appVersion: String? = nil, classes: [String: Class], protocols: [String: ProtocolEntry] = [:], knownClasses: Set<String> = [],
+                jsGlobals: Set<String> = []) {
         self.appVersion = appVersion
         self.classes = classes
         self.protocols = protocols
         self.knownClasses = knownClasses
+        self.jsGlobals = jsGlobals
     }
 
     /// Reads and checks a manifest; every refusal says which entry and why.
@@ -100,6 +107,7 @@ public struct NativeManifest: Sendable, Equatable {
         let known = try Self.names(object["knownClasses"], "knownClasses")
         guard known.count <= Self.maxClasses else { throw .invalid("knownClasses lists \(known.count); the limit is \(Self.maxClasses)") }
         knownClasses = Set(known)
+        jsGlobals = Set(try Self.names(object["jsGlobals"], "jsGlobals"))
     }
 
     private static func checkName(_ name: String, _ what: String) throws(ManifestError) {
@@ -195,6 +203,7 @@ public struct NativeManifest: Sendable, Equatable {
             ["instanceMethods": .array($0.instanceMethods.sorted().map(JSON.string)), "classMethods": .array($0.classMethods.sorted().map(JSON.string))]
         })
         object["knownClasses"] = .array(knownClasses.sorted().map(JSON.string))
+        object["jsGlobals"] = .array(jsGlobals.sorted().map(JSON.string))
         return .object(object)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import PatchCore
-import Synchronization
 
 /// Checks a JSPatch script before it ships (issue 45; docs/PROTOCOL.md, "Script check"): the
 /// worker (`patchcheck`) parses it in JavaScriptCore and runs its top level against a recording
@@ -91,21 +90,18 @@ public struct ScriptChecker: Sendable {
         case limit(CheckFinding)
     }
 
-    private static let running = Mutex(0)
+    /// The slots of `maxConcurrent`: a check waits for one as long as its own deadline.
+    private static let slots = DispatchSemaphore(value: maxConcurrent)
 
     func record(_ script: [UInt8]) throws(ScriptCheckError) -> Recorded {
         guard let worker else {
             throw .couldNotRun("the script check's worker (\(Self.workerName)) is not installed beside this program nor on PATH; build it with `swift build` or name it with $\(Self.workerEnvironment)")
         }
         guard String(validating: script, as: UTF8.self) != nil else { throw .couldNotRun("the script is not UTF-8 text") }
-        guard Self.running.withLock({ count in
-            guard count < Self.maxConcurrent else { return false }
-            count += 1
-            return true
-        }) else {
-            throw .busy("\(Self.maxConcurrent) script checks are running already; retry in a few seconds")
+        guard Self.slots.wait(timeout: .now() + limits.deadline) == .success else {
+            throw .busy("\(Self.maxConcurrent) script checks have been running for \(Int(limits.deadline)) s; retry in a few seconds")
         }
-        defer { Self.running.withLock { $0 -= 1 } }
+        defer { Self.slots.signal() }
         let process = WorkerProcess(executable: worker, arguments: [
             "--cpu-seconds", String(limits.cpuSeconds), "--memory-mib", String(limits.memoryMiB), "--max-bytes", String(script.count + 1),
         ])

@@ -68,6 +68,9 @@ struct ScriptRecording: Sendable {
     var required: [(name: String, at: ScriptLocation)] = []
     var protocols: [DefinedProtocol] = []
     var includes: [(file: String, at: ScriptLocation)] = []
+    /// Names the top level used that neither JavaScript nor JSPatch defines, where each was
+    /// first used (the worker stood in for them and ran the script again).
+    var unknownGlobals: [(name: String, at: ScriptLocation)] = []
     var truncated = false
     var syntaxMicros: Int?
     var evaluationMicros: Int?
@@ -79,6 +82,9 @@ struct ScriptRecording: Sendable {
         guard json["format"]?.stringValue == Self.format else { return nil }
         syntaxError = Self.thrown(json["syntaxError"])
         exception = Self.thrown(json["exception"])
+        unknownGlobals = (json["unknownGlobals"]?.arrayValue ?? []).compactMap { entry in
+            entry["name"]?.stringValue.map { ($0, ScriptLocation(entry)) }
+        }
         syntaxMicros = json["timing"]?["syntaxMicros"]?.intValue.map(Int.init)
         evaluationMicros = json["timing"]?["evaluationMicros"]?.intValue.map(Int.init)
         if syntaxError != nil { return }

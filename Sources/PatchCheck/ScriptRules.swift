@@ -17,6 +17,9 @@ struct ScriptRules {
                                          "the script's top level throws \(thrown.message): on a device JSPatch stops there, and nothing after it runs",
                                          at: thrown.at))
         }
+        for unknown in recording.unknownGlobals {
+            findings.append(undefinedName(unknown.name, at: unknown.at))
+        }
         if recording.truncated {
             findings.append(CheckFinding(.warning, "truncated", "the script defines more than the check records (over 2,000 classes or 20,000 methods): the rest is unchecked"))
         }
@@ -34,6 +37,28 @@ struct ScriptRules {
             findings += NativeRules(recording: recording, manifest: manifest).findings()
         }
         return (findings, touches)
+    }
+
+    /// A name the top level uses that JavaScript and JSPatch do not define. On a device the
+    /// script stops there with a ReferenceError, unless the app's JSPatch setup defines it (an
+    /// extension): with a manifest, which lists those (`jsGlobals`), an error unless it does;
+    /// without one the check cannot tell, and warns.
+    private func undefinedName(_ name: String, at: ScriptLocation) -> CheckFinding {
+        guard let manifest else {
+            return CheckFinding(.warning, "undefined-name",
+                                "\(name) is not defined by JavaScript or JSPatch: on a device the top level stops here with a ReferenceError, unless an extension of the app defines it (a manifest's jsGlobals would say)",
+                                at: at)
+        }
+        if manifest.jsGlobals.contains(name) { return CheckFinding(.note, "app-global", "\(name) is defined by the app's JSPatch setup (manifest jsGlobals)", at: at) }
+        if manifest.has(class: name) || recording.classes.contains(where: { $0.name == name }) {
+            return CheckFinding(.error, "undefined-name",
+                                "\(name) is a class of app \(manifest.appVersion ?? "version"), used without require('\(name)'): on a device the top level stops here with a ReferenceError",
+                                at: at, className: name)
+        }
+        let near = Suggestion.closest(to: name, among: Array(manifest.jsGlobals) + ["require", "defineClass", "defineProtocol", "include", "block", "console"])
+        return CheckFinding(.error, "undefined-name",
+                            "\(name) is not defined by JavaScript, JSPatch or the app (manifest jsGlobals)\(near.map { " (did you mean \($0)?)" } ?? ""): on a device the top level stops here with a ReferenceError",
+                            at: at, suggestions: near.map { [$0] } ?? [])
     }
 
     /// What JSPatch's JavaScript side does wrong with one `defineClass`, app or no app.

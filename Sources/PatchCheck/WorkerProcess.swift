@@ -30,12 +30,12 @@ struct WorkerProcess {
     func run(input: [UInt8], deadline: TimeInterval) throws(ScriptCheckError) -> Ended {
         Self.ignoreSIGPIPE
         var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1]
-        guard pipe2(&stdinPipe, O_CLOEXEC) == 0 else { throw .couldNotRun("cannot make a pipe: \(Self.errorText())") }
-        guard pipe2(&stdoutPipe, O_CLOEXEC) == 0 else {
+        guard hp_pipe_cloexec(&stdinPipe) == 0 else { throw .couldNotRun("cannot make a pipe: \(Self.errorText())") }
+        guard hp_pipe_cloexec(&stdoutPipe) == 0 else {
             Self.close(stdinPipe)
             throw .couldNotRun("cannot make a pipe: \(Self.errorText())")
         }
-        guard pipe2(&stderrPipe, O_CLOEXEC) == 0 else {
+        guard hp_pipe_cloexec(&stderrPipe) == 0 else {
             Self.close(stdinPipe + stdoutPipe)
             throw .couldNotRun("cannot make a pipe: \(Self.errorText())")
         }

@@ -20,31 +20,25 @@ extension Registry {
     /// the signed plaintext digests name) is identical; only the served bytes and their
     /// hashes differ, as they differ for every patch.
     public func promote(app name: AppName, appVersion: AppVersion, from: ChannelName, to: ChannelName, number: Int? = nil, rollout: Int = 100,
-                        message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        message: String? = nil, skipCheck: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor,
+                        now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         // A conflict, not bad input: each name is valid, the pair names no promotion.
         guard from != to else { throw .conflict("--from and --to name the same channel (\(from)): a patch is promoted to another channel") }
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        let change = ReleaseChange(PromoteOperation(appVersion: appVersion, from: from, to: to, patch: number, rollout: rollout, message: message))
+        // The script is checked before the transaction (it runs for up to the check's
+        // deadline), against the version's manifest as it is now; the write finds the source
+        // again and refuses if its bytes are not the ones checked.
+        _ = try app(name, declaring: [from, to])
+        let checked = try promotionSource(app: name, appVersion: appVersion, from: from, number: number)
+        let plaintext = try self.plaintext(of: checked)
+        let check = try checkBeforeRelease(plaintext, app: name, versions: [appVersion], skip: skipCheck, now: now)[appVersion]
+        let change = ReleaseChange(PromoteOperation(appVersion: appVersion, from: from, to: to, patch: number, rollout: rollout, message: message, skipCheck: skipCheck))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name, declaring: [from, to])
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: to)
-            let source: PatchRecord
-            if let number {
-                guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
-                    throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
-                }
-                guard patch.channel == from else {
-                    throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is in channel \(patch.channel), not \(from)")
-                }
-                guard patch.state == .active else { throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is revoked; it cannot be promoted") }
-                source = patch
-            } else {
-                guard let newest = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: true).last else {
-                    throw RegistryError.notFound("\(name) \(appVersion) has no active patch in channel \(from)")
-                }
-                source = newest
-            }
+            let source = try promotionSource(app: name, appVersion: appVersion, from: from, number: number)
+            try Registry.requireChecked(source, checked)
             if let same = try patches(app: name, appVersion: appVersion, channel: to, activeOnly: true)
                 .last(where: { $0.plaintext.sha256 == source.plaintext.sha256 }) {
                 // A halted copy is there but serves nobody new: say so, and how to resume it.
@@ -53,12 +47,36 @@ extension Registry {
                 }
                 throw RegistryError.conflict("\(name) \(appVersion) patch \(source.number) of \(from) is already live in \(to) as patch \(same.number) (sha256 \(source.plaintext.sha256))")
             }
-            let plaintext = try self.plaintext(of: source)
             let origin = PatchTargetInfo.Origin(channel: from, patch: source.number, sha256: source.plaintext.sha256)
             // The release notes QA read go with the patch, unless the promotion gives its own.
             return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: to, rollout: rollout, message: message ?? source.message,
-                                promotedFrom: origin, actor: actor, now: now)
+                                promotedFrom: origin, check: check, actor: actor, now: now)
         } }
+    }
+
+    /// The patch a promotion publishes: `number` (active, in `from`), else the newest active
+    /// patch of `from`.
+    private func promotionSource(app name: AppName, appVersion: AppVersion, from: ChannelName, number: Int?) throws(RegistryError) -> PatchRecord {
+        guard let number else {
+            guard let newest = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: true).last else {
+                throw .notFound("\(name) \(appVersion) has no active patch in channel \(from)")
+            }
+            return newest
+        }
+        guard let patch = try patches(app: name, appVersion: appVersion, activeOnly: false).first(where: { $0.number == number }) else {
+            throw .notFound("\(name) \(appVersion) has no patch \(number)")
+        }
+        guard patch.channel == from else { throw .conflict("\(name) \(appVersion) patch \(number) is in channel \(patch.channel), not \(from)") }
+        guard patch.state == .active else { throw .conflict("\(name) \(appVersion) patch \(number) is revoked; it cannot be promoted") }
+        return patch
+    }
+
+    /// The source a release found in its transaction is the one whose bytes were checked
+    /// before it (a publish to `from` in between changes which patch is newest).
+    private static func requireChecked(_ source: PatchRecord, _ checked: PatchRecord) throws(RegistryError) {
+        guard source.number == checked.number, source.plaintext.sha256 == checked.plaintext.sha256 else {
+            throw .conflict("\(source.app) \(source.appVersion) changed while its script was checked (patch \(checked.number) was checked, patch \(source.number) is the source now): nothing was changed; run it again")
+        }
     }
 
     /// `rollback --to N`: patch N's exact plaintext (live, superseded or revoked, of `channel`)
@@ -67,33 +85,45 @@ extension Registry {
     /// what N was by moving forward, which every client accepts (no number goes down) and which
     /// can itself be rolled back. Refused, nothing changed, when the newest live patch of the
     /// channel already has those bytes (a retried job), or N is in another channel. Release
-    /// notes default to N's.
+    /// notes default to N's. N's script is checked again, against the version's manifest as it
+    /// is now, before the transaction (`checkBeforeRelease`).
     public func rollBack(app name: AppName, appVersion: AppVersion, channel: ChannelName, to number: Int, rollout: Int = 100,
-                         message: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                         message: String? = nil, skipCheck: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor,
+                         now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
-        let change = ReleaseChange(RollbackOperation(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message))
+        _ = try app(name, declaring: [channel])
+        let checked = try rollbackSource(app: name, appVersion: appVersion, channel: channel, number: number, in: patches(app: name, appVersion: appVersion, activeOnly: false))
+        let plaintext = try self.plaintext(of: checked)
+        let check = try checkBeforeRelease(plaintext, app: name, versions: [appVersion], skip: skipCheck, now: now)[appVersion]
+        let change = ReleaseChange(RollbackOperation(appVersion: appVersion, channel: channel, to: number, rollout: rollout, message: message, skipCheck: skipCheck))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedPatch in
             let app = try self.app(name, declaring: [channel])
             try requireLive(expectLive, app: name, appVersion: appVersion, channel: channel)
             let all = try patches(app: name, appVersion: appVersion, activeOnly: false)
-            guard let source = all.first(where: { $0.number == number }) else {
-                throw RegistryError.notFound("\(name) \(appVersion) has no patch \(number)")
-            }
-            guard source.channel == channel else {
-                throw RegistryError.conflict("\(name) \(appVersion) patch \(number) is a \(source.channel) patch, not \(channel): a rollback stays in its channel (promote moves a patch between channels)")
-            }
+            let source = try rollbackSource(app: name, appVersion: appVersion, channel: channel, number: number, in: all)
+            try Registry.requireChecked(source, checked)
             let serving = VersionServing(app: name, appVersion: appVersion, channel: channel, patches: all)
             if let live = serving.newestLive, let current = all.first(where: { $0.number == live }),
                current.plaintext.sha256 == source.plaintext.sha256 {
                 throw RegistryError.conflict("\(name) \(appVersion) \(channel) already serves patch \(number)'s bytes as patch \(live): nothing to roll back to")
             }
-            let plaintext = try self.plaintext(of: source)
             let origin = PatchTargetInfo.Origin(channel: channel, patch: number, sha256: source.plaintext.sha256)
             return try addPatch(app: app, appVersion: appVersion, bundle: plaintext, channel: channel, rollout: rollout,
                                 message: message ?? source.message, promotedFrom: nil, rolledBackTo: origin,
-                                conditions: source.conditions, actor: actor, now: now)
+                                conditions: source.conditions, check: check, actor: actor, now: now)
         } }
+    }
+
+    /// Patch `number` of `all`, which must be in `channel`: a rollback stays in its channel.
+    private func rollbackSource(app name: AppName, appVersion: AppVersion, channel: ChannelName, number: Int, in all: [PatchRecord]) throws(RegistryError) -> PatchRecord {
+        guard let source = all.first(where: { $0.number == number }) else {
+            throw .notFound("\(name) \(appVersion) has no patch \(number)")
+        }
+        guard source.channel == channel else {
+            throw .conflict("\(name) \(appVersion) patch \(number) is a \(source.channel) patch, not \(channel): a rollback stays in its channel (promote moves a patch between channels)")
+        }
+        return source
     }
 
     /// The next patch of an app version, inside the caller's write transaction: its rows
@@ -103,19 +133,20 @@ extension Registry {
     /// caller has computed them already (publish checks them against live patches first).
     func addPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                   promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin? = nil, conditions: DeliveryConditions? = nil,
-                  digests: BundleDigests? = nil, actor: Actor, now: Date) throws -> PublishedPatch {
+                  digests: BundleDigests? = nil, check: PatchCheckRecord?, actor: Actor, now: Date) throws -> PublishedPatch {
         // A pending change applied later serves the ciphertext its signers signed the hashes
         // of (a new seal would draw a new nonce); a change being proposed keeps what it sealed.
         let context = SigningContext.current
         let (record, served) = try insertPatch(app: app, appVersion: appVersion, bundle: bundle, channel: channel, rollout: rollout, message: message,
                                                promotedFrom: promotedFrom, rolledBackTo: rolledBackTo, conditions: conditions, digests: digests,
-                                               sealed: context?.approval?.captured, actor: actor, now: now)
+                                               sealed: context?.approval?.captured, check: check, actor: actor, now: now)
         if record.encrypted { context?.captured = served }
         let signed = try resign(app: app.name, from: .targets, now: now, channel: channel)
         CrashPoint.hit("publish.after-metadata")
         var details = Registry.auditDetails(of: record)
         if let promotedFrom { details["from"] = promotedFrom.json }
         if let rolledBackTo { details["to"] = rolledBackTo.json }
+        if let check { details["check"] = check.auditJSON }
         let action = promotedFrom != nil ? "patch.promote" : rolledBackTo != nil ? "patch.rollback" : "patch.publish"
         _ = try AuditLog.append(db, app: app.name.rawValue, actor: actor, action: action, details: .object(details), at: now)
         // A delegated channel's publish leaves top-level targets as they were.
@@ -130,7 +161,7 @@ extension Registry {
     /// (`Registry.publish(app:versions:…)`) do that once for what they add.
     func insertPatch(app: AppRecord, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName, rollout: Int, message: String?,
                      promotedFrom: PatchTargetInfo.Origin?, rolledBackTo: PatchTargetInfo.Origin?, conditions: DeliveryConditions?,
-                     digests: BundleDigests?, sealed: [UInt8]?, actor: Actor, now: Date) throws -> (record: PatchRecord, served: [UInt8]) {
+                     digests: BundleDigests?, sealed: [UInt8]?, check: PatchCheckRecord?, actor: Actor, now: Date) throws -> (record: PatchRecord, served: [UInt8]) {
         let name = app.name
         let plaintext = digests ?? BundleDigests(of: bundle)
         let contentKey = app.encrypted ? try keys.contentKey(app: name) : nil
@@ -178,6 +209,7 @@ extension Registry {
             try db.runInTransaction("INSERT INTO patch_rollbacks(app, app_version, number, to_patch, to_sha256) VALUES (?,?,?,?,?)",
                        [.text(name.rawValue), .text(appVersion.rawValue), .int(Int64(number)), .int(Int64(rolledBackTo.patch)), .text(rolledBackTo.sha256)])
         }
+        if let check { try insertCheck(check, app: name, appVersion: appVersion, number: number) }
         CrashPoint.hit("publish.after-patch")
         return (record, served)
     }

@@ -49,10 +49,10 @@ extension Registry {
     /// with `newChannel` is published to as usual (a retried job).
     public func publish(app name: AppName, appVersion: AppVersion, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false,
-                        expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
+                        skipCheck: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedPatch {
         let published = try publish(app: name, versions: VersionSelector(appVersion), bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                    conditions: conditions, allowSame: allowSame, newChannel: newChannel, expectLive: expectLive, dryRun: dryRun,
-                                    actor: actor, now: now)
+                                    conditions: conditions, allowSame: allowSame, newChannel: newChannel, skipCheck: skipCheck, expectLive: expectLive,
+                                    dryRun: dryRun, actor: actor, now: now)
         return PublishedPatch(patch: published.patches[0], targetsVersion: published.targetsVersion)
     }
 
@@ -69,17 +69,15 @@ extension Registry {
     /// `askedVersionsDays` days, while devices ask for others, is a `warning` in the answer;
     /// with `strictVersion` it (or no device asking for anything) refuses the publish.
     /// `expectLive` (`--expect-patch`) must hold for each version.
+    ///
+    /// The script is checked first (`checkBeforeRelease`, issue 45), against each version's
+    /// native manifest: an error refuses the publish, nothing stored or signed, unless
+    /// `skipCheck` gives the reason, which the audit event records with the findings.
     public func publish(app name: AppName, versions selector: VersionSelector, bundle: [UInt8], channel: ChannelName = .production, rollout: Int = 100,
                         message: String? = nil, conditions: DeliveryConditions? = nil, allowSame: Bool = false, newChannel: Bool = false,
-                        strictVersion: Bool = false, expectLive: Int? = nil, dryRun: Bool = false, confirmed: Bool = true,
+                        strictVersion: Bool = false, skipCheck: String? = nil, expectLive: Int? = nil, dryRun: Bool = false, confirmed: Bool = true,
                         actor: Actor, now: Date = Date()) throws(RegistryError) -> PublishedVersions {
-        guard !bundle.isEmpty else { throw .invalidInput("the bundle is empty") }
-        guard bundle.count <= Registry.maxBundleSize else {
-            throw .invalidInput("the bundle is \(bundle.count) bytes; the limit is \(Registry.maxBundleSize) bytes")
-        }
-        guard String(validating: bundle, as: UTF8.self) != nil else {
-            throw .invalidInput("the bundle is not UTF-8 text; a JSPatch main.js is JavaScript source")
-        }
+        try Registry.checkBundleShape(bundle)
         guard (0...100).contains(rollout) else { throw .invalidInput("rollout must be a percentage from 0 to 100, got \(rollout)") }
         let message = try Registry.releaseNotes(message)
         let plaintext = BundleDigests(of: bundle)
@@ -90,11 +88,14 @@ extension Registry {
             let named = selector.expands ? "what \(selector) names now" : "as listed"
             throw .unconfirmed("publishing to \(versions.count) versions of \(name) (\(VersionWarning.list(versions.map(\.rawValue))): \(named)) makes one patch for each in one change\(warning.map { "; \($0.message)" } ?? "")")
         }
+        // Before the transaction: the script runs for up to the check's deadline, holding no lock.
+        let checks = try checkBeforeRelease(bundle, app: name, versions: versions, skip: skipCheck, now: now)
         // What is stored if it waits for signatures: the versions it makes, not the range,
         // which could expand differently when it is approved.
         let stored = selector.single == nil ? VersionSelector(versions: versions) : selector
         let change = ReleaseChange(PublishOperation(versions: stored, channel: channel, rollout: rollout, message: message, conditions: conditions,
-                                                    allowSame: allowSame, newChannel: newChannel, strictVersion: strictVersion, bundle: bundle))
+                                                    allowSame: allowSame, newChannel: newChannel, strictVersion: strictVersion, skipCheck: skipCheck,
+                                                    bundle: bundle))
         return try proposing(change, app: name, dryRun: dryRun, actor: actor, now: now) { () throws(RegistryError) in try write(dryRun: dryRun) { () throws -> PublishedVersions in
             // `newChannel` declares the channel with the publish, in its transaction: a crash
             // leaves both or neither. Without it, an undeclared channel is refused here.
@@ -113,11 +114,11 @@ extension Registry {
             let result: PublishedVersions
             if versions.count == 1 {
                 let published = try addPatch(app: app, appVersion: versions[0], bundle: bundle, channel: channel, rollout: rollout, message: message,
-                                             promotedFrom: nil, conditions: conditions, digests: plaintext, actor: actor, now: now)
+                                             promotedFrom: nil, conditions: conditions, digests: plaintext, check: checks[versions[0]], actor: actor, now: now)
                 result = PublishedVersions(selector: selector, patches: [published.patch], targetsVersion: published.targetsVersion, warning: warning)
             } else {
                 result = try addPatches(app: app, versions: versions, selector: selector, bundle: bundle, channel: channel, rollout: rollout,
-                                        message: message, conditions: conditions, digests: plaintext, warning: warning, actor: actor, now: now)
+                                        message: message, conditions: conditions, digests: plaintext, warning: warning, checks: checks, actor: actor, now: now)
             }
             CrashPoint.hit("publish.before-commit")
             return result
@@ -150,14 +151,14 @@ extension Registry {
     /// proposed keeps those ciphertexts (framed, in version order) for its approval to serve.
     private func addPatches(app: AppRecord, versions: [AppVersion], selector: VersionSelector, bundle: [UInt8], channel: ChannelName, rollout: Int,
                             message: String?, conditions: DeliveryConditions?, digests: BundleDigests, warning: VersionWarning?,
-                            actor: Actor, now: Date) throws -> PublishedVersions {
+                            checks: [AppVersion: PatchCheckRecord], actor: Actor, now: Date) throws -> PublishedVersions {
         let context = SigningContext.current
         let presealed = try context?.approval?.captured.map { captured throws(RegistryError) in try Registry.unframe(captured, count: versions.count) }
         var records: [PatchRecord] = [], sealed: [[UInt8]] = []
         for (index, version) in versions.enumerated() {
             let (record, served) = try insertPatch(app: app, appVersion: version, bundle: bundle, channel: channel, rollout: rollout, message: message,
                                                    promotedFrom: nil, rolledBackTo: nil, conditions: conditions, digests: digests,
-                                                   sealed: presealed?[index], actor: actor, now: now)
+                                                   sealed: presealed?[index], check: checks[version], actor: actor, now: now)
             records.append(record)
             if record.encrypted { sealed.append(served) }
         }
@@ -170,7 +171,11 @@ extension Registry {
         details["servedSha256"] = nil
         details["selector"] = .string(selector.description)
         details["appVersions"] = .array(records.map { .string($0.appVersion.rawValue) })
-        details["patches"] = .array(records.map { ["appVersion": .string($0.appVersion.rawValue), "patch": .int(Int64($0.number)), "servedSha256": .string($0.served.sha256)] })
+        details["patches"] = .array(records.map { record in
+            var entry: [String: JSON] = ["appVersion": .string(record.appVersion.rawValue), "patch": .int(Int64(record.number)), "servedSha256": .string(record.served.sha256)]
+            if let check = checks[record.appVersion] { entry["check"] = check.auditJSON }
+            return .object(entry)
+        })
         let event = try AuditLog.append(db, app: app.name.rawValue, actor: actor, action: "patch.publish", details: .object(details), at: now)
         for record in records {
             try db.runInTransaction("INSERT INTO patch_sets(app, app_version, number, publish_seq) VALUES (?,?,?,?)",

@@ -1,4 +1,5 @@
 import Foundation
+import PatchCheck
 import PatchCore
 import PatchSigning
 
@@ -16,6 +17,9 @@ public final class Registry {
     let registryID: String
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
+    /// Checks every script before it is released (issue 45): the worker beside this program,
+    /// under the default limits. patchd sets its limits from its flags.
+    public var scriptChecker = ScriptChecker()
     /// Roots parsed for signing (`parsedRoot`).
     let parsedRoots = ParsedRoots()
     /// Held while a patchd serves this SQLite registry (Registry+Serving.swift).

@@ -1,3 +1,4 @@
+import PatchCheck
 import PatchCore
 
 /// Everything the registry can refuse or fail at. `invalidInput`, `notFound` and `conflict`
@@ -26,6 +27,11 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// Nothing was changed yet: the change is stored as `PendingChange`, waiting for
     /// `patchctl approve` by holders of the keys it still needs. Not a failure of the request.
     case pending(PendingChange)
+    /// The script check found errors in the script (issue 45): nothing was stored or signed.
+    /// 422 over HTTP with the report; exit 2 in patchctl.
+    case checkFailed(CheckReport, appVersion: AppVersion?)
+    /// The script check could not run (its worker is missing or broke): nothing was stored.
+    case checkUnavailable(String)
 
     public var description: String {
         switch self {
@@ -41,6 +47,13 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
         case .crypto(let e): return e.description
         case .internalError(let m): return "internal error: \(m)"
         case .signaturesNeeded(let request): return "\(request.description); nothing was changed"
+        case .checkFailed(let report, let version):
+            let errors = report.errors.count
+            // One line (it travels in JSON error bodies and logs): the errors, then what to do.
+            let found = report.errors.map(\.line).joined(separator: "; ")
+            return "the script check\(version.map { " against app version \($0)" } ?? "") found \(errors) error\(errors == 1 ? "" : "s"): \(found); nothing was published (give --skip-check REASON to publish anyway; the reason and the findings are audited)"
+        case .checkUnavailable(let why):
+            return "\(why): nothing was published (give --skip-check REASON to publish unchecked)"
         case .pending(let change):
             return "pending: change \(change.id) of \(change.app) (\(change.change.summary)) needs \(change.missing) more signature\(change.missing == 1 ? "" : "s") of the \(change.request.role) keys; nothing is served until a holder of one runs `patchctl approve --app \(change.app) \(change.id) --key-file KEY.pem`"
         }
@@ -49,7 +62,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     /// True when the request itself was wrong (a 4xx over HTTP, a usage-like exit in the CLI).
     public var isCallerError: Bool {
         switch self {
-        case .invalidInput, .invalidCall, .unconfirmed, .forbidden, .notFound, .conflict, .pending, .signaturesNeeded: return true
+        case .invalidInput, .invalidCall, .unconfirmed, .forbidden, .notFound, .conflict, .pending, .signaturesNeeded, .checkFailed: return true
         default: return false
         }
     }

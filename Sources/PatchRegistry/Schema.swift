@@ -472,6 +472,34 @@ enum Schema {
         actor TEXT NOT NULL,
         PRIMARY KEY(app, path)
     );
+    -- The native manifest of an app version (issue 45): the classes and selectors its binary
+    -- has, as `patchctl apps manifest` stored it (the bytes as given, and their sha256), for the
+    -- script check of every publish to the version. A new upload replaces it (audited).
+    CREATE TABLE IF NOT EXISTS native_manifests(
+        app TEXT NOT NULL REFERENCES apps(name),
+        app_version TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        manifest BLOB NOT NULL,
+        uploaded_at TEXT NOT NULL,
+        uploaded_by TEXT NOT NULL,
+        PRIMARY KEY(app, app_version)
+    ) WITHOUT ROWID;
+    -- The script check of each patch (issue 45), written with the patch: the outcome (passed,
+    -- warnings, failed, unchecked), whether the native manifest was there, the report (canonical
+    -- JSON of its findings) and, when --skip-check published past it, the reason given.
+    CREATE TABLE IF NOT EXISTS patch_checks(
+        app TEXT NOT NULL,
+        app_version TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        native TEXT NOT NULL,
+        manifest_sha256 TEXT,
+        report TEXT NOT NULL,
+        skip_reason TEXT,
+        checked_at TEXT NOT NULL,
+        PRIMARY KEY(app, app_version, number),
+        FOREIGN KEY(app, app_version, number) REFERENCES patches(app, app_version, number)
+    ) WITHOUT ROWID;
     -- Release changes waiting for signatures (the two-person rule, issue 24); additive. `change`
     -- is the operation's arguments (canonical JSON; a publish's bundle in `bundle`), `signed`
     -- the canonical JSON of the role's next metadata that every signature is over,

@@ -1,11 +1,26 @@
 import CJavaScriptCore
 
+/// One JavaScriptCore context group: the engine's VM, whose address space is reserved once.
+/// Every context of a check is made in it, so a second evaluation reserves nothing more
+/// under the worker's address-space limit.
+final class EngineGroup {
+    let ref: JSContextGroupRef
+
+    init() {
+        ref = JSContextGroupCreate()
+    }
+
+    deinit {
+        JSContextGroupRelease(ref)
+    }
+}
+
 /// One JavaScriptCore context, released when the worker is done with it.
 final class Engine {
     let context: JSGlobalContextRef
 
-    init() {
-        context = JSGlobalContextCreate(nil)
+    init(in group: EngineGroup) {
+        context = JSGlobalContextCreateInGroup(group.ref, nil)
     }
 
     deinit {

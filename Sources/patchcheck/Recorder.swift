@@ -42,8 +42,8 @@ enum Recorder {
             }
             return {};
         }
-        // What `require('UIView')` and a defined class give the script: any property is a
-        // method that answers another stand-in, so `UIColor.redColor()` at top level runs.
+        // What `require('UIView')` and a defined class give the script: any property is
+        // another stand-in, callable, so `UIColor.redColor()` and `a.b.c()` at top level run.
         function standIn(label) {
             return new ProxyType(function () {}, {
                 get: function (target, key) {
@@ -52,7 +52,7 @@ enum Recorder {
                         return function () { return label; };
                     }
                     if (typeof key === 'symbol') return undefined;
-                    return function () { return standIn(label); };
+                    return standIn(label);
                 },
                 set: function () { return true; },
                 apply: function () { return standIn(label); },
@@ -171,6 +171,10 @@ enum Recorder {
         global.NO = 0;
         global.nsnull = standIn('NSNull');
         global.console = { log: function () {}, warn: function () {}, error: function () {}, info: function () {} };
+        // Names the script used without defining them, in an earlier evaluation (the worker).
+        var unknown = global.__hotpatchUnknownGlobals || [];
+        delete global.__hotpatchUnknownGlobals;
+        for (var u = 0; u < unknown.length; u++) global[unknown[u]] = standIn(unknown[u]);
 
         return function report() {
             return stringify({ classes: classes, required: required, protocols: protocols, includes: includes,

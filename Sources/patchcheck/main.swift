@@ -171,17 +171,41 @@ func quotedToken(_ message: String) -> String? {
     return String(rest[..<close])
 }
 
+/// The name a JavaScriptCore ReferenceError says it could not find: an identifier, which in
+/// JavaScript may be any letters (`修复崩溃`), never spaces or controls.
+func missingName(_ error: ThrownError) -> String? {
+    let prefix = "ReferenceError: Can't find variable: "
+    guard error.message.hasPrefix(prefix) else { return nil }
+    let name = String(error.message.dropFirst(prefix.count))
+    guard !name.isEmpty, name.utf8.count <= 256,
+          name.unicodeScalars.allSatisfy({ !$0.properties.isWhitespace && $0.value >= 0x20 && $0.value != 0x7f }) else { return nil }
+    return name
+}
+
+/// A context with the recording runtime in it, names the script used without defining them
+/// standing in as globals: its report function.
+func prepare(_ engine: Engine, unknown: [String]) -> JSObjectRef {
+    let names = "[" + unknown.map(quoted).joined(separator: ",") + "]"
+    guard case .success = engine.evaluate(JSText("this.__hotpatchUnknownGlobals = \(names);"), url: JSText(Recorder.url)),
+          case .success(let reporter?) = engine.evaluate(JSText(Recorder.source), url: JSText(Recorder.url)),
+          let report = JSValueToObject(engine.context, reporter, nil), JSObjectIsFunction(engine.context, report) else {
+        fail("the recording runtime did not evaluate to its report function")
+    }
+    JSValueProtect(engine.context, report)
+    return report
+}
+
+/// At most this many names the script uses without defining are stood in for, one more
+/// evaluation each; past it the ReferenceError is what the top level throws.
+let maxUnknownGlobals = 32
+
 let limits = parseLimits(CommandLine.arguments)
 let input = readInput(limit: limits.maxBytes)
 // What iOS gives an app's JSContext: no JIT (W^X). Read by the engine when it starts.
 setenv("JSC_useJIT", "false", 1)
-let engine = Engine()
-let recorderURL = JSText(Recorder.url)
-guard case .success(let reporter?) = engine.evaluate(JSText(Recorder.source), url: recorderURL),
-      let report = JSValueToObject(engine.context, reporter, nil), JSObjectIsFunction(engine.context, report) else {
-    fail("the recording runtime did not evaluate to its report function")
-}
-JSValueProtect(engine.context, report)
+let group = EngineGroup()
+var engine = Engine(in: group)
+var report = prepare(engine, unknown: [])
 applyLimits(limits)
 
 let units = Array(String(decoding: input, as: UTF8.self).utf16)
@@ -196,10 +220,33 @@ if var syntax = engine.syntaxError(source, url: url) {
 } else {
     let parsed = microseconds() - parseStart
     let evaluationStart = microseconds()
-    if case .failure(let thrown) = engine.evaluate(source, url: url) {
-        output += ",\"exception\":" + located(thrown)
+    // A name the script uses that neither JavaScript nor the recording runtime defines (an
+    // extension's function on the device, or a slip): noted where it was first used, then the
+    // script is run again from the start in a fresh context with a stand-in for it, so what
+    // follows is recorded too. The rules decide what such a name means.
+    var unknown: [ThrownError] = []
+    var thrown: ThrownError?
+    while true {
+        if case .failure(let error) = engine.evaluate(source, url: url) {
+            if let name = missingName(error), unknown.count < maxUnknownGlobals, !unknown.contains(where: { missingName($0) == name }) {
+                unknown.append(error)
+                engine = Engine(in: group)
+                report = prepare(engine, unknown: unknown.compactMap(missingName))
+                continue
+            }
+            thrown = error
+        }
+        break
     }
     let evaluated = microseconds() - evaluationStart
+    if let thrown { output += ",\"exception\":" + located(thrown) }
+    if !unknown.isEmpty {
+        output += ",\"unknownGlobals\":[" + unknown.map { error in
+            var located = located(error)
+            located.insert(contentsOf: "\"name\":" + quoted(missingName(error) ?? "") + ",", at: located.index(after: located.startIndex))
+            return located
+        }.joined(separator: ",") + "]"
+    }
     switch engine.call(report, []) {
     case .success(let recording): output += ",\"recording\":" + recording
     case .failure(let thrown): output += ",\"reportError\":" + located(thrown)

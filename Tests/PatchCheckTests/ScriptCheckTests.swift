@@ -143,9 +143,9 @@ struct ScriptCheckTests {
 
     @Test("a throw at top level is an error at its line")
     func topLevelThrow() throws {
-        let report = try check("require('UIView');\nUIView.alloc().init();\nundefinedThing.call();\ndefineClass('CartStore', {});")
+        let report = try check("require('UIView');\nvar cart = null;\ncart.items();\ndefineClass('CartStore', {});")
         let finding = try #require(report.findings.first { $0.code == "exception" })
-        #expect(finding.message.contains("ReferenceError"))
+        #expect(finding.message.contains("TypeError: null is not an object"))
         #expect(finding.at?.line == 3)
     }
 
@@ -156,6 +156,33 @@ struct ScriptCheckTests {
         #expect(report.outcome == .passed)
         #expect(codes(report, .note) == ["native-skipped"])
         #expect(try check("var = 1;", manifest: nil).outcome == .failed)
+    }
+
+    @Test("a name the top level uses that nothing defines: an error with a manifest (unless its jsGlobals list it), a warning without")
+    func undefinedNames() throws {
+        let script = "require('UIView');\nvar path = NSHomeDirectory();\nUIColr.redColor();\ndefineClass('CartStore', { items: function() { return []; } });\n"
+        let report = try check(script)
+        #expect(report.errors.map(\.code) == ["undefined-name", "undefined-name"], "\(report.lines)")
+        #expect(report.errors.map(\.at?.line) == [2, 3])
+        // The rest of the script was still recorded: a stand-in took each name's place.
+        #expect(report.touches == ["CartStore -items"])
+        var withExtension = Demo.manifest
+        withExtension.jsGlobals = ["NSHomeDirectory"]
+        let allowed = try check(script, manifest: withExtension)
+        #expect(allowed.errors.map(\.at?.line) == [3], "\(allowed.lines)")
+        let unchecked = try check(script, manifest: nil)
+        #expect(codes(unchecked, .warning) == ["undefined-name", "undefined-name"])
+        #expect(unchecked.errors.isEmpty)
+        let classWithoutRequire = try check("UIColor.redColor();")
+        #expect(classWithoutRequire.errors.first?.message.contains("used without require('UIColor')") == true)
+    }
+
+    @Test("a thrown message with a newline stays on one line")
+    func oneLineMessages() throws {
+        let report = try check("throw new Error('first\\nsecond');", manifest: nil)
+        let finding = try #require(report.errors.first)
+        #expect(!finding.message.contains("\n"))
+        #expect(finding.message.contains("first second"))
     }
 
     @Test("JSPatch's top-level helpers exist, and what they are given is not run")

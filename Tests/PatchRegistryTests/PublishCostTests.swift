@@ -9,16 +9,17 @@ import PatchCore
 @Suite("Publishing: statements and round trips")
 struct PublishCostTests {
     /// SQLite: the versions devices ask for (the warning of issue 44, bounded by the days and
-    /// versions kept, not by the app's history), BEGIN IMMEDIATE, the app, the same-bytes check
-    /// (not with `allowSame`), the next number, the blob, patch and release rows, the signing
+    /// versions kept, not by the app's history), the version's native manifest (the script
+    /// check's, issue 45), BEGIN IMMEDIATE, the app, the same-bytes check (not with
+    /// `allowSame`), the next number, the blob, patch, release and check rows, the signing
     /// root with every role's newest version, the listed patches, the signed chain (one
     /// INSERT), the audit head and event, COMMIT.
-    static let sqliteStatements = 14
-    /// PostgreSQL: the versions devices ask for; BEGIN with the writer lock; the app; the
-    /// same-bytes check; the next number; the patch's rows with the signing root's read; the
-    /// listed patches; the signed chain with the audit head; the audit event, the change bump
-    /// and NOTIFY with COMMIT.
-    static let postgresRoundTrips = 9
+    static let sqliteStatements = 16
+    /// PostgreSQL: the versions devices ask for; the version's native manifest; BEGIN with the
+    /// writer lock; the app; the same-bytes check; the next number; the patch's rows (the check's
+    /// among them) with the signing root's read; the listed patches; the signed chain with the
+    /// audit head; the audit event, the change bump and NOTIFY with COMMIT.
+    static let postgresRoundTrips = 10
 
     func calls(_ t: TempRegistry, _ body: () throws -> Void) rethrows -> Int {
         let before = t.registry.db.calls

@@ -58,7 +58,7 @@ struct SharedRegistryTests {
                 do {
                     let registry = try Registry(database: .postgres(url), keysDirectory: shared.keys)
                     for i in 0..<each {
-                        let published = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("w\(w) i\(i)".utf8), actor: try Actor(validating: "writer\(w)"))
+                        let published = try registry.publish(app: app, appVersion: try AppVersion("2.3"), bundle: Array("w\(w)i\(i)()".utf8), actor: try Actor(validating: "writer\(w)"))
                         numbers.withLock { $0.append(published.patch.number) }
                     }
                 } catch { failures.withLock { $0.append("\(error)") } }

@@ -21,7 +21,7 @@ struct DelegateCLITests {
         for file in try FileManager.default.contentsOfDirectory(atPath: keyDir.path) where file.hasPrefix("targets.") {
             try FileManager.default.removeItem(at: keyDir.appendingPathComponent(file))
         }
-        let bundle = try w.write("staging.js", "try()")
+        let bundle = try w.write("staging.js", "staging()")
         let unsigned = try w.run(["publish", "--app", "demo", "--app-version", "2.3", "--channel", "staging", bundle])
         // Without the role's key the publish waits for its holder (exit 3), served nothing.
         #expect(unsigned.status == 3 && unsigned.stdout.contains("patchctl approve --app demo 1"), "\(unsigned.stdout) \(unsigned.stderr)")

@@ -59,6 +59,9 @@ extension APIOperation {
     // with a key the server holds (one it makes when the body names no key), or where its keys
     // are (the dry run answers it unsigned); top-level targets with the targets key, on the server.
     public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher, commands: ["keys delegate"])
+    // The script check (issue 45): an app version's native manifest, and a check alone.
+    public static let setManifest = APIOperation("setManifest", "PUT", "/v1/apps/{app}/versions/{appVersion}/manifest", scope: .publisher, commands: ["apps manifest"])
+    public static let checkScript = APIOperation("checkScript", "POST", "/v1/apps/{app}/check", scope: .auditor, commands: ["check", "verify"])
     public static let setWithholdRole = APIOperation("setWithholdRole", "PUT", "/v1/apps/{app}/withhold-role", scope: .publisher, commands: ["keys withhold"])
     public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher, commands: ["keys undelegate"])
 
@@ -101,7 +104,7 @@ extension APIOperation {
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
         setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, listAppVersions, getAudit, listApps,
-        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, setWithholdRole, whoami, listPending, getPending, approvePending, rejectPending,
+        listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, setWithholdRole, setManifest, checkScript, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]
 

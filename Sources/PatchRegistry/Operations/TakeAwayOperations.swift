@@ -80,6 +80,7 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
             OperationParameter("to", .query, .patch, "instead: publish this patch's bytes again as the channel's next patch (signed rolledBackTo)"),
             .rollout("with `to`: percent of devices offered the new patch (default 100)"),
             OperationParameter("message", .query, .text, "why (a plain rollback's revoke), or with `to` the new patch's release notes (default: patch `to`'s)"),
+            .skipCheck,
         ],
         audits: ["patch.revoke", "patch.rollback", "change.propose"], danger: .takesAway, status: 201, metric: "publish")
 
@@ -89,14 +90,18 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
     public var to: Int?
     public var rollout: Int?
     public var message: String?
+    /// With `to`: republishes past the script check's errors, for this reason.
+    public var skipCheck: String?
 
-    public init(appVersion: AppVersion, channel: ChannelName = .production, patch: Int? = nil, to: Int? = nil, rollout: Int? = nil, message: String? = nil) {
+    public init(appVersion: AppVersion, channel: ChannelName = .production, patch: Int? = nil, to: Int? = nil, rollout: Int? = nil, message: String? = nil,
+                skipCheck: String? = nil) {
         self.appVersion = appVersion
         self.channel = channel
         self.patch = patch
         self.to = to
         self.rollout = rollout
         self.message = message
+        self.skipCheck = skipCheck
     }
 
     public init(_ values: OperationValues) throws(RegistryError) {
@@ -105,12 +110,13 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
             throw .invalidCall("--patch (the release to undo) and --to (the patch to publish again) exclude each other")
         }
         if rollout != nil, to == nil { throw .invalidCall("--rollout goes with --to: a plain rollback revokes the release, it publishes nothing") }
+        if values["skipCheck"] != nil, to == nil { throw .invalidCall("--skip-check goes with --to: a plain rollback publishes no script") }
         self.init(appVersion: try values.appVersion(), channel: try values.channel("channel") ?? .production, patch: patch, to: to, rollout: rollout,
-                  message: values.text("message"))
+                  message: values.text("message"), skipCheck: values.text("skipCheck"))
     }
 
     public var values: OperationValues {
-        .encode(["appVersion": appVersion, "channel": channel, "patch": patch, "to": to, "rollout": rollout, "message": message])
+        .encode(["appVersion": appVersion, "channel": channel, "patch": patch, "to": to, "rollout": rollout, "message": message, "skipCheck": skipCheck])
     }
 
     public var summary: String {
@@ -124,7 +130,7 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
         let app = try context.requireApp()
         if let to {
             return try registry.rollBack(app: app, appVersion: appVersion, channel: channel, to: to, rollout: rollout ?? 100, message: message,
-                                         expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
+                                         skipCheck: skipCheck, expectLive: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json
         }
         return try registry.rollBackRelease(app: app, appVersion: appVersion, channel: channel, number: patch, message: message,
                                             expectPatch: context.expectPatch, dryRun: context.dryRun, actor: context.actor, now: context.now).json

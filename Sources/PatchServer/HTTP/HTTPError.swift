@@ -1,3 +1,4 @@
+import PatchCheck
 import PatchCore
 import PatchRegistry
 
@@ -69,6 +70,12 @@ extension RegistryError {
             answer.body = ["pending": change.json, "message": .string(description)]
             return answer
         case .signaturesNeeded: return HTTPError(409, "signatures_needed", description)
+        case .checkFailed(let report, _):
+            // The findings as data too, for the console and any client that shows them.
+            var answer = HTTPError(422, "check_failed", description)
+            answer.body = ["error": ["code": "check_failed", "message": .string(description)], "check": report.json]
+            return answer
+        case .checkUnavailable: return HTTPError(503, "check_unavailable", description, headers: [("Retry-After", "5")])
         case .storage(let e) where e.isBusy: return HTTPError(503, "busy", "the registry is busy; retry", headers: [("Retry-After", "1")])
         case .storage(let e) where e.kind == .unavailable:
             return HTTPError(503, "unavailable", "the registry's database is unreachable; nothing was changed, retry", headers: [("Retry-After", "1")])
