@@ -46,6 +46,9 @@ public struct PatchRecord: Sendable, Equatable {
     public var revokeMessage: String? = nil
     /// Signed delivery conditions: only the devices they admit get it.
     public var conditions: DeliveryConditions? = nil
+    /// The script check it passed or was released past (issue 45): set on a patch just
+    /// released and in listings (`Registry.listing`); nil for a patch from before the check.
+    public var check: PatchCheckRecord? = nil
 
     public var encrypted: Bool { contentKeyID != nil }
 
@@ -71,6 +74,7 @@ public struct PatchRecord: Sendable, Equatable {
         if let revokeMessage { out["revokeMessage"] = .string(revokeMessage) }
         // The device count and OS range, never the hashes.
         if let conditions { out["conditions"] = conditions.listing }
+        if let check { out["check"] = check.json }
         return .object(out)
     }
 }

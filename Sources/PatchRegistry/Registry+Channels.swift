@@ -183,6 +183,7 @@ extension Registry {
                                  promotedFrom: promotedFrom)
         record.conditions = conditions
         record.rolledBackTo = rolledBackTo
+        record.check = check
         // The rows go with the transaction's next statement on PostgreSQL (`runInTransaction`):
         // the read of the signing root below, which is after them in the transaction either way.
         try db.runInTransaction("INSERT INTO blobs(sha256, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(servedDigests.sha256), .blob(served)])

@@ -84,6 +84,16 @@ public struct PatchCheckRecord: Sendable, Equatable {
         return .object(object)
     }
 
+    /// A listing's `check` read back (`patchctl list` over `--server`).
+    public init?(json: JSON) {
+        guard let outcome = json["outcome"]?.stringValue.flatMap(Outcome.init(rawValue:)), let checkedAt = json["checkedAt"]?.stringValue else { return nil }
+        let findings = json["findings"]?.arrayValue?.compactMap(CheckFinding.init(json:)) ?? []
+        let native = json["native"]?.stringValue == "checked"
+        self.init(outcome: outcome, nativeChecked: native, manifestSha256: json["manifestSha256"]?.stringValue,
+                  report: outcome == .unchecked ? nil : CheckReport(findings: findings, nativeChecked: native, manifestSha256: json["manifestSha256"]?.stringValue),
+                  skipReason: json["skipReason"]?.stringValue, unavailable: json["unavailable"]?.stringValue, checkedAt: checkedAt)
+    }
+
     /// What the release's audit event records: the outcome, and with `--skip-check` the reason
     /// and what was published past.
     var auditJSON: JSON {
@@ -247,9 +257,9 @@ extension Registry {
         var checks: [AppName: [String: PatchCheckRecord]] = [:]
         for app in Set(patches.map(\.app)) { checks[app] = try patchChecks(app: app) }
         return patches.map { patch in
-            guard var object = patch.json.objectValue else { return patch.json }
-            if let check = checks[patch.app]?["\(patch.appVersion.rawValue)/\(patch.number)"] { object["check"] = check.json }
-            return .object(object)
+            var patch = patch
+            patch.check = checks[patch.app]?["\(patch.appVersion.rawValue)/\(patch.number)"]
+            return patch.json
         }
     }
 }

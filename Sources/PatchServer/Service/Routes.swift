@@ -211,9 +211,9 @@ extension PatchService {
         // `active=true`: served now (delivery live), as `patchctl list --active` means it.
         let activeOnly = try PatchService.flag(request, "active")
         let patches = try read { registry throws(RegistryError) in
-            activeOnly ? try registry.servedPatches(app: app) : try registry.patches(app: app, appVersion: nil, activeOnly: false)
+            try registry.listing(activeOnly ? try registry.servedPatches(app: app) : try registry.patches(app: app, appVersion: nil, activeOnly: false))
         }
-        return .json(.array(patches.map(\.json)))
+        return .json(.array(patches))
     }
 
     func audit(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {

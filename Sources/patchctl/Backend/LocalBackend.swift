@@ -33,7 +33,7 @@ struct LocalBackend: Backend {
     func apps() throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.apps().map(\.json) } }
 
     func patches(app: AppName, activeOnly: Bool) throws(CLIError) -> [JSON] {
-        try run { () throws(RegistryError) in try local.patches(app: app, appVersion: nil, activeOnly: activeOnly).map(\.json) }
+        try run { () throws(RegistryError) in try local.listing(local.patches(app: app, appVersion: nil, activeOnly: activeOnly)) }
     }
 
     func status(app: AppName) throws(CLIError) -> JSON {

@@ -4,7 +4,7 @@ import PatchCore
 import PatchRegistry
 
 struct ListCommand: Command {
-    static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, who and when",
+    static let spec = CommandSpec("list", summary: "List patches (the audit listing of what is live): digests, size, rollout, the script check each passed, who and when",
                                   options: ListedApps.options + [
                                             .flag("--active", "only the patches served now (DELIVERY live: some device is offered it; not superseded, halted or revoked)"),
                                             .flag("--json", "print JSON")] + Context.globalOptions + Remote.options)
@@ -24,10 +24,12 @@ struct ListCommand: Command {
         patches = try DeviceFigures.annotate(patches, backend: backend)
         if arguments.flag("--json") { Output.json(.array(patches)); return }
         guard !patches.isEmpty else { Output.line(active ? "no patches served now" : "no patches"); return }
-        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
+        Output.line(table(["APP", "VERSION", "CHANNEL", "PATCH", "ROLLOUT", "STATE", "DELIVERY", "CHECK"] + DeviceFigures.columns + ["SIZE", "SHA256", "MD5", "PUBLISHED", "BY"], patches.map { p in
             [p["app"]?.stringValue ?? "", p["appVersion"]?.stringValue ?? "", p["channel"]?.stringValue ?? "production",
              String(p["patch"]?.intValue ?? 0), "\(p["rollout"]?.intValue ?? 0)%",
-             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? ""] + DeviceFigures.cells(p) + [String(p["length"]?.intValue ?? 0),
+             (p["state"]?.stringValue ?? "") + (p["encrypted"]?.boolValue == true ? "+enc" : ""), p["delivery"]?.stringValue ?? "",
+             // A patch from before the script check has none.
+             p["check"].flatMap(PatchCheckRecord.init(json:))?.label ?? "-"] + DeviceFigures.cells(p) + [String(p["length"]?.intValue ?? 0),
              p["sha256"]?.stringValue ?? "", p["md5"]?.stringValue ?? "", p["publishedAt"]?.stringValue ?? "", p["publishedBy"]?.stringValue ?? ""]
         }))
         ReleaseNotes.print(patches)

@@ -18,6 +18,7 @@ struct PublishCommand: Command {
                                             .flag("--allow-same", "publish even if the bytes are identical to a live patch of the version and channel"),
                                             .flag("--new-channel", "declare --channel with this publish (a channel not declared is refused, with a did-you-mean)"),
                                             .flag("--strict-version", "refuse (exit 2) a version no device checked for in the last 30 days, instead of warning"),
+                                            SkipCheck.option,
                                             .flag("--dry-run", "say what would be published (and to which versions) and change nothing"), ReleaseCall.yes,
                                             .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + DeliveryOptions.options + StagedRollout.options + Context.globalOptions + Remote.options)
 
@@ -38,7 +39,7 @@ struct PublishCommand: Command {
         if staged != nil { try StagedRollout.checkGuard(app: name, channel: channel, backend: backend) }
         let operation = PublishOperation(appVersion: version, channel: channel, rollout: rollout, message: message, conditions: conditions,
                                          allowSame: allowSame, newChannel: arguments.flag("--new-channel"), strictVersion: arguments.flag("--strict-version"),
-                                         bundle: bundle)
+                                         skipCheck: arguments.value("--skip-check"), bundle: bundle)
         var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
         warn(patch)
         var schedule: JSON?
@@ -86,7 +87,7 @@ struct PublishCommand: Command {
         let bundle = try Output.readFile(file, what: "bundle", limit: Registry.maxBundleSize)
         let operation = PublishOperation(versions: selector, channel: channel, rollout: rollout, message: arguments.value("--message"), conditions: conditions,
                                          allowSame: arguments.flag("--allow-same"), newChannel: arguments.flag("--new-channel"),
-                                         strictVersion: arguments.flag("--strict-version"), bundle: bundle)
+                                         strictVersion: arguments.flag("--strict-version"), skipCheck: arguments.value("--skip-check"), bundle: bundle)
         var answer = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
         warn(answer)
         let patches = answer["patches"]?.arrayValue ?? []
@@ -120,6 +121,7 @@ struct PublishCommand: Command {
     /// (stdout stays the answer, `--json`'s included).
     static func warn(_ answer: JSON) {
         if let warning = answer["versionWarning"]?.stringValue { Output.error("warning: \(warning) (--strict-version refuses such a publish)") }
+        ScriptCheckOutput.warn(answer)
     }
 
     /// FILE, or `{patchesDirectory}/{app}/{appVersion}/main.js` (the project file's, relative to

@@ -14,7 +14,7 @@ struct PromoteCommand: Command {
                                             .value("--patch", "N", "the patch to promote (default: the newest active patch of --from)"),
                                             .value("--rollout", "PCT", "percentage of devices that get it, 25 or 25% (default 100)"),
                                             .value("--message", "TEXT", "release notes, signed with the new patch and shown by list and audit"),
-                                            .flag("--dry-run", "say what would be promoted and change nothing"),
+                                            .flag("--dry-run", "say what would be promoted and change nothing"), SkipCheck.option,
                                             .flag("--json", "print JSON"), Notify.option, ExpectPatch.option, SigningKeys.option] + Context.globalOptions + Remote.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -28,8 +28,10 @@ struct PromoteCommand: Command {
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: to)
-        let operation = PromoteOperation(appVersion: version, from: from, to: to, patch: number, rollout: rollout, message: message)
+        let operation = PromoteOperation(appVersion: version, from: from, to: to, patch: number, rollout: rollout, message: message,
+                                         skipCheck: arguments.value("--skip-check"))
         var patch = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
+        ScriptCheckOutput.warn(patch)
         let push = try Notify.ifAsked(arguments, backend: backend, app: name, version: version, channel: to, reason: "promote")
         if let push, var object = patch.objectValue { object["push"] = push.json; patch = .object(object) }
         if arguments.flag("--json") { Output.json(patch); try Notify.requireReached(push); return }

@@ -19,6 +19,7 @@ struct RollbackCommand: Command {
                                             .value("--rollout", "PCT", "with --to: percentage of devices that get the new patch (default 100)"),
                                             .value("--message", "TEXT", "why (kept with the revoked patch); with --to, release notes of the new patch (default: patch N's)"),
                                             .flag("--dry-run", "say what would be rolled back and what devices would get then; change nothing"),
+                                            SkipCheck.option,
                                             .flag("--json", "print JSON"), Notify.option,
                                             .value("--expect-patch", "N", "change nothing (exit 2) unless the release undone is patch N (with --to: unless the newest live patch is N; 0: none)"),
                                             SigningKeys.option] + Context.globalOptions + Remote.options)
@@ -31,11 +32,13 @@ struct RollbackCommand: Command {
             "patch": try arguments.int("--patch", in: 1...Int(Int32.max)).map(String.init),
             "to": try arguments.int("--to", in: 1...Int(Int32.max)).map(String.init),
             "rollout": try arguments.percent("--rollout").map(String.init), "message": arguments.value("--message"),
+            "skipCheck": arguments.value("--skip-check"),
         ])
         let backend = try Backends.open(arguments)
         let name = try backend.app(arguments)
         try Notify.check(arguments, backend: backend, app: name, version: version, channel: channel)
         let answer = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
+        if operation.to != nil { ScriptCheckOutput.warn(answer) }
         let dryRun = arguments.flag("--dry-run")
         let line: String
         if let target = operation.to {
