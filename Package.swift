@@ -74,7 +74,7 @@ let package = Package(
         // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through PatchClient's
         // HTTPClient, for patchctl's --notify and patchd's guards.
         .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "PatchRegistry", "PatchClient"]),
-        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "PatchRegistry", "PatchClient", "PatchPush"]),
+        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore", "PatchSigning"],

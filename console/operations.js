@@ -41,6 +41,8 @@ export const operations = Object.freeze({
   delegateChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/delegations", scope: "publisher" }),
   undelegateChannel: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/delegations/{channel}", scope: "publisher" }),
   setWithholdRole: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/withhold-role", scope: "publisher" }),
+  setManifest: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/versions/{appVersion}/manifest", scope: "publisher" }),
+  checkScript: Object.freeze({ method: "POST", path: "/v1/apps/{app}/check", scope: "auditor" }),
   whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
   listPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending", scope: "auditor" }),
   getPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending/{id}", scope: "auditor" }),
@@ -66,6 +68,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "newChannel", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "strictVersion", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
       Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
@@ -82,6 +85,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
@@ -138,6 +142,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "to", in: "query", kind: "patch", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
@@ -217,6 +222,20 @@ export const releases = Object.freeze({
       Object.freeze({ name: "keys", in: "body", kind: "json", required: false }),
       Object.freeze({ name: "threshold", in: "body", kind: "integer", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+    ]),
+  }),
+  "manifest": Object.freeze({
+    routes: ["setManifest"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "manifest", in: "content", kind: "bytes", required: true }),
+    ]),
+  }),
+  "check": Object.freeze({
+    routes: ["checkScript"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: false }),
+      Object.freeze({ name: "script", in: "content", kind: "bytes", required: true }),
     ]),
   }),
 });

@@ -55,6 +55,35 @@ async function diffSection(appName, patch, patches) {
     hunks.map(h => [el("span", { class: "hunk" }, h.header), h.lines.map(l => el("span", { class: css[l.op] }, l.op + l.text))]))];
 }
 
+/** The script check the patch passed (or was released past) when it was released: its
+ *  outcome, whether the app's native manifest was there, and each finding at its line. */
+function checkSection(check) {
+  const heading = el("h2", {}, "Script check");
+  if (!check) {
+    return el("section", { class: "card", id: "check" }, heading,
+      el("p", { class: "muted" }, "Released before hotpatch checked scripts: no check is recorded."));
+  }
+  const outcome = {
+    passed: check.native === "checked" ? "passed" : "passed (no native manifest: syntax and top level only)",
+    warnings: `passed with ${check.warnings} warning${check.warnings === 1 ? "" : "s"}`,
+    failed: `released past ${check.errors} error${check.errors === 1 ? "" : "s"} (--skip-check)`,
+    unchecked: "not checked: the check could not run (--skip-check)",
+  }[check.outcome] || check.outcome;
+  const findings = check.findings.filter(f => f.severity !== "note" || check.outcome !== "passed");
+  return el("section", { class: "card", id: "check" }, heading,
+    facts([
+      ["Outcome", el("span", { class: `check-${check.outcome}` }, outcome)],
+      ["Checked", when(check.checkedAt)],
+      ["Native manifest", check.native === "checked" ? ["SHA-256 ", hash(check.manifestSha256 || "")] : el("span", { class: "muted" }, "none stored for this version")],
+      ["Skip reason", check.skipReason ? el("span", { class: "notes" }, check.skipReason) : null],
+      ["Why unchecked", check.unavailable || null],
+    ]),
+    findings.length === 0 ? el("p", { class: "muted" }, "No findings.") :
+      el("ul", { class: "findings" }, findings.map(f => el("li", { class: `finding ${f.severity}` },
+        el("code", {}, f.line ? `main.js:${f.line}${f.column ? `:${f.column}` : ""}` : "main.js"), " ",
+        el("strong", {}, f.severity), " ", f.message))));
+}
+
 export async function patchPage(appName, version, number) {
   const { status, patches, stats } = await loadApp(appName);
   const patch = patches.find(p => p.appVersion === version && String(p.patch) === number);
@@ -83,6 +112,7 @@ export async function patchPage(appName, version, number) {
       ["Revoked", patch.revokedAt ? [when(patch.revokedAt), " by ", patch.revokedBy, patch.revokeMessage ? `: ${patch.revokeMessage}` : ""] : null],
     ])),
     patchActions(patch, channels),
+    checkSection(patch.check),
     el("section", { class: "card", id: "keys" }, el("h2", {}, "Signing keys"), keys.error
       ? el("p", { class: "error" }, `Cannot read the signed metadata: ${keys.error}`)
       : facts([

@@ -121,8 +121,14 @@ func quoted(_ text: String) -> String {
     return out + "\""
 }
 
+/// At most `limit` characters of a text the worker reports (a name or message can be as long
+/// as the script: a 300 KB identifier is valid JavaScript).
+func clipped(_ text: String, _ limit: Int = 300) -> String {
+    text.count > limit ? String(text.prefix(limit)) + "\u{2026}" : text
+}
+
 func located(_ error: ThrownError) -> String {
-    var fields = ["\"message\":" + quoted(error.message)]
+    var fields = ["\"message\":" + quoted(clipped(error.message))]
     if let line = error.line { fields.append("\"line\":\(line)") }
     if let column = error.column { fields.append("\"column\":\(column)") }
     return "{" + fields.joined(separator: ",") + "}"
@@ -177,8 +183,7 @@ func missingName(_ error: ThrownError) -> String? {
     let prefix = "ReferenceError: Can't find variable: "
     guard error.message.hasPrefix(prefix) else { return nil }
     let name = String(error.message.dropFirst(prefix.count))
-    guard !name.isEmpty, name.utf8.count <= 256,
-          name.unicodeScalars.allSatisfy({ !$0.properties.isWhitespace && $0.value >= 0x20 && $0.value != 0x7f }) else { return nil }
+    guard !name.isEmpty, name.unicodeScalars.allSatisfy({ !$0.properties.isWhitespace && $0.value >= 0x20 && $0.value != 0x7f }) else { return nil }
     return name
 }
 
@@ -198,6 +203,9 @@ func prepare(_ engine: Engine, unknown: [String]) -> JSObjectRef {
 /// At most this many names the script uses without defining are stood in for, one more
 /// evaluation each; past it the ReferenceError is what the top level throws.
 let maxUnknownGlobals = 32
+/// And at most this many bytes of such names in all (each is defined again in every context):
+/// as much as a script may hold, since one identifier may be all of it.
+let maxUnknownBytes = 16 << 20
 
 let limits = parseLimits(CommandLine.arguments)
 let input = readInput(limit: limits.maxBytes)
@@ -228,7 +236,8 @@ if var syntax = engine.syntaxError(source, url: url) {
     var thrown: ThrownError?
     while true {
         if case .failure(let error) = engine.evaluate(source, url: url) {
-            if let name = missingName(error), unknown.count < maxUnknownGlobals, !unknown.contains(where: { missingName($0) == name }) {
+            if let name = missingName(error), unknown.count < maxUnknownGlobals, !unknown.contains(where: { missingName($0) == name }),
+               unknown.reduce(name.utf8.count, { $0 + (missingName($1)?.utf8.count ?? 0) }) <= maxUnknownBytes {
                 unknown.append(error)
                 engine = Engine(in: group)
                 report = prepare(engine, unknown: unknown.compactMap(missingName))
@@ -243,7 +252,7 @@ if var syntax = engine.syntaxError(source, url: url) {
     if !unknown.isEmpty {
         output += ",\"unknownGlobals\":[" + unknown.map { error in
             var located = located(error)
-            located.insert(contentsOf: "\"name\":" + quoted(missingName(error) ?? "") + ",", at: located.index(after: located.startIndex))
+            located.insert(contentsOf: "\"name\":" + quoted(clipped(missingName(error) ?? "")) + ",", at: located.index(after: located.startIndex))
             return located
         }.joined(separator: ",") + "]"
     }

@@ -121,7 +121,7 @@ def test_a_version_no_device_asks_for_warns_and_strict_version_refuses_it(tmp_pa
     publisher = token_file(ws, ws.token("--app", "demo", "--name", "ci"), "ci.token")
 
     def publish(version, *extra):
-        args = ["publish", "--app", "demo", "--app-version", version, *extra, ws.write_file(f"fix('{version}')")]
+        args = ["publish", "--app", "demo", "--app-version", version, *extra, ws.write_file(f"var fix = '{version}';")]
         return remote(ws, server, publisher, *args) if over_the_server else ws.run(*args)
 
     before = ws.json("list", "--app", "demo")
@@ -143,11 +143,11 @@ def test_one_version_publishes_as_it_always_did(tmp_path):
     same lines and the same JSON as before selectors."""
     ws = Workspace(tmp_path / "ws")
     ws.create_app("demo")
-    result = ws.run("publish", "--app", "demo", "--app-version", "2.3", ws.write_file("a()"))
+    result = ws.run("publish", "--app", "demo", "--app-version", "2.3", ws.write_file("var a = 1;"))
     assert result.rc == 0 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "published demo 2.3 patch 1 to production (rollout 100%)" and lines[1].startswith("sha256 ") and lines[3].startswith("target 2.3/1/main.js")
-    published = ws.json("publish", "--app", "demo", "--app-version", "2.3", ws.write_file("b()"))
+    published = ws.json("publish", "--app", "demo", "--app-version", "2.3", ws.write_file("var b = 2;"))
     assert published["patch"] == 2 and "appVersions" not in published and "versionWarning" not in published
 
 

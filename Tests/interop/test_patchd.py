@@ -14,7 +14,7 @@ from patchd_support import Patchd, connection, error_json, poll, request
 
 JS = {
     ("demo", "2.3", 1): "defineClass('A', {});\n",
-    ("demo", "2.3", 2): "defineClass('A', {fix: 2});\n",
+    ("demo", "2.3", 2): "defineClass('A', {fix: function() { return 2; }});\n",
     ("demo", "2.4", 1): "console.log('2.4 \u00e9t\u00e9 \U0001F600');\n",
     ("sec", "2.3", 1): "require('secret').run(1);\n",
     ("sec", "2.3", 2): "require('secret').run(2);\n",
@@ -109,7 +109,7 @@ def test_live_publish_revoke_and_key_rotation_without_restart(ws, server, tmp_pa
     targets_before = cached_version(shared, "targets")
 
     token = ws.token("--app", "demo", "--name", "ci@example.com")
-    new = b"defineClass('A', {fix: 3});\n"
+    new = b"defineClass('A', {fix: function() { return 3; }});\n"
     out = ws.json("publish", "--server", server.url, "--token", token, "--app", "demo",
                   "--app-version", "2.3", ws.write_file(new), registry=False)
     assert out["patch"] == 3 and out["targetPath"] == "2.3/3/main.js"

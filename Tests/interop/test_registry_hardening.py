@@ -146,13 +146,13 @@ def test_publish_with_token_file_and_env_against_live_patchd(ws, start, tmp_path
     token = ws.token("--app", "demo", "--name", "ci@example.com")
     path = token_file(ws, token)
     result = ws.run("publish", "--server", server.url, "--token-file", path, "--app", "demo",
-                    "--app-version", "2.3", "--json", ws.write_file(b"fix(1)"), registry=False)
+                    "--app-version", "2.3", "--json", ws.write_file(b"var fix = 1;"), registry=False)
     assert result.rc == 0, result.stderr
     assert result.stderr == ""
     assert '"patch":1' in result.stdout
 
     env = dict(clean_env(), HOTPATCH_TOKEN=token, HOTPATCH_SERVER=server.url)
-    proc = subprocess.run([str(ws.exe), "publish", "--app", "demo", "--app-version", "2.3", str(ws.write_file(b"fix(2)"))],
+    proc = subprocess.run([str(ws.exe), "publish", "--app", "demo", "--app-version", "2.3", str(ws.write_file(b"var fix = 2;"))],
                           capture_output=True, env=env, cwd=ws.root)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""

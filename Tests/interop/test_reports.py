@@ -384,22 +384,22 @@ def test_apps_guard_locally(ws):
 
 def test_publish_advance_schedules_a_staged_rollout_that_forged_installs_cannot_hurry(ws, start):
     refused = ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5", "--advance", "25,50,100",
-                     "--every", "1h", ws.write_file("fix(2)"))
+                     "--every", "1h", ws.write_file("var fix = 2;"))
     assert refused.rc == 2 and "--advance needs a guard on production" in refused.stderr
     assert len(ws.json("list", "--app", "demo")) == 1, "nothing was published"
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "50")
     # A dry run with --advance says what would be scheduled, by the schedule's own rules.
     before = ws.registry_state()
     dry = ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5%", "--advance", "25%,50,100", "--every", "1h",
-                 "--dry-run", ws.write_file("fix(2)"))
+                 "--dry-run", ws.write_file("var fix = 2;"))
     assert dry.rc == 0 and "then 25 %, 50 %, 100 %, at most one step every 3600 s" in dry.stdout, dry
     assert_cli_error(ws.run("publish", "--app", "demo", "--app-version", "2.3", "--rollout", "50", "--advance", "25,100", "--every", "1h",
-                            "--dry-run", ws.write_file("fix(2)")), 2, "must be above the rollout in force")
+                            "--dry-run", ws.write_file("var fix = 2;")), 2, "must be above the rollout in force")
     assert ws.registry_state() == before, "a dry run changed the registry"
     server = start(ws, MANY_DEVICES)
     publisher = token_file(ws, ws.token("--app", "demo", "--role", "publisher", "--name", "ci"), "ci.token")
     out = remote(ws, server, publisher, "publish", "--app", "demo", "--app-version", "2.3", "--rollout", "5",
-                 "--advance", "25,50,100", "--every", "1h", "--json", ws.write_file("fix(2)"))
+                 "--advance", "25,50,100", "--every", "1h", "--json", ws.write_file("var fix = 2;"))
     assert out.rc == 0, out.stderr
     schedule = json.loads(out.stdout)["schedule"]
     assert schedule["steps"] == [25, 50, 100] and schedule["everySeconds"] == 3600 and schedule["patch"] == 2

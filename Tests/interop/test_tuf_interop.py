@@ -33,7 +33,7 @@ def test_updater_downloads_every_active_patch_of_a_plain_app(workspace, http_ser
     ws = workspace
     ws.create_app("demo")
     p23_1, b23_1 = ws.publish("demo", "2.3", "defineClass('A', {});\n")
-    p23_2, b23_2 = ws.publish("demo", "2.3", "defineClass('A', {fix: 2});\n", rollout=30)
+    p23_2, b23_2 = ws.publish("demo", "2.3", "defineClass('A', {fix: function() { return 2; }});\n", rollout=30)
     ws.publish("demo", "2.4", "console.log('2.4 first');\n")
     _, b24_2 = ws.publish("demo", "2.4", "console.log('2.4 second, supersedes first');\n")
     _, b10 = ws.publish("demo", "10.0.0-beta.2", "// \u00e9t\u00e9 \u4e2d\u6587 \U0001F600\n")
@@ -73,7 +73,7 @@ def test_updater_downloads_encrypted_patches_that_decrypt_with_the_content_key(
     published = {
         ("3.1", 1): ws.publish("vault", "3.1", "require('UIView'); // secret fix 1\n")[1],
         ("3.1", 2): ws.publish("vault", "3.1", "require('UIView'); // secret fix 2\n", rollout=30)[1],
-        ("3.2.1", 1): ws.publish("vault", "3.2.1", "x".join(str(i) for i in range(2000)) + "\n")[1],
+        ("3.2.1", 1): ws.publish("vault", "3.2.1", "var n = [" + ",".join(str(i) for i in range(2000)) + "];\n")[1],
     }
     export = ws.export("vault")
     base = http_server(export)

@@ -31,7 +31,7 @@ from tuf.api.serialization import DeserializationError
 
 APP = "demo"
 PROD_1, PROD_2, STAGING_OLD, STAGING_1 = b"production(1);\n", b"production(2);\n", b"staging(0);\n", b"staging(1);\n"
-WAITING = b"waiting(for-bob);\n"
+WAITING = b"waiting(forBob);\n"
 
 
 # -- helpers ---------------------------------------------------------------------------------

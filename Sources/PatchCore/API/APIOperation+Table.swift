@@ -61,7 +61,7 @@ extension APIOperation {
     public static let delegateChannel = APIOperation("delegateChannel", "POST", "/v1/apps/{app}/delegations", scope: .publisher, commands: ["keys delegate"])
     // The script check (issue 45): an app version's native manifest, and a check alone.
     public static let setManifest = APIOperation("setManifest", "PUT", "/v1/apps/{app}/versions/{appVersion}/manifest", scope: .publisher, commands: ["apps manifest"])
-    public static let checkScript = APIOperation("checkScript", "POST", "/v1/apps/{app}/check", scope: .auditor, commands: ["check", "verify"])
+    public static let checkScript = APIOperation("checkScript", "POST", "/v1/apps/{app}/check", scope: .auditor, commands: ["check"])
     public static let setWithholdRole = APIOperation("setWithholdRole", "PUT", "/v1/apps/{app}/withhold-role", scope: .publisher, commands: ["keys withhold"])
     public static let undelegateChannel = APIOperation("undelegateChannel", "DELETE", "/v1/apps/{app}/delegations/{channel}", scope: .publisher, commands: ["keys undelegate"])
 

@@ -12,6 +12,10 @@ public struct TargetCheck: Sendable {
     /// Whether the plaintext was decrypted and checked against the signed digests.
     public let plaintextChecked: Bool
     public let problem: String?
+    /// The app version its path names.
+    public var appVersion: String? = nil
+    /// The verified plaintext, when the caller asked to keep it (`verify --check` checks it).
+    public var script: [UInt8]? = nil
 
     public var ok: Bool { problem == nil }
 }
@@ -47,8 +51,9 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
 /// target. This is CI's signature check, and it is the device's workflow: the same `Updater`
 /// with no cache, so a rule or a cap fixed there holds here too.
 public enum RepositoryVerifier {
+    /// `keepScripts`: each target's verified plaintext stays in the report (`TargetCheck.script`).
     public static func verify(fetcher: any RepositoryFetcher, trustedRoot: [UInt8], app: String? = nil,
-                              contentKey: [UInt8]? = nil, now: Date = Date()) async throws(VerificationError) -> VerificationReport {
+                              contentKey: [UInt8]? = nil, keepScripts: Bool = false, now: Date = Date()) async throws(VerificationError) -> VerificationReport {
         do { _ = try TrustedMetadata(trustedRoot: trustedRoot, referenceTime: now) } catch {
             throw .couldNotRun("the trusted root does not verify: \(error)")
         }
@@ -63,7 +68,7 @@ public enum RepositoryVerifier {
         }
         var checks: [TargetCheck] = []
         for target in listing.found {
-            checks.append(try await check(target, updater: updater, app: app, contentKey: contentKey))
+            checks.append(try await check(target, updater: updater, app: app, contentKey: contentKey, keepScript: keepScripts))
         }
         // A role signing a path it is not trusted for is a repository that does not verify,
         // though no client would install what it lists.
@@ -89,12 +94,15 @@ public enum RepositoryVerifier {
 
     /// Checks one target under every hash it is served as, then hotpatch's signed `custom`
     /// fields, and, given the content key, the decrypted plaintext.
-    static func check(_ target: FoundTarget, updater: Updater, app: String?, contentKey: [UInt8]?) async throws(VerificationError) -> TargetCheck {
+    static func check(_ target: FoundTarget, updater: Updater, app: String?, contentKey: [UInt8]?, keepScript: Bool = false) async throws(VerificationError) -> TargetCheck {
         let (path, file) = (target.path, target.file)
         let info = PatchTargetInfo(path: path, file: file)
-        func result(_ problem: String?, plaintextChecked: Bool = false) -> TargetCheck {
-            TargetCheck(path: path, role: target.role, patch: info?.patch, rollout: info?.rollout, length: file.length,
-                        encrypted: info?.encryption != nil, plaintextChecked: plaintextChecked, problem: problem)
+        func result(_ problem: String?, plaintextChecked: Bool = false, script: [UInt8]? = nil) -> TargetCheck {
+            var check = TargetCheck(path: path, role: target.role, patch: info?.patch, rollout: info?.rollout, length: file.length,
+                                    encrypted: info?.encryption != nil, plaintextChecked: plaintextChecked, problem: problem)
+            check.appVersion = info?.appVersion
+            check.script = keepScript ? script : nil
+            return check
         }
         guard let info else { return result("target entry is not a hotpatch patch (path or custom fields malformed)") }
         var served: [UInt8] = []
@@ -116,6 +124,6 @@ public enum RepositoryVerifier {
         }
         let digests = BundleDigests(of: plaintext)
         guard digests == info.plaintext else { return result("plaintext does not match the signed length/sha256/md5", plaintextChecked: true) }
-        return result(nil, plaintextChecked: true)
+        return result(nil, plaintextChecked: true, script: plaintext)
     }
 }

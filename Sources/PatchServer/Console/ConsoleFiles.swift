@@ -477,6 +477,13 @@ dialog h2 { margin-top: 0; }
 #pending .targets td.path { font-family: ui-monospace, "SF Mono", Menlo, monospace; font-size: .85em; word-break: break-all; }
 #pending code { word-break: break-all; }
 
+/* The script check's findings on a patch page: errors stand out, notes recede. */
+ul.findings { list-style: none; padding-left: 0; }
+li.finding { margin: 0.25em 0; }
+li.finding.error strong, .check-failed, .check-unchecked { color: var(--bad); }
+li.finding.warning strong, .check-warnings { color: var(--warn); }
+li.finding.note { color: var(--muted); }
+
 """#),
         ("diff.js", "text/javascript; charset=utf-8", #"""
 // A unified diff of two scripts (Myers' O(ND) algorithm over lines), for the patch page.
@@ -853,6 +860,8 @@ export const operations = Object.freeze({
   delegateChannel: Object.freeze({ method: "POST", path: "/v1/apps/{app}/delegations", scope: "publisher" }),
   undelegateChannel: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/delegations/{channel}", scope: "publisher" }),
   setWithholdRole: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/withhold-role", scope: "publisher" }),
+  setManifest: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/versions/{appVersion}/manifest", scope: "publisher" }),
+  checkScript: Object.freeze({ method: "POST", path: "/v1/apps/{app}/check", scope: "auditor" }),
   whoami: Object.freeze({ method: "GET", path: "/v1/whoami", scope: "token" }),
   listPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending", scope: "auditor" }),
   getPending: Object.freeze({ method: "GET", path: "/v1/apps/{app}/pending/{id}", scope: "auditor" }),
@@ -878,6 +887,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "allowSame", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "newChannel", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "strictVersion", in: "query", kind: "flag", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "conditions", in: "header", kind: "conditions", required: false }),
       Object.freeze({ name: "bundle", in: "content", kind: "bytes", required: true }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
@@ -894,6 +904,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "patch", in: "query", kind: "patch", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
@@ -950,6 +961,7 @@ export const releases = Object.freeze({
       Object.freeze({ name: "to", in: "query", kind: "patch", required: false }),
       Object.freeze({ name: "rollout", in: "query", kind: "percent", required: false }),
       Object.freeze({ name: "message", in: "query", kind: "text", required: false }),
+      Object.freeze({ name: "skipCheck", in: "query", kind: "text", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
       Object.freeze({ name: "expectPatch", in: "query", kind: "patch", required: false }),
     ]),
@@ -1029,6 +1041,20 @@ export const releases = Object.freeze({
       Object.freeze({ name: "keys", in: "body", kind: "json", required: false }),
       Object.freeze({ name: "threshold", in: "body", kind: "integer", required: false }),
       Object.freeze({ name: "dryRun", in: "query", kind: "flag", required: false }),
+    ]),
+  }),
+  "manifest": Object.freeze({
+    routes: ["setManifest"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "path", kind: "appVersion", required: true }),
+      Object.freeze({ name: "manifest", in: "content", kind: "bytes", required: true }),
+    ]),
+  }),
+  "check": Object.freeze({
+    routes: ["checkScript"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: false }),
+      Object.freeze({ name: "script", in: "content", kind: "bytes", required: true }),
     ]),
   }),
 });
@@ -1366,6 +1392,35 @@ async function diffSection(appName, patch, patches) {
     hunks.map(h => [el("span", { class: "hunk" }, h.header), h.lines.map(l => el("span", { class: css[l.op] }, l.op + l.text))]))];
 }
 
+/** The script check the patch passed (or was released past) when it was released: its
+ *  outcome, whether the app's native manifest was there, and each finding at its line. */
+function checkSection(check) {
+  const heading = el("h2", {}, "Script check");
+  if (!check) {
+    return el("section", { class: "card", id: "check" }, heading,
+      el("p", { class: "muted" }, "Released before hotpatch checked scripts: no check is recorded."));
+  }
+  const outcome = {
+    passed: check.native === "checked" ? "passed" : "passed (no native manifest: syntax and top level only)",
+    warnings: `passed with ${check.warnings} warning${check.warnings === 1 ? "" : "s"}`,
+    failed: `released past ${check.errors} error${check.errors === 1 ? "" : "s"} (--skip-check)`,
+    unchecked: "not checked: the check could not run (--skip-check)",
+  }[check.outcome] || check.outcome;
+  const findings = check.findings.filter(f => f.severity !== "note" || check.outcome !== "passed");
+  return el("section", { class: "card", id: "check" }, heading,
+    facts([
+      ["Outcome", el("span", { class: `check-${check.outcome}` }, outcome)],
+      ["Checked", when(check.checkedAt)],
+      ["Native manifest", check.native === "checked" ? ["SHA-256 ", hash(check.manifestSha256 || "")] : el("span", { class: "muted" }, "none stored for this version")],
+      ["Skip reason", check.skipReason ? el("span", { class: "notes" }, check.skipReason) : null],
+      ["Why unchecked", check.unavailable || null],
+    ]),
+    findings.length === 0 ? el("p", { class: "muted" }, "No findings.") :
+      el("ul", { class: "findings" }, findings.map(f => el("li", { class: `finding ${f.severity}` },
+        el("code", {}, f.line ? `main.js:${f.line}${f.column ? `:${f.column}` : ""}` : "main.js"), " ",
+        el("strong", {}, f.severity), " ", f.message))));
+}
+
 export async function patchPage(appName, version, number) {
   const { status, patches, stats } = await loadApp(appName);
   const patch = patches.find(p => p.appVersion === version && String(p.patch) === number);
@@ -1394,6 +1449,7 @@ export async function patchPage(appName, version, number) {
       ["Revoked", patch.revokedAt ? [when(patch.revokedAt), " by ", patch.revokedBy, patch.revokeMessage ? `: ${patch.revokeMessage}` : ""] : null],
     ])),
     patchActions(patch, channels),
+    checkSection(patch.check),
     el("section", { class: "card", id: "keys" }, el("h2", {}, "Signing keys"), keys.error
       ? el("p", { class: "error" }, `Cannot read the signed metadata: ${keys.error}`)
       : facts([

@@ -1,5 +1,6 @@
 import Foundation
 import HotpatchCLI
+import PatchCheck
 import PatchClient
 import PatchCore
 
@@ -10,6 +11,8 @@ struct VerifyCommand: Command {
                                             .value("--root", "FILE", "the trusted root, e.g. the 1.root.json an app embeds").required,
                                             .value("--app", "NAME", "the app (required with --server and with --key; default: hotpatch.json's)"),
                                             .value("--key", "FILE", "content key file: also decrypt and check plaintext digests"),
+                                            .flag("--check", "also run the script check (as publish does) on every verified patch, here; an error fails the verification"),
+                                            .value("--manifest", "FILE", "with --check: the native manifest to check the patches of its appVersion against"),
                                             .flag("--json", "print JSON")])
 
     static func run(_ arguments: Arguments) throws(CLIError) {
@@ -36,9 +39,12 @@ struct VerifyCommand: Command {
         }
         // patchctl runs on the main thread, never one of Swift concurrency's: it may block.
         let key = contentKey
+        let checking = arguments.flag("--check")
+        let manifest = try ScriptCheckOption.manifest(arguments, checking: checking)
         let outcome = blockingWait { () async -> Result<VerificationReport, VerificationError> in
             do throws(VerificationError) {
-                return .success(try await RepositoryVerifier.verify(fetcher: source, trustedRoot: rootBytes, app: app?.rawValue, contentKey: key))
+                return .success(try await RepositoryVerifier.verify(fetcher: source, trustedRoot: rootBytes, app: app?.rawValue, contentKey: key,
+                                                                    keepScripts: checking))
             } catch { return .failure(error) }
         }
         let report: VerificationReport
@@ -52,9 +58,15 @@ struct VerifyCommand: Command {
             case .couldNotRun: throw .failed(error.description)
             }
         }
-        VerifyOutput.print(report, json: arguments.flag("--json"))
+        let checks = checking ? try ScriptCheckOption.check(report, manifest: manifest) : nil
+        VerifyOutput.print(report, checks: checks, json: arguments.flag("--json"))
         if !report.ok {
             throw .verificationFailed("verification failed: \(report.targets.filter { !$0.ok }.count) of \(report.targets.count) patches do not verify")
+        }
+        if let checks {
+            let failed = checks.filter { $0.report?.outcome == .failed }.count, unchecked = checks.filter { $0.report == nil }.count
+            if failed > 0 { throw .verificationFailed("the script check found errors in \(failed) of \(checks.count) patches") }
+            if unchecked > 0 { throw .failed("\(unchecked) encrypted patch(es) could not be checked: give --key") }
         }
     }
 
@@ -71,9 +83,9 @@ struct VerifyCommand: Command {
 
 /// Shared by every way of verifying (a directory now, a server later).
 enum VerifyOutput {
-    static func print(_ report: VerificationReport, json: Bool) {
+    static func print(_ report: VerificationReport, checks: [ScriptCheckOption.Checked]? = nil, json: Bool) {
         if json {
-            Output.json([
+            let object: [String: JSON] = [
                 "ok": .bool(report.ok), "rootVersion": .int(report.rootVersion), "timestampVersion": .int(report.timestampVersion),
                 "snapshotVersion": .int(report.snapshotVersion), "targetsVersion": .int(report.targetsVersion),
                 "timestampExpires": .string(TUFTime.format(report.timestampExpires)),
@@ -84,9 +96,11 @@ enum VerifyOutput {
                     if let rollout = t.rollout { entry["rollout"] = .int(Int64(rollout)) }
                     if let problem = t.problem { entry["problem"] = .string(problem) }
                     if t.role != Role.targets.rawValue { entry["role"] = .string(t.role) }
+                    if let checked = checks?.first(where: { $0.path == t.path }) { entry["check"] = checked.report?.json ?? .null }
                     return .object(entry)
                 }),
-            ])
+            ]
+            Output.json(.object(object))
             return
         }
         Output.line("root v\(report.rootVersion), timestamp v\(report.timestampVersion) (expires \(TUFTime.format(report.timestampExpires))), snapshot v\(report.snapshotVersion), targets v\(report.targetsVersion)")
@@ -96,6 +110,11 @@ enum VerifyOutput {
             Output.line(t.ok ? "ok    \(t.path) \(t.length) bytes, rollout \(t.rollout ?? 0)%\(role)\(note)" : "FAIL  \(t.path)\(role): \(t.problem!)")
         }
         Output.line(report.ok ? "verified \(report.targets.count) active patch(es)" : "verification FAILED")
+        for checked in checks ?? [] {
+            guard let result = checked.report else { Output.line("check \(checked.path): not checked (encrypted; give --key)"); continue }
+            Output.line("check \(checked.path): \(result.summary)\(result.nativeChecked ? " (against the manifest)" : "")")
+            for line in result.findings.filter({ $0.severity != .note }).map(\.line) { Output.line("  \(line)") }
+        }
     }
 }
 
@@ -123,5 +142,35 @@ enum ExportedRepository {
             throw .usage("\(path.pathSanitized) holds exports of several apps (\(names.sorted().joined(separator: ", "))); give --app")
         }
         return apps.appendingPathComponent(names[0], isDirectory: true)
+    }
+}
+
+/// `verify --check [--manifest FILE]`: the script check run here on what was verified.
+enum ScriptCheckOption {
+    struct Checked {
+        let path: String
+        /// Nil: an encrypted patch verified without its content key.
+        let report: CheckReport?
+    }
+
+    static func manifest(_ arguments: Arguments, checking: Bool) throws(CLIError) -> NativeManifest? {
+        guard let path = arguments.value("--manifest") else { return nil }
+        guard checking else { throw .usage("--manifest goes with --check") }
+        let bytes = try Output.readFile(path, what: "manifest", limit: NativeManifest.maxBytes)
+        let manifest: NativeManifest
+        do { manifest = try NativeManifest(bytes: bytes) } catch { throw .failed("\(path.pathSanitized): \(error)") }
+        guard manifest.appVersion != nil else { throw .usage("\(path.pathSanitized) names no appVersion: verify --check applies a manifest to the patches of its version") }
+        return manifest
+    }
+
+    static func check(_ report: VerificationReport, manifest: NativeManifest?) throws(CLIError) -> [Checked] {
+        let checker = ScriptChecker()
+        var checked: [Checked] = []
+        for target in report.targets where target.ok {
+            guard let script = target.script else { checked.append(Checked(path: target.path, report: nil)); continue }
+            let applies = manifest.flatMap { $0.appVersion == target.appVersion ? $0 : nil }
+            do { checked.append(Checked(path: target.path, report: try checker.check(script, manifest: applies))) } catch { throw .failed(error.description) }
+        }
+        return checked
     }
 }
