@@ -50,7 +50,9 @@ let package = Package(
         // The script check's worker: one process per check, under CPU, memory and time limits,
         // evaluating a script against the recording JSPatch runtime. No Foundation: it starts
         // for every check.
-        .executableTarget(name: "patchcheck", dependencies: ["CJavaScriptCore"]),
+        // Optimised in every configuration: a name or a script can be megabytes, and the test
+        // build's unoptimised byte loops would spend the script's CPU limit on them.
+        .executableTarget(name: "patchcheck", dependencies: ["CJavaScriptCore"], swiftSettings: [.unsafeFlags(["-O"])]),
         // The publisher's side of the script check: starts the worker, reads what the script
         // did, checks it against the app's native manifest. Never linked by the client library.
         .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
@@ -88,7 +90,7 @@ let package = Package(
         // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "Postgres"], path: "Tests/Support"),
-        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCheck", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
         .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore", "PatchSigning"]),
         .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.

@@ -104,6 +104,9 @@ func microseconds() -> Int {
 
 /// JSON string escaping, for the few strings the worker writes itself.
 func quoted(_ text: String) -> String {
+    // Most text needs no escape: one pass over its bytes, then it goes in as it is (a name
+    // can be megabytes long).
+    if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) { return "\"" + text + "\"" }
     var out = "\""
     for scalar in text.unicodeScalars {
         switch scalar {
@@ -124,7 +127,8 @@ func quoted(_ text: String) -> String {
 /// At most `limit` characters of a text the worker reports (a name or message can be as long
 /// as the script: a 300 KB identifier is valid JavaScript).
 func clipped(_ text: String, _ limit: Int = 300) -> String {
-    text.count > limit ? String(text.prefix(limit)) + "\u{2026}" : text
+    // utf8.count is O(1) for native strings; `count` would walk all of a long one.
+    text.utf8.count > limit ? String(text.prefix(limit)) + "\u{2026}" : text
 }
 
 func located(_ error: ThrownError) -> String {
@@ -177,14 +181,16 @@ func quotedToken(_ message: String) -> String? {
     return String(rest[..<close])
 }
 
-/// The name a JavaScriptCore ReferenceError says it could not find: an identifier, which in
-/// JavaScript may be any letters (`修复崩溃`), never spaces or controls.
+/// The name a JavaScriptCore ReferenceError says it could not find. The engine took it from an
+/// identifier (any letters in JavaScript: `修复崩溃`), so only its bytes are looked at: a
+/// space or control byte means the message is not what it seems. One pass: a name can be
+/// megabytes long.
 func missingName(_ error: ThrownError) -> String? {
     let prefix = "ReferenceError: Can't find variable: "
     guard error.message.hasPrefix(prefix) else { return nil }
-    let name = String(error.message.dropFirst(prefix.count))
-    guard !name.isEmpty, name.unicodeScalars.allSatisfy({ !$0.properties.isWhitespace && $0.value >= 0x20 && $0.value != 0x7f }) else { return nil }
-    return name
+    let name = error.message.utf8.dropFirst(prefix.utf8.count)
+    guard !name.isEmpty, !name.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else { return nil }
+    return String(name)
 }
 
 /// A context with the recording runtime in it, names the script used without defining them
@@ -232,15 +238,17 @@ if var syntax = engine.syntaxError(source, url: url) {
     // extension's function on the device, or a slip): noted where it was first used, then the
     // script is run again from the start in a fresh context with a stand-in for it, so what
     // follows is recorded too. The rules decide what such a name means.
-    var unknown: [ThrownError] = []
+    var unknown: [(name: String, error: ThrownError)] = []
+    var unknownBytes = 0
     var thrown: ThrownError?
     while true {
         if case .failure(let error) = engine.evaluate(source, url: url) {
-            if let name = missingName(error), unknown.count < maxUnknownGlobals, !unknown.contains(where: { missingName($0) == name }),
-               unknown.reduce(name.utf8.count, { $0 + (missingName($1)?.utf8.count ?? 0) }) <= maxUnknownBytes {
-                unknown.append(error)
+            if let name = missingName(error), unknown.count < maxUnknownGlobals, unknownBytes + name.utf8.count <= maxUnknownBytes,
+               !unknown.contains(where: { $0.name == name }) {
+                unknown.append((name, error))
+                unknownBytes += name.utf8.count
                 engine = Engine(in: group)
-                report = prepare(engine, unknown: unknown.compactMap(missingName))
+                report = prepare(engine, unknown: unknown.map(\.name))
                 continue
             }
             thrown = error
@@ -250,9 +258,9 @@ if var syntax = engine.syntaxError(source, url: url) {
     let evaluated = microseconds() - evaluationStart
     if let thrown { output += ",\"exception\":" + located(thrown) }
     if !unknown.isEmpty {
-        output += ",\"unknownGlobals\":[" + unknown.map { error in
-            var located = located(error)
-            located.insert(contentsOf: "\"name\":" + quoted(clipped(missingName(error) ?? "")) + ",", at: located.index(after: located.startIndex))
+        output += ",\"unknownGlobals\":[" + unknown.map { entry in
+            var located = located(entry.error)
+            located.insert(contentsOf: "\"name\":" + quoted(clipped(entry.name)) + ",", at: located.index(after: located.startIndex))
             return located
         }.joined(separator: ",") + "]"
     }

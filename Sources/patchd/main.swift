@@ -31,6 +31,7 @@ let spec = CommandSpec("", program: "patchd", summary: "patchd \(Hotpatch.versio
     Option.value("--ip-body-share", "BYTES", "what one client address (IPv6: per --ipv6-prefix network) may hold of the bodies without a token (default: a sixteenth of them)").environment("HOTPATCH_IP_BODY_SHARE"),
     Option.value("--network-body-share", "BYTES", "what one IPv4 /24 or IPv6 /48 may hold of the bodies without a token (default: a quarter of them)").environment("HOTPATCH_NETWORK_BODY_SHARE"),
     Option.value("--ipv6-prefix", "N", "IPv6 clients are one client per network of N bits for the per-IP limits (default 64)").environment("HOTPATCH_IPV6_PREFIX"),
+    Option.value("--global-ip-rate", "N", "requests a minute per address to what names no app of the registry (tokens, the audit log, /healthz, unknown paths), refusals included; 0: off (default 600)").environment("HOTPATCH_GLOBAL_IP_RATE"),
     // Device reports (docs/SECURITY.md, "Device reports"): per app and hour, at most these.
     Option.value("--report-devices-per-network", "N", "device reports: new reporting devices per app and hour per /24 (IPv4) or /48 (IPv6) (default 20)").environment("HOTPATCH_REPORT_DEVICES_PER_NETWORK"),
     Option.value("--report-devices-per-block", "N", "new reporting devices per app and hour per /16 or /32 (default 200)").environment("HOTPATCH_REPORT_DEVICES_PER_BLOCK"),
@@ -119,6 +120,7 @@ pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 
 var serviceConfiguration = ServiceConfiguration()
 serviceConfiguration.ipv6Prefix = ipv6Prefix
+if let n = integer("--global-ip-rate", in: 0...10_000_000) { serviceConfiguration.globalIPRatePerMinute = n }
 var reportRules = ReportRules()
 if let n = integer("--report-devices-per-network", in: 1...100_000_000) { reportRules.devicesPerNetwork = n }
 if let n = integer("--report-devices-per-block", in: 1...100_000_000) { reportRules.devicesPerBlock = n }

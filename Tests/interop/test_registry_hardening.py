@@ -163,7 +163,7 @@ def test_publish_with_token_file_and_env_against_live_patchd(ws, start, tmp_path
 
     updater = repo_updater(server.app_url("demo"), tmp_path / "client" / "metadata", ws.root_json("demo"))
     info, body = fetch(updater, "2.3/1/main.js")
-    assert body == b"fix(1)"
+    assert body == b"var fix = 1;"
     assert updater.get_targetinfo("2.3/2/main.js") is None
 
 
