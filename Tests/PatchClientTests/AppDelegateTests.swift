@@ -35,6 +35,25 @@ struct AppDelegateTests {
         }
     }
 
+    /// One patch of `app` published and served by patchd on loopback, and the app's client made
+    /// from its bundle, as `-application:didFinishLaunchingWithOptions:` makes HPPatchClient.
+    struct Launched {
+        let fixture: ClientFixture
+        let server: LiveServer
+        let app: AppBundle
+        let patches: BundledPatchClient
+
+        @MainActor
+        init(encrypted: Bool = false, pushSandbox: Bool = false) throws {
+            fixture = try ClientFixture()
+            let name = encrypted ? fixture.secret : fixture.demo
+            try fixture.publish(name)
+            server = try LiveServer(fixture)
+            app = try AppBundle(fixture, app: name, contentKey: encrypted)
+            patches = try BundledPatchClient(server: server.url, app: name.rawValue, channel: nil, pushSandbox: pushSandbox, bundle: app.bundle, support: app.support)
+        }
+    }
+
     /// The UIBackgroundFetchResult a background fetch completes with, by case name.
     static func sync(_ patches: BundledPatchClient) async -> String {
         await withCheckedContinuation { continuation in patches.sync { continuation.resume(returning: "\($0)") } }
@@ -46,16 +65,12 @@ struct AppDelegateTests {
 
     @Test("launch without a patch, background fetch installs it (NewData), the next launch runs the verified script, a confirm keeps it; nothing new is NoData")
     func launchFetchConfirm() async throws {
-        let fixture = try ClientFixture()
-        try fixture.publish(fixture.demo)
-        let server = try LiveServer(fixture)
-        let app = try AppBundle(fixture, app: fixture.demo, contentKey: false)
-        let patches = try BundledPatchClient(server: server.url, app: "demo", channel: nil, pushSandbox: false, bundle: app.bundle, support: app.support)
+        let launched = try Launched(), patches = launched.patches
         #expect(patches.beginLaunch() == nil, "no patch before the first sync")
         #expect(await Self.sync(patches) == "newData")
         let script = try #require(patches.beginLaunch(), "the next launch hands JSPatch the installed script")
-        #expect(script.hasPrefix(app.support.path))
-        #expect(try String(contentsOfFile: script, encoding: .utf8) == ClientFixture.script(fixture.demo, 1))
+        #expect(script.hasPrefix(launched.app.support.path))
+        #expect(try String(contentsOfFile: script, encoding: .utf8) == ClientFixture.script(launched.fixture.demo, 1))
         #expect(patches.scriptPath == script)
         patches.confirmLaunch()
         #expect(await Self.sync(patches) == "noData")
@@ -64,23 +79,15 @@ struct AppDelegateTests {
 
     @Test("an encrypted app reads hotpatch-content.key from the bundle and installs the decrypted script")
     func encryptedApp() async throws {
-        let fixture = try ClientFixture()
-        try fixture.publish(fixture.secret)
-        let server = try LiveServer(fixture)
-        let app = try AppBundle(fixture, app: fixture.secret, contentKey: true)
-        let patches = try BundledPatchClient(server: server.url, app: "secret", channel: nil, pushSandbox: false, bundle: app.bundle, support: app.support)
-        #expect(await Self.sync(patches) == "newData")
-        let script = try #require(patches.beginLaunch())
-        #expect(try String(contentsOfFile: script, encoding: .utf8) == ClientFixture.script(fixture.secret, 1))
+        let launched = try Launched(encrypted: true)
+        #expect(await Self.sync(launched.patches) == "newData")
+        let script = try #require(launched.patches.beginLaunch())
+        #expect(try String(contentsOfFile: script, encoding: .utf8) == ClientFixture.script(launched.fixture.secret, 1))
     }
 
     @Test("registerPushToken reaches the registry with the sandbox environment; a push that is not hotpatch's completes with NoData")
     func push() async throws {
-        let fixture = try ClientFixture()
-        try fixture.publish(fixture.demo)
-        let server = try LiveServer(fixture)
-        let app = try AppBundle(fixture, app: fixture.demo, contentKey: false)
-        let patches = try BundledPatchClient(server: server.url, app: "demo", channel: nil, pushSandbox: true, bundle: app.bundle, support: app.support)
+        let launched = try Launched(pushSandbox: true), fixture = launched.fixture, patches = launched.patches
         let token = Data(repeating: 0xA5, count: 32)
         patches.registerPushToken(token)
         // Fire and forget, as from didRegisterForRemoteNotifications: wait for it to land.

@@ -115,7 +115,7 @@ struct HTTPClientTests {
         expectNotReadOn(endless)
     }
 
-    @Test("a sync's deadline (HTTPClient.deadline) cuts a slow answer and refuses a request once passed; outside a sync the client's own timeouts apply")
+    @Test("a sync's deadline (HTTPClient.deadline) cuts a slow answer and refuses a request once passed; outside a sync the client's resourceTimeout applies (not over corelibs' URLSession, which never reads it)")
     func deadline() async throws {
         let mirror = try Mirror()
         defer { mirror.stop() }
@@ -144,24 +144,15 @@ struct HTTPClientTests {
             #expect((1...2000).contains(HTTPClient.allowedMilliseconds(60) ?? 0))
             #expect(HTTPClient.allowedMilliseconds(0.5) == 500)
         }
-    }
-
-    @Test("outside a sync, resourceTimeout bounds a slow answer (libcurl, Apple's URLSession); corelibs' URLSession never reads timeoutIntervalForResource")
-    func resourceTimeout() async throws {
-        let mirror = try Mirror()
-        defer { mirror.stop() }
-        mirror["/slow"] = .ok(Array("late".utf8))
+        // Outside a sync, resourceTimeout bounds the answer: libcurl, Apple's URLSession. Not
+        // corelibs' URLSession: FoundationNetworking/URLSession/Configuration.swift copies
+        // timeoutIntervalForResource and nothing reads it (docs/IOS.md).
         mirror.delay = 4
-        let client = HTTPClient(HTTPClient.Configuration(requestTimeout: 60, resourceTimeout: 1))
-        let answer = DownloadBody(limit: 64)
-        let outcome: Result<FetchHead, FetchError> = await {
-            do throws(FetchError) { return .success(try await client.send("GET", mirror.url.appendingPathComponent("slow"), into: answer)) } catch { return .failure(error) }
-        }()
+        let bounded = HTTPClient(HTTPClient.Configuration(requestTimeout: 60, resourceTimeout: 1)), answer = DownloadBody(limit: 64)
         if Transport.current == .corelibsURLSession {
-            // FoundationNetworking/URLSession/Configuration.swift copies it; nothing reads it.
-            #expect(try outcome.get().status == 200 && answer.received == Array("late".utf8))
+            #expect(try await bounded.send("GET", url, into: answer).status == 200 && answer.received == Array("late".utf8))
         } else {
-            #expect(throws: FetchError.timeout) { try outcome.get() }
+            await #expect(throws: FetchError.timeout) { try await bounded.send("GET", url, into: answer) }
         }
     }
 

@@ -15,60 +15,37 @@ public protocol HashFunction {
 /// the code reads (`Array(hasher.finalize())`).
 public protocol Digest: Sequence where Element == UInt8 {}
 
-/// https://developer.apple.com/documentation/cryptokit/sha256 (and sha384, sha512,
-/// insecure/md5): each a value type whose `Digest` is its own `…Digest` struct.
-public struct SHA256: HashFunction {
-    public typealias Digest = SHA256Digest
-    private var state = HashState("SHA256")
-    public init() {}
-    public mutating func update(bufferPointer: UnsafeRawBufferPointer) { HashState.update(&state, bufferPointer) }
-    public func finalize() -> SHA256Digest { SHA256Digest(bytes: state.finalize()) }
-}
-
-public struct SHA384: HashFunction {
-    public typealias Digest = SHA384Digest
-    private var state = HashState("SHA384")
-    public init() {}
-    public mutating func update(bufferPointer: UnsafeRawBufferPointer) { HashState.update(&state, bufferPointer) }
-    public func finalize() -> SHA384Digest { SHA384Digest(bytes: state.finalize()) }
-}
-
-public struct SHA512: HashFunction {
-    public typealias Digest = SHA512Digest
-    private var state = HashState("SHA512")
-    public init() {}
-    public mutating func update(bufferPointer: UnsafeRawBufferPointer) { HashState.update(&state, bufferPointer) }
-    public func finalize() -> SHA512Digest { SHA512Digest(bytes: state.finalize()) }
-}
+/// https://developer.apple.com/documentation/cryptokit/sha256, .../sha384, .../sha512,
+/// .../insecure/md5: value types whose `Digest` is a sequence of bytes. Apple declares a struct
+/// for each; here one generic struct, named per algorithm by typealiases.
+public typealias SHA256 = OpenSSLHash<SHA256Name>
+public typealias SHA384 = OpenSSLHash<SHA384Name>
+public typealias SHA512 = OpenSSLHash<SHA512Name>
 
 /// https://developer.apple.com/documentation/cryptokit/insecure
 public enum Insecure {
     /// https://developer.apple.com/documentation/cryptokit/insecure/md5
-    public struct MD5: HashFunction {
-        public typealias Digest = MD5Digest
-        private var state = HashState("MD5")
-        public init() {}
-        public mutating func update(bufferPointer: UnsafeRawBufferPointer) { HashState.update(&state, bufferPointer) }
-        public func finalize() -> MD5Digest { MD5Digest(bytes: state.finalize()) }
-    }
-
-    public struct MD5Digest: CryptoKit.Digest {
-        let bytes: [UInt8]
-        public func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
-    }
+    public typealias MD5 = OpenSSLHash<MD5Name>
 }
 
-public struct SHA256Digest: Digest {
-    let bytes: [UInt8]
-    public func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
+/// A digest as OpenSSL names it.
+public protocol OpenSSLDigestName {
+    static var name: String { get }
 }
 
-public struct SHA384Digest: Digest {
-    let bytes: [UInt8]
-    public func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
+public enum SHA256Name: OpenSSLDigestName { public static let name = "SHA256" }
+public enum SHA384Name: OpenSSLDigestName { public static let name = "SHA384" }
+public enum SHA512Name: OpenSSLDigestName { public static let name = "SHA512" }
+public enum MD5Name: OpenSSLDigestName { public static let name = "MD5" }
+
+public struct OpenSSLHash<Algorithm: OpenSSLDigestName>: HashFunction {
+    private var state = HashState(Algorithm.name)
+    public init() {}
+    public mutating func update(bufferPointer: UnsafeRawBufferPointer) { HashState.update(&state, bufferPointer) }
+    public func finalize() -> OpenSSLDigest { OpenSSLDigest(bytes: state.finalize()) }
 }
 
-public struct SHA512Digest: Digest {
+public struct OpenSSLDigest: Digest {
     let bytes: [UInt8]
     public func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
 }

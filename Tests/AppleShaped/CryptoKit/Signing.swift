@@ -24,35 +24,16 @@ public enum Curve25519 {
     }
 }
 
-/// https://developer.apple.com/documentation/cryptokit/p256 — and P384, P521: the same
-/// members, each with its curve and the SHA-2 it pairs with.
+/// https://developer.apple.com/documentation/cryptokit/p256 (and p384, p521): the same members
+/// on each curve, with the SHA-2 it pairs with. Apple declares a struct per curve; here one
+/// generic struct per role, named per curve by typealiases, so a P-384 signature still cannot
+/// be handed to a P-256 key.
 public enum P256 {
     public enum Signing {
         /// https://developer.apple.com/documentation/cryptokit/p256/signing/publickey
-        public struct PublicKey: Sendable {
-            let key: EVPKey
-
-            /// `init<Bytes>(derRepresentation: Bytes) throws where Bytes : RandomAccessCollection, Bytes.Element == UInt8`
-            /// https://developer.apple.com/documentation/cryptokit/p256/signing/publickey/init(derrepresentation:)
-            public init<Bytes: RandomAccessCollection>(derRepresentation: Bytes) throws where Bytes.Element == UInt8 {
-                key = try EVPKey.ec(spki: derRepresentation, curve: "prime256v1")
-            }
-
-            /// `func isValidSignature<D>(_ signature: P256.Signing.ECDSASignature, for data: D) -> Bool where D : DataProtocol`
-            /// https://developer.apple.com/documentation/cryptokit/p256/signing/publickey/isvalidsignature(_:for:)-(_,D)
-            public func isValidSignature<D: DataProtocol>(_ signature: ECDSASignature, for data: D) -> Bool {
-                key.isValid(signature.der, for: Array(data), digest: "SHA256")
-            }
-        }
-
+        public typealias PublicKey = ECDSAPublicKey<P256Curve>
         /// https://developer.apple.com/documentation/cryptokit/p256/signing/ecdsasignature
-        public struct ECDSASignature: Sendable {
-            let der: [UInt8]
-
-            /// `init<D>(derRepresentation: D) throws where D : DataProtocol`
-            /// https://developer.apple.com/documentation/cryptokit/p256/signing/ecdsasignature/init(derrepresentation:)
-            public init<D: DataProtocol>(derRepresentation: D) throws { der = try ECDSADER.check(Array(derRepresentation)) }
-        }
+        public typealias ECDSASignature = ECDSASignatureValue<P256Curve>
     }
 }
 
@@ -60,25 +41,9 @@ public enum P256 {
 public enum P384 {
     public enum Signing {
         /// https://developer.apple.com/documentation/cryptokit/p384/signing/publickey
-        public struct PublicKey: Sendable {
-            let key: EVPKey
-
-            /// https://developer.apple.com/documentation/cryptokit/p384/signing/publickey/init(derrepresentation:)
-            public init<Bytes: RandomAccessCollection>(derRepresentation: Bytes) throws where Bytes.Element == UInt8 {
-                key = try EVPKey.ec(spki: derRepresentation, curve: "secp384r1")
-            }
-
-            /// https://developer.apple.com/documentation/cryptokit/p384/signing/publickey/isvalidsignature(_:for:)
-            public func isValidSignature<D: DataProtocol>(_ signature: ECDSASignature, for data: D) -> Bool {
-                key.isValid(signature.der, for: Array(data), digest: "SHA384")
-            }
-        }
-
-        /// https://developer.apple.com/documentation/cryptokit/p384/signing/ecdsasignature/init(derrepresentation:)
-        public struct ECDSASignature: Sendable {
-            let der: [UInt8]
-            public init<D: DataProtocol>(derRepresentation: D) throws { der = try ECDSADER.check(Array(derRepresentation)) }
-        }
+        public typealias PublicKey = ECDSAPublicKey<P384Curve>
+        /// https://developer.apple.com/documentation/cryptokit/p384/signing/ecdsasignature
+        public typealias ECDSASignature = ECDSASignatureValue<P384Curve>
     }
 }
 
@@ -86,26 +51,52 @@ public enum P384 {
 public enum P521 {
     public enum Signing {
         /// https://developer.apple.com/documentation/cryptokit/p521/signing/publickey
-        public struct PublicKey: Sendable {
-            let key: EVPKey
-
-            /// https://developer.apple.com/documentation/cryptokit/p521/signing/publickey/init(derrepresentation:)
-            public init<Bytes: RandomAccessCollection>(derRepresentation: Bytes) throws where Bytes.Element == UInt8 {
-                key = try EVPKey.ec(spki: derRepresentation, curve: "secp521r1")
-            }
-
-            /// https://developer.apple.com/documentation/cryptokit/p521/signing/publickey/isvalidsignature(_:for:)
-            public func isValidSignature<D: DataProtocol>(_ signature: ECDSASignature, for data: D) -> Bool {
-                key.isValid(signature.der, for: Array(data), digest: "SHA512")
-            }
-        }
-
-        /// https://developer.apple.com/documentation/cryptokit/p521/signing/ecdsasignature/init(derrepresentation:)
-        public struct ECDSASignature: Sendable {
-            let der: [UInt8]
-            public init<D: DataProtocol>(derRepresentation: D) throws { der = try ECDSADER.check(Array(derRepresentation)) }
-        }
+        public typealias PublicKey = ECDSAPublicKey<P521Curve>
+        /// https://developer.apple.com/documentation/cryptokit/p521/signing/ecdsasignature
+        public typealias ECDSASignature = ECDSASignatureValue<P521Curve>
     }
+}
+
+/// A NIST curve as OpenSSL names it, with the digest CryptoKit pairs it with.
+public protocol ECDSACurve: Sendable {
+    static var openSSLName: String { get }
+    static var digest: String { get }
+}
+
+public enum P256Curve: ECDSACurve {
+    public static let openSSLName = "prime256v1", digest = "SHA256"
+}
+
+public enum P384Curve: ECDSACurve {
+    public static let openSSLName = "secp384r1", digest = "SHA384"
+}
+
+public enum P521Curve: ECDSACurve {
+    public static let openSSLName = "secp521r1", digest = "SHA512"
+}
+
+public struct ECDSAPublicKey<Curve: ECDSACurve>: Sendable {
+    let key: EVPKey
+
+    /// `init<Bytes>(derRepresentation: Bytes) throws where Bytes : RandomAccessCollection, Bytes.Element == UInt8`
+    /// https://developer.apple.com/documentation/cryptokit/p256/signing/publickey/init(derrepresentation:)
+    public init<Bytes: RandomAccessCollection>(derRepresentation: Bytes) throws where Bytes.Element == UInt8 {
+        key = try EVPKey.ec(spki: derRepresentation, curve: Curve.openSSLName)
+    }
+
+    /// `func isValidSignature<D>(_ signature: P256.Signing.ECDSASignature, for data: D) -> Bool where D : DataProtocol`
+    /// https://developer.apple.com/documentation/cryptokit/p384/signing/publickey/isvalidsignature(_:for:)
+    public func isValidSignature<D: DataProtocol>(_ signature: ECDSASignatureValue<Curve>, for data: D) -> Bool {
+        key.isValid(signature.der, for: Array(data), digest: Curve.digest)
+    }
+}
+
+public struct ECDSASignatureValue<Curve: ECDSACurve>: Sendable {
+    let der: [UInt8]
+
+    /// `init<D>(derRepresentation: D) throws where D : DataProtocol`
+    /// https://developer.apple.com/documentation/cryptokit/p521/signing/ecdsasignature/init(derrepresentation:)
+    public init<D: DataProtocol>(derRepresentation: D) throws { der = try ECDSADER.check(Array(derRepresentation)) }
 }
 
 /// What an `ECDSASignature(derRepresentation:)` accepts here: one DER `SEQUENCE { r, s }`
