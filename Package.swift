@@ -115,6 +115,7 @@ if Context.environment["HOTPATCH_APPLE_SHAPED"] == "1" {
     func shim(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
         .target(name: name, dependencies: dependencies, path: "Tests/AppleShaped/\(name)")
     }
+    // Security's stand-in verifies through the CryptoKit stand-in's one OpenSSL key owner.
     package.targets += [
         shim("CryptoKit", ["CCrypto"]),
         shim("Security", ["CryptoKit"]),
@@ -125,7 +126,8 @@ if Context.environment["HOTPATCH_APPLE_SHAPED"] == "1" {
     target("PatchClient")?.dependencies = ["PatchCore"]
     target("PatchClientObjC")?.dependencies += ["UIKit"]
     target("PatchClientTests")?.dependencies += ["PatchClientObjC"]
-    // Only the suites this configuration runs are built (a few minutes less on 2 cores).
+    // Only the suites this configuration runs are built, and not the benchmark (a few minutes
+    // less on 2 cores).
     let run: Set = ["PatchCoreTests", "PatchClientTests"]
     package.targets.removeAll { ($0.type == .test && !run.contains($0.name)) || $0.name == "hotpatch-bench" }
 }

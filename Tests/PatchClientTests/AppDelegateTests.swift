@@ -6,7 +6,8 @@ import Foundation
 import PatchCore
 import Testing
 // No `import UIKit`: beside Testing it pulls in Swift Testing's cross-import overlay
-// `_Testing_UIKit`, which only Apple's SDKs have. The fetch results are compared by case name.
+// `_Testing_UIKit`, which only Apple's SDKs have. The fetch results are compared by the case
+// their raw value names (an imported Objective-C enum does not print its case names).
 @testable import PatchClient
 @testable import PatchClientObjC
 
@@ -54,13 +55,20 @@ struct AppDelegateTests {
         }
     }
 
+    /// UIBackgroundFetchResult's case for a raw value, as UIKit numbers them
+    /// (https://developer.apple.com/documentation/uikit/uibackgroundfetchresult: NewData, NoData, Failed).
+    nonisolated static func fetchResult(_ rawValue: UInt) -> String {
+        let names = ["newData", "noData", "failed"]
+        return rawValue < names.count ? names[Int(rawValue)] : "raw \(rawValue)"
+    }
+
     /// The UIBackgroundFetchResult a background fetch completes with, by case name.
     static func sync(_ patches: BundledPatchClient) async -> String {
-        await withCheckedContinuation { continuation in patches.sync { continuation.resume(returning: "\($0)") } }
+        await withCheckedContinuation { continuation in patches.sync { continuation.resume(returning: fetchResult($0.rawValue)) } }
     }
 
     static func handlePush(_ patches: BundledPatchClient, _ payload: [AnyHashable: Any]) async -> String {
-        await withCheckedContinuation { continuation in patches.handlePush(payload) { continuation.resume(returning: "\($0)") } }
+        await withCheckedContinuation { continuation in patches.handlePush(payload) { continuation.resume(returning: fetchResult($0.rawValue)) } }
     }
 
     @Test("launch without a patch, background fetch installs it (NewData), the next launch runs the verified script, a confirm keeps it; nothing new is NoData")
@@ -114,10 +122,10 @@ struct AppDelegateTests {
 
     @Test("sync outcomes map to UIBackgroundFetchResult: removed NewData (updated: above), unchanged/throttled NoData, failed Failed")
     func fetchResults() {
-        #expect("\(BundledPatchClient.fetchResult(.removed))" == "newData")
-        #expect("\(BundledPatchClient.fetchResult(.unchanged(nil)))" == "noData")
-        #expect("\(BundledPatchClient.fetchResult(.throttled(until: Date())))" == "noData")
-        #expect("\(BundledPatchClient.fetchResult(.failed(.timeout)))" == "failed")
+        #expect(Self.fetchResult(BundledPatchClient.fetchResult(.removed).rawValue) == "newData")
+        #expect(Self.fetchResult(BundledPatchClient.fetchResult(.unchanged(nil)).rawValue) == "noData")
+        #expect(Self.fetchResult(BundledPatchClient.fetchResult(.throttled(until: Date())).rawValue) == "noData")
+        #expect(Self.fetchResult(BundledPatchClient.fetchResult(.failed(.timeout)).rawValue) == "failed")
     }
 }
 #endif

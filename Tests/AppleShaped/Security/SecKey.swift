@@ -26,8 +26,11 @@ public final class SecKey: @unchecked Sendable {
     init(_ key: EVPKey) { self.key = key }
 }
 
-/// https://developer.apple.com/documentation/security/kseckeytype,
-/// .../ksecattrkeytypersa, .../kseckeyclass, .../ksecattrkeyclasspublic
+/// `let kSecAttrKeyType: CFString` and the others, each a documented `CFString` constant:
+/// https://developer.apple.com/documentation/security/ksecattrkeytype,
+/// https://developer.apple.com/documentation/security/ksecattrkeytypersa,
+/// https://developer.apple.com/documentation/security/ksecattrkeyclass,
+/// https://developer.apple.com/documentation/security/ksecattrkeyclasspublic
 public let kSecAttrKeyType: CFString = "type"
 public let kSecAttrKeyTypeRSA: CFString = "rsa"
 public let kSecAttrKeyClass: CFString = "class"
