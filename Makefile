@@ -1,7 +1,8 @@
 # hotpatch: two commands set up a fresh Debian 12 machine that has the Swift toolchain.
 #   make run   installs what serving needs (not the test stack), builds, creates the demo app,
 #              publishes patches/demo/2.3/main.js and serves it
-#   make test  installs what is missing, builds and runs every test
+#   make test  installs what is missing, builds and runs every test (and, in a second build,
+#              the iOS code paths on Linux: make test-apple-shaped, docs/IOS.md)
 #   make bench installs wrk, nginx and hyperfine too, builds for release and measures hotpatch
 #              against nginx, OpenSSL and python-tuf, and on PostgreSQL against SQLite
 #              (minutes; writes bench/results/RUN.json and docs/BENCHMARKS.md; ROWS=7a,10
@@ -32,7 +33,7 @@ LISTEN ?= 127.0.0.1:8080
 # removed after it (or the one already named, so `make test` starts one for all its runs).
 WITH_PG := ./scripts/pg-test-cluster.sh run
 
-.PHONY: deps apt apt-test apt-bench venv build build-tests release test test-swift test-interop run bench soak fuzz operations-js clean
+.PHONY: deps apt apt-test apt-bench venv build build-tests release test test-swift test-interop test-apple-shaped run bench soak fuzz operations-js clean
 
 deps: apt apt-test venv
 
@@ -73,6 +74,7 @@ test: apt apt-test
 	python3 bench/bench.py selftest
 	$(MAKE) -j2 venv build-tests
 	$(WITH_PG) $(MAKE) test-swift test-interop
+	$(MAKE) test-apple-shaped
 
 build-tests: apt
 	swift build --build-tests
@@ -112,6 +114,20 @@ PG_INTEROP := Tests/interop/test_hardening.py Tests/interop/test_registry_harden
 test-interop:
 	$(WITH_PG) $(INTEROP_PYTEST) Tests/interop
 	$(WITH_PG) $(PG_REGISTRY) $(INTEROP_PYTEST) $(PG_INTEROP)
+
+# The Apple-only client code, compiled and run on Linux (docs/IOS.md, "What is checked here"):
+# a second build (HOTPATCH_APPLE_SHAPED=1, in a build directory of its own so neither build
+# undoes the other) with PatchClient over swift-corelibs-foundation's URLSession, PatchCore's
+# CryptoKit backend against test-only stand-ins over OpenSSL, and the Objective-C face's Swift
+# half against a stand-in UIKit; then, in it, the client suites (the HTTPClient contract
+# tests among them), the seam vectors and the module graph. On SQLite only: the client suites
+# reach storage through the registry, which test-swift runs on both backends.
+APPLE_SHAPED := env HOTPATCH_APPLE_SHAPED=1
+APPLE_SHAPED_BUILD := .build/apple-shaped
+test-apple-shaped: apt
+	$(APPLE_SHAPED) swift build --build-tests --build-path $(APPLE_SHAPED_BUILD)
+	$(APPLE_SHAPED) PATCHCTL=$(CURDIR)/$(APPLE_SHAPED_BUILD)/debug/patchctl swift test --skip-build --build-path $(APPLE_SHAPED_BUILD) \
+	  --filter 'PatchClientTests|CryptoSeamTests|ClientModuleGraphTests'
 
 run: release
 	@./scripts/run-demo.sh "$(DATA)" "$(KEYS)" "$(LISTEN)"

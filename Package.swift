@@ -118,3 +118,34 @@ if Context.environment["HOTPATCH_FUZZ"] == "1" {
         harness("FuzzHTTPHead", ["PatchServer"]),
     ]
 }
+
+// The Apple-only client code compiled and run on Linux (docs/IOS.md, "What is checked here";
+// `make test-apple-shaped`): PatchClient over swift-corelibs-foundation's URLSession instead of
+// libcurl, PatchCore's CryptoKit backend against test-only `CryptoKit` and `Security` modules
+// over OpenSSL, and the Objective-C face's Swift half against a test-only `UIKit`. Declared only
+// when HOTPATCH_APPLE_SHAPED=1 and only on a Linux host, where no module of those names exists:
+// on a Mac they would shadow Apple's. Nothing here is reached by the PatchClient product as
+// Apple builds it (ClientModuleGraphTests).
+#if os(Linux)
+if Context.environment["HOTPATCH_APPLE_SHAPED"] == "1" {
+    func target(_ name: String) -> Target? { package.targets.first { $0.name == name } }
+    func shim(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .target(name: name, dependencies: dependencies, path: "Tests/AppleShaped/\(name)")
+    }
+    // Security's stand-in verifies through the CryptoKit stand-in's one OpenSSL key owner.
+    package.targets += [
+        shim("CryptoKit", ["CCrypto"]),
+        shim("Security", ["CryptoKit"]),
+        shim("UIKit", []),
+    ]
+    target("PatchCore")?.dependencies += ["CryptoKit", "Security"]
+    // URLSession (HTTPClient+URLSession.swift) instead of libcurl: PatchCore alone.
+    target("PatchClient")?.dependencies = ["PatchCore"]
+    target("PatchClientObjC")?.dependencies += ["UIKit"]
+    target("PatchClientTests")?.dependencies += ["PatchClientObjC"]
+    // Only the suites this configuration runs are built, and not the benchmark (a few minutes
+    // less on 2 cores).
+    let run: Set = ["PatchCoreTests", "PatchClientTests"]
+    package.targets.removeAll { ($0.type == .test && !run.contains($0.name)) || $0.name == "hotpatch-bench" }
+}
+#endif

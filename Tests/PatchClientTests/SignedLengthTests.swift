@@ -33,8 +33,7 @@ struct SignedLengthTests {
         let outcome = await client.sync(force: true)
         let path = ClientFixture.metadataPath(fixture.demo, "\(timestamp.snapshot.version).snapshot.json")
         #expect(outcome == .failed(.tooLarge(what: server.url.absoluteString + path, limit: TrustedMetadata.maxSnapshotLength)))
-        #expect(server.streamsReadToCap == 0, "the endless snapshot was read to the server's \(cap >> 20) MB cap")
-        #expect(server.endlessBytesSent < 16 << 20, "\(server.endlessBytesSent) bytes went out before the client hung up")
+        expectNotReadOn(server)
         expectKept(client, device.good)
     }
 
@@ -53,8 +52,7 @@ struct SignedLengthTests {
         let outcome = await client.sync(force: true)
         let path = ClientFixture.metadataPath(fixture.demo, "\(targetsVersion).targets.json")
         #expect(outcome == .failed(.tooLarge(what: server.url.absoluteString + path, limit: TrustedMetadata.maxTargetsLength)))
-        #expect(server.streamsReadToCap == 0, "the endless targets file was read to the server's \(cap >> 20) MB cap")
-        #expect(server.endlessBytesSent < 16 << 20, "\(server.endlessBytesSent) bytes went out before the client hung up")
+        expectNotReadOn(server)
         expectKept(client, device.good)
     }
 }

@@ -226,7 +226,8 @@ struct TamperingTests {
         // task's wait to run again on the executor the other tests share.
         #expect(elapsed < 15, "the syncs took \(elapsed) s")
         // libcurl aborts the transfer from its write callback: the streams are not read on.
-        #expect(endless.streamsReadToCap == 0, "\(endless.streamsReadToCap) of 3 endless streams were read to the server's \(cap >> 20) MB cap")
+        // (Three streams' socket buffers can pass 16 MB together: no bound on the bytes.)
+        expectNotReadOn(endless, sentBelow: nil)
     }
 
     @Test("endless data: a timestamp.json over 16384 bytes → .tooLarge")

@@ -173,10 +173,30 @@ struct ClientModuleGraphTests {
         }
     }
 
+    @Test("the stand-ins for Apple's modules (Tests/AppleShaped) are declared only in the HOTPATCH_APPLE_SHAPED block, on a Linux host")
+    func standInsOnlyInTheAppleShapedBuild() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let opening = try #require(text.range(of: "#if os(Linux)\nif Context.environment[\"HOTPATCH_APPLE_SHAPED\"] == \"1\" {"))
+        let closing = try #require(text.range(of: "\n}\n#endif", range: opening.upperBound..<text.endIndex))
+        let block = opening.lowerBound..<closing.upperBound
+        let standIns = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Tests/AppleShaped").path)
+        #expect(Set(standIns) == Self.appleModules, "one stand-in per Apple module the client uses")
+        for needle in ["Tests/AppleShaped"] + standIns.map({ "\"\($0)\"" }) {
+            var from = text.startIndex
+            while let found = text.range(of: needle, range: from..<text.endIndex) {
+                #expect(block.contains(found.lowerBound), "\(needle) named outside the apple-shaped block")
+                from = found.upperBound
+            }
+        }
+    }
+
     @Test("each backend file is compiled only where its library exists; the Objective-C face only on Apple platforms")
     func backendFilesAreGuarded() throws {
+        // The Objective-C names need the Objective-C runtime; their Swift half needs UIKit alone
+        // (the apple-shaped Linux build compiles it against a stand-in). First match wins.
         let required = [(Self.openSSLBackend, "#if canImport(CCrypto)"), (Self.appleBackend, "#if canImport(CryptoKit)"),
-                        ("Sources/PatchClientObjC/", "#if canImport(ObjectiveC) && canImport(UIKit)"), (Self.curlFile, "#if canImport(CCurl)")]
+                        ("Sources/PatchClientObjC/HPPatchClient.swift", "#if canImport(ObjectiveC) && canImport(UIKit)"),
+                        ("Sources/PatchClientObjC/", "#if canImport(UIKit)"), (Self.curlFile, "#if canImport(CCurl)")]
         for file in try Self.clientSources() {
             guard let (_, opening) = required.first(where: { file.path.hasPrefix($0.0) }) else { continue }
             let code = file.lines.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
