@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import Synchronization
 
 /// Checks a JSPatch script before it ships (issue 45; docs/PROTOCOL.md, "Script check"): the
 /// worker (`patchcheck`) parses it in JavaScriptCore and runs its top level against a recording
@@ -32,10 +33,21 @@ public struct ScriptChecker: Sendable {
 
     public var worker: String?
     public var limits: Limits
+    /// Recordings made ahead of the call that reads them (`prepare`), shared by every copy.
+    let recent = RecentRecordings()
 
     public init(worker: String? = ScriptChecker.locateWorker(), limits: Limits = Limits()) {
         self.worker = worker
         self.limits = limits
+    }
+
+    /// Runs the worker on `script` now and keeps what it recorded for a minute, so the check a
+    /// release makes under a lock finds it done: patchd records a script before it takes the
+    /// registry's lock, which a worker running for its whole deadline must not hold. A check
+    /// that cannot run keeps nothing (the release says so itself).
+    public func prepare(_ script: [UInt8]) {
+        guard let recorded = try? record(script) else { return }
+        recent.keep(recorded, for: script, limits: limits)
     }
 
     /// `$HOTPATCH_PATCHCHECK`, else `patchcheck` in the running program's directory (where
@@ -84,7 +96,7 @@ public struct ScriptChecker: Sendable {
         return manifests.map { Self.report(recording, manifest: $0.manifest, manifestSha256: $0.sha256) }
     }
 
-    enum Recorded {
+    enum Recorded: Sendable {
         case recorded(ScriptRecording)
         /// The script's top level went past a limit: the one finding there is.
         case limit(CheckFinding)
@@ -94,6 +106,7 @@ public struct ScriptChecker: Sendable {
     private static let slots = DispatchSemaphore(value: maxConcurrent)
 
     func record(_ script: [UInt8]) throws(ScriptCheckError) -> Recorded {
+        if let kept = recent.recorded(for: script, limits: limits) { return kept }
         guard let worker else {
             throw .couldNotRun("the script check's worker (\(Self.workerName)) is not installed beside this program nor on PATH; build it with `swift build` or name it with $\(Self.workerEnvironment)")
         }
@@ -136,6 +149,39 @@ public struct ScriptChecker: Sendable {
             throw .couldNotRun("the check's worker answered something that is not its report (a patchcheck of another build?)")
         }
         return .recorded(recording)
+    }
+}
+
+/// The last few recordings `prepare` made, by the script's SHA-256 and the limits it ran
+/// under, each for a minute: a handful of scripts at most, each recording bounded by the
+/// worker's output limit.
+final class RecentRecordings: Sendable {
+    static let capacity = 8
+    static let lifetime: TimeInterval = 60
+
+    private struct Entry {
+        let key: String
+        let recorded: ScriptChecker.Recorded
+        let at: Date
+    }
+    private let entries = Mutex<[Entry]>([])
+
+    private static func key(_ script: [UInt8], _ limits: ScriptChecker.Limits) -> String {
+        "\(Digest.sha256Hex(script))/\(limits.cpuSeconds)/\(limits.memoryMiB)/\(limits.deadline)"
+    }
+
+    func keep(_ recorded: ScriptChecker.Recorded, for script: [UInt8], limits: ScriptChecker.Limits) {
+        let key = Self.key(script, limits), now = Date()
+        entries.withLock { entries in
+            entries.removeAll { $0.key == key || now.timeIntervalSince($0.at) > Self.lifetime }
+            entries.append(Entry(key: key, recorded: recorded, at: now))
+            if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
+        }
+    }
+
+    func recorded(for script: [UInt8], limits: ScriptChecker.Limits) -> ScriptChecker.Recorded? {
+        let key = Self.key(script, limits), now = Date()
+        return entries.withLock { entries in entries.last { $0.key == key && now.timeIntervalSince($0.at) <= Self.lifetime }?.recorded }
     }
 }
 

@@ -56,7 +56,7 @@ extension Registry {
 
     /// The patch a promotion publishes: `number` (active, in `from`), else the newest active
     /// patch of `from`.
-    private func promotionSource(app name: AppName, appVersion: AppVersion, from: ChannelName, number: Int?) throws(RegistryError) -> PatchRecord {
+    func promotionSource(app name: AppName, appVersion: AppVersion, from: ChannelName, number: Int?) throws(RegistryError) -> PatchRecord {
         guard let number else {
             guard let newest = try patches(app: name, appVersion: appVersion, channel: from, activeOnly: true).last else {
                 throw .notFound("\(name) \(appVersion) has no active patch in channel \(from)")
@@ -116,7 +116,7 @@ extension Registry {
     }
 
     /// Patch `number` of `all`, which must be in `channel`: a rollback stays in its channel.
-    private func rollbackSource(app name: AppName, appVersion: AppVersion, channel: ChannelName, number: Int, in all: [PatchRecord]) throws(RegistryError) -> PatchRecord {
+    func rollbackSource(app name: AppName, appVersion: AppVersion, channel: ChannelName, number: Int, in all: [PatchRecord]) throws(RegistryError) -> PatchRecord {
         guard let source = all.first(where: { $0.number == number }) else {
             throw .notFound("\(name) \(appVersion) has no patch \(number)")
         }

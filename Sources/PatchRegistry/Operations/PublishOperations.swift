@@ -21,7 +21,8 @@ public struct PublishOperation: ReleaseOperation, Equatable {
                                "signed delivery conditions (docs/PROTOCOL.md section 5), device IDs already hashed"),
             OperationParameter("bundle", .content, .bytes, required: true, "the script: UTF-8 JavaScript, at most Registry.maxBundleSize bytes"),
         ],
-        audits: ["patch.publish", "change.propose"], danger: .routine, confirms: true, status: 201, metric: "publish", bodyLimit: Registry.maxBundleSize)
+        audits: ["patch.publish", "change.propose"], danger: .routine, confirms: true, status: 201, metric: "publish", bodyLimit: Registry.maxBundleSize,
+        checksScript: true)
 
     public var versions: VersionSelector
     public var channel: ChannelName
@@ -76,6 +77,8 @@ public struct PublishOperation: ReleaseOperation, Equatable {
         return "publish a \(bundle.count)-byte bundle to \(target) \(channel)\(newChannel ? " (a new channel)" : "") at \(rollout) %\(conditions == nil ? "" : " (conditional)")\(skipCheck == nil ? "" : " past the script check")"
     }
 
+    public func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]? { bundle }
+
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
         let app = try context.requireApp()
         return try registry.publish(app: app, versions: versions, bundle: bundle, channel: channel, rollout: rollout, message: message,
@@ -99,7 +102,7 @@ public struct PromoteOperation: ReleaseOperation, Equatable {
             OperationParameter("message", .query, .text, "release notes of the new patch (default: the source patch's)"),
             .skipCheck,
         ],
-        audits: ["patch.promote", "change.propose"], danger: .routine, status: 201, metric: "publish")
+        audits: ["patch.promote", "change.propose"], danger: .routine, status: 201, metric: "publish", checksScript: true)
 
     public var appVersion: AppVersion
     public var from: ChannelName
@@ -132,6 +135,10 @@ public struct PromoteOperation: ReleaseOperation, Equatable {
 
     public var summary: String {
         "promote \(appVersion) \(patch.map { "patch \($0)" } ?? "the newest patch") of \(from) to \(to) at \(rollout) %"
+    }
+
+    public func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]? {
+        try registry.plaintext(of: registry.promotionSource(app: app, appVersion: appVersion, from: from, number: patch))
     }
 
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {

@@ -27,10 +27,14 @@ public protocol ReleaseOperation: Sendable {
     /// The status of a change that was made: `definition.status` unless a call's form says
     /// otherwise (a plain rollback revokes; `--to` publishes).
     var status: Int { get }
+    /// The script a call would check (`definition.checksScript`), found without changing
+    /// anything: patchd records it in the worker before it takes the registry's lock.
+    func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]?
 }
 
 extension ReleaseOperation {
     public var status: Int { Self.definition.status }
+    public func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]? { nil }
 }
 
 /// What one call of an operation carries besides its parameters.
@@ -105,9 +109,13 @@ public struct OperationDefinition: Sendable {
     public let metric: String
     /// The most request-body bytes its routes read.
     public let bodyLimit: Int
+    /// Whether a call runs the script check (publish, promote, rollback, check): a worker
+    /// process for up to its deadline, which patchd waits for off its I/O threads.
+    public let checksScript: Bool
 
     public init(kind: String, routes: [APIOperation], parameters: [OperationParameter], audits: [String], danger: Danger,
-                dryRun: Bool = true, expectPatch: Bool = true, confirms: Bool = false, status: Int = 200, metric: String, bodyLimit: Int = 0) {
+                dryRun: Bool = true, expectPatch: Bool = true, confirms: Bool = false, status: Int = 200, metric: String, bodyLimit: Int = 0,
+                checksScript: Bool = false) {
         self.kind = kind
         self.routes = routes
         self.parameters = parameters
@@ -119,6 +127,7 @@ public struct OperationDefinition: Sendable {
         self.status = status
         self.metric = metric
         self.bodyLimit = bodyLimit
+        self.checksScript = checksScript
     }
 
     /// The parameters every call of it may carry besides its own: how it is run, not what it does.

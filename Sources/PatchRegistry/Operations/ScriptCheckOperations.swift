@@ -46,7 +46,7 @@ public struct CheckScriptOperation: ReleaseOperation, Equatable {
             OperationParameter("appVersion", .query, .appVersion, "the app version whose native manifest to check against (left out: syntax and evaluation only)"),
             OperationParameter("script", .content, .bytes, required: true, "the script: UTF-8 JavaScript, at most Registry.maxBundleSize bytes"),
         ],
-        audits: [], danger: .routine, dryRun: false, expectPatch: false, metric: "publish", bodyLimit: Registry.maxBundleSize)
+        audits: [], danger: .routine, dryRun: false, expectPatch: false, metric: "publish", bodyLimit: Registry.maxBundleSize, checksScript: true)
 
     public var appVersion: AppVersion?
     public var script: [UInt8]
@@ -64,6 +64,8 @@ public struct CheckScriptOperation: ReleaseOperation, Equatable {
     public var values: OperationValues { .encode(["appVersion": appVersion], bundle: script) }
 
     public var summary: String { "check a \(script.count)-byte script\(appVersion.map { " against \($0)'s manifest" } ?? "")" }
+
+    public func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]? { script }
 
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
         let app = try context.requireApp()

@@ -82,7 +82,7 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
             OperationParameter("message", .query, .text, "why (a plain rollback's revoke), or with `to` the new patch's release notes (default: patch `to`'s)"),
             .skipCheck,
         ],
-        audits: ["patch.revoke", "patch.rollback", "change.propose"], danger: .takesAway, status: 201, metric: "publish")
+        audits: ["patch.revoke", "patch.rollback", "change.propose"], danger: .takesAway, status: 201, metric: "publish", checksScript: true)
 
     public var appVersion: AppVersion
     public var channel: ChannelName
@@ -125,6 +125,12 @@ public struct RollbackOperation: ReleaseOperation, Equatable {
     }
 
     public var status: Int { to == nil ? 200 : 201 }
+
+    public func scriptToCheck(in registry: Registry, app: AppName) throws(RegistryError) -> [UInt8]? {
+        guard let to else { return nil }
+        return try registry.plaintext(of: registry.rollbackSource(app: app, appVersion: appVersion, channel: channel, number: to,
+                                                                  in: registry.patches(app: app, appVersion: appVersion, activeOnly: false)))
+    }
 
     public func execute(on registry: Registry, _ context: OperationContext) throws(RegistryError) -> JSON {
         let app = try context.requireApp()
