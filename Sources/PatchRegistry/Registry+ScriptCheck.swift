@@ -122,8 +122,9 @@ public struct StoredManifest: Sendable {
 
 extension Registry {
     /// Stores the native manifest of an app version (`patchctl apps manifest`), replacing the
-    /// one it had, in one transaction with its `app.manifest` audit event. Refused, nothing
-    /// changed, when it is not a manifest or says it is for another version.
+    /// one it had, in one transaction with its `app.manifest` audit event; the one it has
+    /// already changes nothing (`changed` false). Refused, nothing changed, when it is not a
+    /// manifest or says it is for another version.
     public func setManifest(app name: AppName, appVersion: AppVersion, bytes: [UInt8], actor: Actor, now: Date = Date()) throws(RegistryError) -> JSON {
         let manifest: NativeManifest
         do { manifest = try NativeManifest(bytes: bytes) } catch { throw .invalidInput(error.description) }
@@ -135,19 +136,22 @@ extension Registry {
             _ = try self.app(name)
             let replaced = try db.query("SELECT sha256 FROM native_manifests WHERE app = ? AND app_version = ?",
                                         [.text(name.rawValue), .text(appVersion.rawValue)]) { $0.text(0) }.first
+            var summary: [String: JSON] = [
+                "app": .string(name.rawValue), "appVersion": .string(appVersion.rawValue), "sha256": .string(sha256),
+                "classes": .int(Int64(manifest.classes.count)), "protocols": .int(Int64(manifest.protocols.count)),
+                "knownClasses": .int(Int64(manifest.knownClasses.count)), "changed": .bool(replaced != sha256),
+            ]
+            // The same manifest again (a build phase run twice, `make run` again): nothing to record.
+            guard replaced != sha256 else { return .object(summary) }
             try db.run("""
                 INSERT INTO native_manifests(app, app_version, sha256, manifest, uploaded_at, uploaded_by) VALUES (?,?,?,?,?,?)
                 ON CONFLICT(app, app_version) DO UPDATE SET sha256 = excluded.sha256, manifest = excluded.manifest,
                     uploaded_at = excluded.uploaded_at, uploaded_by = excluded.uploaded_by
                 """, [.text(name.rawValue), .text(appVersion.rawValue), .text(sha256), .blob(bytes), .text(TUFTime.format(now)), .text(actor.name)])
-            var summary: [String: JSON] = [
-                "app": .string(name.rawValue), "appVersion": .string(appVersion.rawValue), "sha256": .string(sha256),
-                "classes": .int(Int64(manifest.classes.count)), "protocols": .int(Int64(manifest.protocols.count)),
-                "knownClasses": .int(Int64(manifest.knownClasses.count)),
-            ]
             if let replaced { summary["replaced"] = .string(replaced) }
             var details = summary
             details["app"] = nil
+            details["changed"] = nil
             _ = try AuditLog.append(db, app: name.rawValue, actor: actor, action: "app.manifest", details: .object(details), at: now)
             return .object(summary)
         }

@@ -259,6 +259,8 @@ def test_run_demo_script_serves_the_demo_patch_and_is_safe_to_run_again(tmp_path
                 time.sleep(0.05)
             text = log.read_text()
             assert ("published demo 2.3 patch 1" if attempt == 1 else "demo 2.3 already serves") in text, text
+            # Checked against the demo's native manifest, stored once (the second run changes nothing).
+            assert ("stored the native manifest of demo 2.3" if attempt == 1 else "has this native manifest already") in text, text
             request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": "my-phone"})
             with urllib.request.urlopen(request, timeout=10) as response:
                 assert response.read() == (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_bytes()

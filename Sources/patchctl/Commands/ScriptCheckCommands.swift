@@ -67,6 +67,10 @@ struct AppsManifestCommand: Command {
         let app = try backend.app(arguments)
         let out = try ReleaseCall.run(ManifestOperation(appVersion: version, manifest: bytes), app: app, backend: backend)
         if arguments.flag("--json") { Output.json(out); return }
+        if out["changed"]?.boolValue == false {
+            Output.line("\(app) \(version) has this native manifest already (sha256 \(out["sha256"]?.stringValue ?? "")): unchanged")
+            return
+        }
         let replaced = out["replaced"]?.stringValue.map { "; it replaces sha256 \($0.prefix(16))…" } ?? ""
         Output.line("stored the native manifest of \(app) \(version): \(out["classes"]?.intValue ?? 0) classes, \(out["protocols"]?.intValue ?? 0) protocols, \(out["knownClasses"]?.intValue ?? 0) known classes (sha256 \(out["sha256"]?.stringValue ?? "")\(replaced))")
         Output.line("every publish, promote and rollback --to of \(version) is checked against it from now on")
