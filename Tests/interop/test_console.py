@@ -72,6 +72,12 @@ def site(tmp_path_factory):
     ws.ok("publish", "--app", "beta", "--app-version", "2.0", "--devices", "qa-a,qa-b", ws.write_file("beta(3);\n"))
     ws.publish("beta", "2.0", "beta(4);\n", channel="staging")
     ws.publish("beta", "2.1", "beta(21);\n")
+    # typo 2.3: the demo's fix with one letter off its selector, published past the script
+    # check against the demo's manifest, with the reason (issue 45).
+    ws.create_app("typo")
+    ws.ok("apps", "manifest", "--app", "typo", "--app-version", "2.3", REPO_ROOT / "patches" / "demo" / "2.3" / "manifest.json")
+    ws.ok("publish", "--app", "typo", "--app-version", "2.3", "--skip-check", "QA signed off <b>anyway</b>",
+          ws.write_file(DEMO_SCRIPT.replace("tableView_cellForRowAtIndexPath:", "tableView_cellForRowAtIndexpath:")))
     # gamma 1.0: three patches at 100 %, for the rollback to an earlier one.
     ws.create_app("gamma")
     for n in (1, 2, 3):
@@ -601,4 +607,22 @@ def test_no_page_scrolls_sideways_at_420_px(site, browser, token, routes):
         widths = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert widths[0] <= widths[1], (route, widths)
         shoot(browser, "narrow-" + token + route.replace("#/", "-").replace("/", "-"), full=True)
+    assert errors(browser) == []
+
+
+def test_a_patch_page_shows_the_script_check_it_passed_or_was_published_past(site, browser):
+    sign_in(browser, site, site["auditor"])
+    go(browser, site, "#/apps/typo/patches/2.3/1")
+    text_in(browser, "#check", "released past 1 error (--skip-check)")
+    text_in(browser, "#check", "QA signed off <b>anyway</b>")
+    text_in(browser, "#check", "main.js:6:12")
+    text_in(browser, "#check", "did you mean tableView:cellForRowAtIndexPath:")
+    assert browser.find_elements(By.CSS_SELECTOR, "#check li.finding.error"), "the error is marked as one"
+    assert not browser.find_elements(By.CSS_SELECTOR, "#check b"), "the reason is text, not markup"
+    shoot(browser, "patch-check", full=True)
+    go(browser, site, "#/apps/demo/patches/2.3/1")
+    text_in(browser, "#check", "passed (no native manifest: syntax and top level only)")
+    go(browser, site, "#/apps/vault/patches/1.0/1")
+    text_in(browser, "#check", "passed with 1 warning")
+    text_in(browser, "#check", "secret is not defined")
     assert errors(browser) == []
