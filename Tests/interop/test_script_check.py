@@ -7,20 +7,13 @@ import threading
 import time
 
 from hotpatch_testing import REPO_ROOT, Workspace, assert_cli_error
-from patchd_support import Patchd, request
+from patchd_support import Patchd, request, token_file
 
 DEMO = (REPO_ROOT / "patches" / "demo" / "2.3" / "main.js").read_text()
 MANIFEST = REPO_ROOT / "patches" / "demo" / "2.3" / "manifest.json"
 # One lower-case letter off the selector the fix overrides: valid JavaScript that does nothing.
 TYPO = DEMO.replace("tableView_cellForRowAtIndexPath:", "tableView_cellForRowAtIndexpath:")
 MEANT = "did you mean tableView:cellForRowAtIndexPath: (tableView_cellForRowAtIndexPath, 2 arguments)"
-
-
-def token_file(ws, token):
-    path = ws.root / "publisher.token"
-    path.write_text(token + "\n")
-    os.chmod(path, 0o600)
-    return path
 
 
 def demo_workspace(tmp_path, encrypt=False):
@@ -37,7 +30,7 @@ def test_a_typo_is_refused_locally_and_over_http_then_published_with_skip_check_
     assert_cli_error(refused, 2, "main.js:6:12: error", MEANT, "nothing was published", "--skip-check")
     assert ws.json("list", "--app", "demo") == []
     publisher = ws.token("--app", "demo", "--name", "ci")
-    tokens = token_file(ws, publisher)
+    tokens = token_file(ws, publisher, "publisher.token")
     server = Patchd(ws)
     try:
         remote = ws.run("publish", "--server", server.url, "--token-file", tokens, "--app", "demo", "--app-version", "2.3",
@@ -122,7 +115,7 @@ def test_a_hostile_top_level_is_refused_in_seconds_while_patchd_keeps_answering(
             asked = time.monotonic()
             assert request(server.url, "/healthz").status == 200
             assert request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": f"phone-{len(script)}"}).status == 204
-            assert ws.run("list", "--server", server.url, "--token-file", token_file(ws, publisher), "--app", "demo", registry=False).rc == 0
+            assert ws.run("list", "--server", server.url, "--token-file", token_file(ws, publisher, "publisher.token"), "--app", "demo", registry=False).rc == 0
             assert time.monotonic() - asked < 2, "patchd stalled behind the check"
             checking.join(timeout=30)
             assert time.monotonic() - started < 15
