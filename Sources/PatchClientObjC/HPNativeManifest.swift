@@ -1,3 +1,4 @@
+#if canImport(ObjectiveC) && canImport(UIKit)
 // The Apple-side writer of the native manifest (issue 45; docs/PROTOCOL.md section 13, "Native
 // manifest"): what the app's own binary has, read through the Objective-C runtime, for
 // `patchctl apps manifest` to store and every publish to be checked against. Run it from a
@@ -7,7 +8,6 @@
 // Apple platforms only (the Objective-C runtime): never compiled on the Linux machines this is
 // built on, and not in the apple-shaped build either, whose stand-ins are UIKit's and
 // Foundation's, not the runtime's (README, "iOS"; docs/IOS.md).
-#if canImport(ObjectiveC) && canImport(UIKit)
 import Foundation
 import ObjectiveC
 

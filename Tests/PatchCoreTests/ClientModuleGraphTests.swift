@@ -196,6 +196,7 @@ struct ClientModuleGraphTests {
         // (the apple-shaped Linux build compiles it against a stand-in). First match wins.
         let required = [(Self.openSSLBackend, "#if canImport(CCrypto)"), (Self.appleBackend, "#if canImport(CryptoKit)"),
                         ("Sources/PatchClientObjC/HPPatchClient.swift", "#if canImport(ObjectiveC) && canImport(UIKit)"),
+                        ("Sources/PatchClientObjC/HPNativeManifest.swift", "#if canImport(ObjectiveC) && canImport(UIKit)"),
                         ("Sources/PatchClientObjC/", "#if canImport(UIKit)"), (Self.curlFile, "#if canImport(CCurl)")]
         for file in try Self.clientSources() {
             guard let (_, opening) = required.first(where: { file.path.hasPrefix($0.0) }) else { continue }
