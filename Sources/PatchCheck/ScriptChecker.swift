@@ -33,12 +33,17 @@ public struct ScriptChecker: Sendable {
 
     public var worker: String?
     public var limits: Limits
+    /// Keep one worker started ahead, its engine up, for the next check (patchd, and any
+    /// process that checks more than once): a check then costs the script's own parse and
+    /// evaluation, not a process and an engine starting (~20 ms). A one-shot patchctl does not.
+    public var keepsSpare: Bool
     /// Recordings made ahead of the call that reads them (`prepare`), shared by every copy.
     let recent = RecentRecordings()
 
-    public init(worker: String? = ScriptChecker.locateWorker(), limits: Limits = Limits()) {
+    public init(worker: String? = ScriptChecker.locateWorker(), limits: Limits = Limits(), keepsSpare: Bool = false) {
         self.worker = worker
         self.limits = limits
+        self.keepsSpare = keepsSpare
     }
 
     /// Runs the worker on `script` now and keeps what it recorded for a minute, so the check a
@@ -102,6 +107,11 @@ public struct ScriptChecker: Sendable {
         case limit(CheckFinding)
     }
 
+    /// The largest script a worker reads (a publish's bundle limit, 10 MiB, and room to spare).
+    public static let maxScriptBytes = 16 << 20
+    /// The worker started ahead (`keepsSpare`), one per process.
+    static let spare = SpareWorker()
+
     /// The slots of `maxConcurrent`: a check waits for one as long as its own deadline.
     private static let slots = DispatchSemaphore(value: maxConcurrent)
 
@@ -115,10 +125,19 @@ public struct ScriptChecker: Sendable {
             throw .busy("\(Self.maxConcurrent) script checks have been running for \(Int(limits.deadline)) s; retry in a few seconds")
         }
         defer { Self.slots.signal() }
+        // One size fits every script, so a spare started before its script is known serves it.
         let process = WorkerProcess(executable: worker, arguments: [
-            "--cpu-seconds", String(limits.cpuSeconds), "--memory-mib", String(limits.memoryMiB), "--max-bytes", String(script.count + 1),
+            "--cpu-seconds", String(limits.cpuSeconds), "--memory-mib", String(limits.memoryMiB), "--max-bytes", String(Self.maxScriptBytes),
         ])
-        return try Self.interpret(try process.run(input: script, deadline: limits.deadline), limits: limits)
+        guard script.count <= Self.maxScriptBytes else { throw .couldNotRun("the script is over \(Self.maxScriptBytes) bytes") }
+        let started: WorkerProcess.Started
+        if keepsSpare, let spare = Self.spare.take(for: process) {
+            started = spare
+        } else {
+            started = try process.start()
+        }
+        if keepsSpare { Self.spare.refill(with: process) }
+        return try Self.interpret(WorkerProcess.exchange(started, input: script, deadline: limits.deadline), limits: limits)
     }
 
     static func interpret(_ ended: WorkerProcess.Ended, limits: Limits) throws(ScriptCheckError) -> Recorded {
@@ -149,6 +168,58 @@ public struct ScriptChecker: Sendable {
             throw .couldNotRun("the check's worker answered something that is not its report (a patchcheck of another build?)")
         }
         return .recorded(recording)
+    }
+}
+
+/// One worker started ahead of the check that will use it, for the arguments it was started
+/// with: taken by the next check whose arguments are the same, and started again in the
+/// background once taken. A spare that has died is dropped, never given a script.
+final class SpareWorker: Sendable {
+    private struct State {
+        var waiting: (arguments: [String], started: WorkerProcess.Started)?
+        /// Signalled when the start in progress is done (a next check waits for it rather than
+        /// starting a second worker beside it).
+        var starting: DispatchSemaphore?
+    }
+    private let state = Mutex(State())
+
+    func take(for process: WorkerProcess) -> WorkerProcess.Started? {
+        let arguments = [process.executable] + process.arguments
+        if let starting = state.withLock({ $0.waiting == nil ? $0.starting : nil }) {
+            // Started a moment ago for this very use: waiting costs less than a second start.
+            _ = starting.wait(timeout: .now() + 1)
+            starting.signal()
+        }
+        guard let spare = state.withLock({ state -> WorkerProcess.Started? in
+            defer { state.waiting = nil }
+            return state.waiting?.arguments == arguments ? state.waiting?.started : nil
+        }) else { return nil }
+        guard spare.isAlive else {
+            spare.discard()
+            return nil
+        }
+        return spare
+    }
+
+    /// Starts the next spare off the caller's thread; one start at a time.
+    func refill(with process: WorkerProcess) {
+        let starting = DispatchSemaphore(value: 0)
+        guard state.withLock({ state -> Bool in
+            guard state.starting == nil else { return false }
+            state.starting = starting
+            return true
+        }) else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            let started = try? process.start()
+            let previous = state.withLock { state -> WorkerProcess.Started? in
+                let previous = state.waiting?.started
+                state.waiting = started.map { ([process.executable] + process.arguments, $0) }
+                state.starting = nil
+                return previous
+            }
+            starting.signal()
+            previous?.discard()
+        }
     }
 }
 

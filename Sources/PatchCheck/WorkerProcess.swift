@@ -27,7 +27,32 @@ struct WorkerProcess {
     /// EPIPE; without this it would raise SIGPIPE and end patchctl. patchd ignores it already.
     private static let ignoreSIGPIPE: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
+    /// A worker started and waiting for its script on stdin: its process and the parent's
+    /// ends of its pipes, which `exchange` closes.
+    struct Started: Sendable {
+        let pid: pid_t
+        let stdin: Int32
+        let stdout: Int32
+        let stderr: Int32
+
+        /// Whether it is still waiting (not ended, killed or reaped).
+        var isAlive: Bool { kill(pid, 0) == 0 && waitpid(pid, nil, WNOHANG) == 0 }
+
+        /// Ends a spare nobody will use: its stdin closed, it exits with nothing to do.
+        func discard() {
+            for fd in [stdin, stdout, stderr] { Glibc.close(fd) }
+            kill(-pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+    }
+
     func run(input: [UInt8], deadline: TimeInterval) throws(ScriptCheckError) -> Ended {
+        WorkerProcess.exchange(try start(), input: input, deadline: deadline)
+    }
+
+    /// Starts the worker: its engine comes up and its limits are set while nothing waits on it.
+    func start() throws(ScriptCheckError) -> Started {
         Self.ignoreSIGPIPE
         var stdinPipe: [Int32] = [-1, -1], stdoutPipe: [Int32] = [-1, -1], stderrPipe: [Int32] = [-1, -1]
         guard hp_pipe_cloexec(&stdinPipe) == 0 else { throw .couldNotRun("cannot make a pipe: \(Self.errorText())") }
@@ -73,10 +98,12 @@ struct WorkerProcess {
             Self.close([stdinPipe[1], stdoutPipe[0], stderrPipe[0]])
             throw .couldNotRun("cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
-        return Self.exchange(pid: pid, input: input, stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0], deadline: deadline)
+        return Started(pid: pid, stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0])
     }
 
-    private static func exchange(pid: pid_t, input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32, deadline: TimeInterval) -> Ended {
+    /// Gives a started worker its script and reads its answer, within `deadline` seconds of now.
+    static func exchange(_ started: Started, input: [UInt8], deadline: TimeInterval) -> Ended {
+        let (pid, stdin, stdout, stderr) = (started.pid, started.stdin, started.stdout, started.stderr)
         for fd in [stdin, stdout, stderr] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         var stdinOpen = stdin, written = 0
         if input.isEmpty { Glibc.close(stdinOpen); stdinOpen = -1 }

@@ -20,7 +20,7 @@ enum Recorder {
         var ProxyType = Proxy, toPrimitive = Symbol.toPrimitive;
         // Bounds on what a script can make the recording hold: entries per list, methods in
         // all, characters per name. Past them the recording says `truncated`.
-        var limits = { entries: 2000, methods: 20000, text: 300, dropped: 50 };
+        var limits = { entries: 2000, methods: 20000, text: 300, dropped: 50, located: 500 };
         var classes = [], required = [], protocols = [], includes = [], jsClasses = [];
         var truncated = false, methodCount = 0;
         var frame = /main\.js:(\d+):(\d+)/;
@@ -34,9 +34,13 @@ enum Recorder {
             list[list.length] = entry;
         }
         // Where in main.js the current call was made: the first frame of the script's own.
+        // A stack trace costs some 30 µs: the first `limits.located` calls say where they were
+        // made, and later ones (a generated script of thousands of classes) do not.
+        var located = 0;
         function where() {
-            // Three frames reach the script's own (where, the stand-in, its caller): a deeper
-            // stack trace would cost a few microseconds a call, a few milliseconds a script.
+            if (located >= limits.located) return {};
+            located++;
+            // Three frames reach the script's own (where, the stand-in, its caller).
             var limit = ErrorType.stackTraceLimit;
             ErrorType.stackTraceLimit = 3;
             var stack = new ErrorType().stack;

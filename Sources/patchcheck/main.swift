@@ -4,7 +4,7 @@
 // script's top level did when evaluated against the recording JSPatch runtime (`Recorder`).
 //
 // The script is the publisher's, so it runs here, in a process of its own, under limits set
-// before a byte of it is parsed: CPU seconds (SIGXCPU, then SIGKILL), address space beyond what
+// before a byte of it is read: CPU seconds (SIGXCPU, then SIGKILL), address space beyond what
 // the engine reserved at start, no files written (RLIMIT_FSIZE 0), no core dumps; the parent
 // adds a wall-clock deadline. The context has no I/O at all: JavaScriptCore's C API gives a
 // global object with the language's built-ins only, and the recorder adds none.
@@ -24,7 +24,7 @@ struct Limits {
 func fail(_ message: String, code: Int32 = 2) -> Never {
     let line = "patchcheck: \(message)\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
-    exit(code)
+    _exit(code)
 }
 
 func parseLimits(_ arguments: [String]) -> Limits {
@@ -214,13 +214,17 @@ let maxUnknownGlobals = 32
 let maxUnknownBytes = 16 << 20
 
 let limits = parseLimits(CommandLine.arguments)
-let input = readInput(limit: limits.maxBytes)
 // What iOS gives an app's JSContext: no JIT (W^X). Read by the engine when it starts.
 setenv("JSC_useJIT", "false", 1)
 let group = EngineGroup()
 var engine = Engine(in: group)
 var report = prepare(engine, unknown: [])
 applyLimits(limits)
+// The engine is up and the limits are set before the script arrives: a worker can be started
+// ahead of its check and wait here (`ScriptChecker`'s spare), which costs it no CPU time.
+let input = readInput(limit: limits.maxBytes)
+// Its caller went away before giving it a script (a spare that was never used): nothing to do.
+if input.isEmpty { _exit(0) }
 
 let units = Array(String(decoding: input, as: UTF8.self).utf16)
 let source = JSText(utf16: units[...])
@@ -276,7 +280,8 @@ var written = 0
 while written < bytes.count {
     let count = bytes[written...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     if count < 0, errno == EINTR { continue }
-    if count <= 0 { exit(2) }
+    if count <= 0 { _exit(2) }
     written += count
 }
-exit(0)
+// _exit: the engine's atexit teardown (tens of milliseconds) is of no use to a process that is done.
+_exit(0)

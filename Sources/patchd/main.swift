@@ -162,6 +162,8 @@ do {
     // would answer /healthz 200 and 404 to every device, and stay in the proxy's rotation.
     registry = try Registry(database: database, keysDirectory: URL(fileURLWithPath: options["--keys"] ?? "keys", isDirectory: true), create: false)
 } catch { fail("cannot open the registry: \(error)") }
+// A long-lived process checks many scripts: one worker waits ready for the next (issue 45).
+registry.scriptChecker.keepsSpare = true
 
 let service: PatchService
 do { service = try PatchService(registry: registry, configuration: serviceConfiguration) } catch { fail("cannot load the registry: \(error)") }
