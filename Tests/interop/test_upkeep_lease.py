@@ -26,7 +26,12 @@ ENV = {"HOTPATCH_TEST_TIMESTAMP_LIFETIME": str(LIFETIME)}
 
 def start(ws, keys=None):
     args = ["--upkeep-lease", str(LEASE)] + (["--keys", str(keys)] if keys else [])
-    return Patchd(ws, args=args, env=ENV)
+    # Its connections carry a name of their own (libpq's PGAPPNAME), so `writing` asks about
+    # this patchd's transactions, not those of the other tests sharing the database.
+    name = f"hotpatch-lease-{os.getpid()}-{time.monotonic_ns()}"
+    server = Patchd(ws, args=args, env={**ENV, "PGAPPNAME": name})
+    server.application_name = name
+    return server
 
 
 def metric(server, name):
@@ -53,18 +58,20 @@ def stop_outside_a_write(ws, server):
     writer lock, and every write elsewhere would wait on it: not what this test is about)."""
     for _ in range(100):
         os.kill(server.proc.pid, signal.SIGSTOP)
-        if not writing(ws):
+        if not writing(ws, server):
             return
         os.kill(server.proc.pid, signal.SIGCONT)
         time.sleep(0.03)
     raise AssertionError("patchd was inside a write transaction at every stop")
 
 
-def writing(ws):
+def writing(ws, server):
+    """Whether SERVER is inside a write transaction: on PostgreSQL one of its own connections
+    (by application name: `make test` runs four tests at once on one database) has one open."""
     if ON_POSTGRES:
         time.sleep(0.05)  # a statement in flight when it stopped settles
         return psql(TEST_DATABASE, "SELECT count(*) FROM pg_stat_activity WHERE xact_start IS NOT NULL "
-                                   "AND datname = current_database() AND pid <> pg_backend_pid()").strip() != "0"
+                                   f"AND datname = current_database() AND application_name = '{server.application_name}'").strip() != "0"
     db = sqlite3.connect(ws.sqlite, timeout=0)
     try:
         db.execute("BEGIN IMMEDIATE")
