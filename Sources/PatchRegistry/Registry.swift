@@ -16,6 +16,8 @@ public final class Registry {
     let registryID: String
     public let keys: KeyStore
     public var expiry = ExpiryPolicy()
+    /// Whether a webhook may name a private destination (patchd's `--webhook-deny-private`).
+    public var webhookAddresses = WebhookAddressPolicy.any
     /// Roots parsed for signing (`parsedRoot`).
     let parsedRoots = ParsedRoots()
     /// Held while a patchd serves this SQLite registry (Registry+Serving.swift).

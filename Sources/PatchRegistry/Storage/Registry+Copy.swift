@@ -27,7 +27,7 @@ extension Registry {
         ("push_device_owners", "app, token"), ("push_device_counts", "app"), ("patch_rollbacks", "app, app_version, number"),
         ("delegations", "app, name"), ("delegated_metadata", "app, role, version"), ("pending_changes", "app, id"),
         ("channels", "app, name"), ("version_checks", "app, day, app_version"), ("patch_sets", "app, app_version, number"),
-        ("withheld_targets", "app, path"),
+        ("withheld_targets", "app, path"), ("webhooks", "id"), ("webhook_outbox", "sub, n"), ("webhook_marks", "app, mark"),
     ]
 
     public struct CopyReport: Sendable {

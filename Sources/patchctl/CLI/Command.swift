@@ -16,6 +16,7 @@ enum PatchCtl {
         InitCommand.self, DiffCommand.self, StatusCommand.self, RollbackCommand.self,
         PromoteCommand.self, DbCopyCommand.self, AppsAPNsCommand.self, NotifyCommand.self,
         PendingCommand.self, ApproveCommand.self, RejectCommand.self, KeysGenerateCommand.self, KeysSetCommand.self,
+        AppsWebhookAddCommand.self, AppsWebhookListCommand.self, AppsWebhookRemoveCommand.self, AppsWebhookTestCommand.self,
     ]
 
     static var overview: String {
