@@ -12,12 +12,14 @@ struct PublishCostTests {
     /// versions kept, not by the app's history), BEGIN IMMEDIATE, the app, the same-bytes check
     /// (not with `allowSame`), the next number, the blob, patch and release rows, the signing
     /// root with every role's newest version, the listed patches, the signed chain (one
-    /// INSERT), the audit head and event, COMMIT.
-    static let sqliteStatements = 14
+    /// INSERT), the audit head and event, the webhook outbox's three (the event for each
+    /// subscription that wants it, the drop count and the drop past a subscription's bound:
+    /// each a no-op for an app without webhooks), COMMIT.
+    static let sqliteStatements = 17
     /// PostgreSQL: the versions devices ask for; BEGIN with the writer lock; the app; the
     /// same-bytes check; the next number; the patch's rows with the signing root's read; the
     /// listed patches; the signed chain with the audit head; the audit event, the change bump
-    /// and NOTIFY with COMMIT.
+    /// and NOTIFY with COMMIT (the webhook outbox's statements ride with it).
     static let postgresRoundTrips = 9
 
     func calls(_ t: TempRegistry, _ body: () throws -> Void) rethrows -> Int {
