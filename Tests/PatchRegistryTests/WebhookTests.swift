@@ -101,6 +101,13 @@ struct WebhookTests {
         #expect(try (JSONParser.parse(next[0].body))["details"]?["patch"]?.intValue == 2)
         let listed = try #require(try t.registry.webhooks(app: app).first)
         #expect(listed.delivered == 1 && listed.pending == 1 && listed.lastDeliveryAt != nil)
+        // A test event goes to that subscription only, whatever it filters, through the same outbox.
+        let other = try t.registry.addWebhook(app: app, url: "https://other.example.com/", events: try WebhookEventFilter("guard.*"), actor: t.actor).subscription
+        let test = try t.registry.testWebhook(app: app, id: other.id, actor: t.actor)
+        #expect(try outbox(t).filter { $0.sub == other.id }.map(\.type) == ["webhook.test"])
+        #expect(try outbox(t).filter { $0.sub == hook.id }.map(\.type) == ["patch.publish"], "the other subscription gets no test")
+        #expect(try t.registry.auditEvents(app: app).last?.details["event"]?.stringValue == test.id)
+        #expect(throws: RegistryError.self) { try t.registry.testWebhook(app: app, id: "000000000000", actor: t.actor) }
     }
 
     @Test("a failed attempt waits its backoff, is given up after the window (counted failed), and a refusal is not retried")

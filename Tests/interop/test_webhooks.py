@@ -246,7 +246,9 @@ def test_every_kind_of_event_reaches_a_real_receiver_signed(tmp_path, receivers,
     by_type = {e["type"]: e for e in events}
     hold, step = by_type["rollout.schedule.hold"]["details"], by_type["rollout.schedule.step"]["details"]
     assert hold["step"] == 100 and hold["installed"] == 0 and "installed devices needed" in hold["why"]
-    assert step["to"] == 100 and step["installed"] == 200 and step["rolledBack"] == 0 and step["upperPpm"] < step["thresholdPpm"]
+    # The step is taken by the first pass whose counts suffice (reports are counted as they come).
+    assert step["to"] == 100 and step["rolledBack"] == 0 and step["upperPpm"] < step["thresholdPpm"]
+    assert step["minDevices"] <= step["installed"] <= 200 and step["installedBlocks"] >= step["minBlocks"]
     trip = by_type["guard.halt"]
     assert trip["actor"] == "patchd guard" and trip["details"]["rolledBack"] == 10 and "GUARD TRIPPED" in trip["text"]
     propose = by_type["change.propose"]["details"]
