@@ -250,7 +250,11 @@ def test_every_kind_of_event_reaches_a_real_receiver_signed(tmp_path, receivers,
     assert step["to"] == 100 and step["rolledBack"] == 0 and step["upperPpm"] < step["thresholdPpm"]
     assert step["minDevices"] <= step["installed"] <= 200 and step["installedBlocks"] >= step["minBlocks"]
     trip = by_type["guard.halt"]
-    assert trip["actor"] == "patchd guard" and trip["details"]["rolledBack"] == 10 and "GUARD TRIPPED" in trip["text"]
+    # The guard trips on the first pass whose figures suffice: consistent figures, not a count.
+    figures = trip["details"]
+    assert trip["actor"] == "patchd guard" and "GUARD TRIPPED" in trip["text"]
+    assert figures["minDevices"] <= figures["installed"] <= 10 and 0 < figures["rolledBack"] <= figures["installed"]
+    assert figures["lowerBoundPpm"] > figures["thresholdPpm"]
     propose = by_type["change.propose"]["details"]
     assert propose["signedBy"] == [] and sorted(propose["mayStillSign"]) == sorted([alice.keyid, bob.keyid])
     assert by_type["change.approve"]["details"]["mayStillSign"] == [bob.keyid]
@@ -272,8 +276,10 @@ def test_every_kind_of_event_reaches_a_real_receiver_signed(tmp_path, receivers,
         assert SECRET not in text
         assert "/hook" not in text
     row = ws.json("apps", "webhook", "list", "demo")[0]
-    assert row["delivered"] >= len(by_type) - 3 and row["pending"] == 0 and row["lastDeliveryAt"]
-    assert metric(server, "hotpatch_webhook_events_total", app="demo", result="delivered") == row["delivered"]
+    assert row["delivered"] >= len(by_type) - 3 and row["lastDeliveryAt"] and row["failed"] == 0
+    # /metrics says what the registry says, as of its last pass.
+    poll(lambda: metric(server, "hotpatch_webhook_events_total", app="demo", result="delivered")
+         == ws.json("apps", "webhook", "list", "demo")[0]["delivered"], timeout=10)
 
 
 def test_a_receiver_that_fails_three_times_gets_the_same_event_four_times_then_the_rest_in_order(tmp_path, receivers, servers):
@@ -367,8 +373,8 @@ def test_two_patchd_on_postgresql_deliver_each_event_once(tmp_path, receivers, s
     ids = [e["id"] for e in receiver.delivered()]
     assert len(ids) == 12 and len(set(ids)) == 12, "each event once"
     assert [e["details"]["patch"] for e in receiver.delivered()] == list(range(1, 13))
-    for server in (a, b):
-        assert metric(server, "hotpatch_webhook_events_total", app="demo", result="delivered") == 12
+    for server in (a, b):  # each reads the registry's counts on its next pass
+        poll(lambda: metric(server, "hotpatch_webhook_events_total", app="demo", result="delivered") == 12, timeout=10)
 
 
 def test_private_destinations_are_refused_when_added_and_when_delivered(tmp_path, receivers, servers):

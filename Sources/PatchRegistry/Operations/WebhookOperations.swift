@@ -55,28 +55,38 @@ public struct AddWebhookOperation: ReleaseOperation, Equatable {
     }
 }
 
-/// A subscription's id: 12 lower-case hex digits.
-private func webhookID(_ values: OperationValues) throws(RegistryError) -> String {
-    guard let id = values.text("id"), id.utf8.count == 12, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-        throw .invalidCall("a webhook id is 12 lower-case hex digits (`patchctl apps webhook list APP`)")
+/// An operation on one subscription, named by its id (12 lower-case hex digits) in the path:
+/// its parameter, checks and wire form, once for `remove` and `test`.
+public protocol WebhookIDOperation: ReleaseOperation {
+    var id: String { get }
+    /// With an id already checked.
+    init(checked id: String)
+}
+
+extension WebhookIDOperation {
+    public static var idParameter: OperationParameter { OperationParameter("id", .path, .text, required: true, "the webhook's id: 12 lower-case hex digits") }
+
+    public init(id: String) throws(RegistryError) { try self.init(OperationValues(["id": id])) }
+
+    public init(_ values: OperationValues) throws(RegistryError) {
+        guard let id = values.text("id"), id.utf8.count == 12, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw .invalidCall("a webhook id is 12 lower-case hex digits (`patchctl apps webhook list APP`)")
+        }
+        self.init(checked: id)
     }
-    return id
+
+    public var values: OperationValues { .encode(["id": id]) }
 }
 
 /// `apps webhook remove APP ID`: the subscription ends; what it had still to deliver is dropped.
-public struct RemoveWebhookOperation: ReleaseOperation, Equatable {
+public struct RemoveWebhookOperation: WebhookIDOperation, Equatable {
     public static let definition = OperationDefinition(
-        kind: "webhook-remove", routes: [.removeWebhook],
-        parameters: [OperationParameter("id", .path, .text, required: true, "the webhook's id: 12 lower-case hex digits")],
+        kind: "webhook-remove", routes: [.removeWebhook], parameters: [idParameter],
         audits: ["webhook.remove"], danger: .routine, dryRun: false, expectPatch: false, metric: "webhooks")
 
-    public var id: String
+    public let id: String
 
-    public init(id: String) throws(RegistryError) { self.id = try webhookID(OperationValues(["id": id])) }
-
-    public init(_ values: OperationValues) throws(RegistryError) { id = try webhookID(values) }
-
-    public var values: OperationValues { .encode(["id": id]) }
+    public init(checked id: String) { self.id = id }
 
     public var summary: String { "remove webhook \(id)" }
 
@@ -89,19 +99,14 @@ public struct RemoveWebhookOperation: ReleaseOperation, Equatable {
 
 /// `apps webhook test APP ID`: one `webhook.test` event queued for that subscription, delivered
 /// by patchd as every event is; `apps webhook list` then shows how it went.
-public struct TestWebhookOperation: ReleaseOperation, Equatable {
+public struct TestWebhookOperation: WebhookIDOperation, Equatable {
     public static let definition = OperationDefinition(
-        kind: "webhook-test", routes: [.testWebhook],
-        parameters: [OperationParameter("id", .path, .text, required: true, "the webhook's id: 12 lower-case hex digits")],
+        kind: "webhook-test", routes: [.testWebhook], parameters: [idParameter],
         audits: ["webhook.test"], danger: .routine, dryRun: false, expectPatch: false, status: 202, metric: "webhooks")
 
-    public var id: String
+    public let id: String
 
-    public init(id: String) throws(RegistryError) { self.id = try webhookID(OperationValues(["id": id])) }
-
-    public init(_ values: OperationValues) throws(RegistryError) { id = try webhookID(values) }
-
-    public var values: OperationValues { .encode(["id": id]) }
+    public init(checked id: String) { self.id = id }
 
     public var summary: String { "send a test event to webhook \(id)" }
 

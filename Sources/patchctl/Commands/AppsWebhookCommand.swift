@@ -16,6 +16,19 @@ enum AppsWebhookCommand {
         return (name, try Backends.open(arguments))
     }
 
+    /// `remove` and `test`: the operation on the webhook named second. With `--json` its answer
+    /// is printed here and nil returned; otherwise the caller prints its line.
+    static func run<Operation: WebhookIDOperation>(_ type: Operation.Type, _ arguments: Arguments) throws(CLIError) -> (AppName, String, JSON)? {
+        let operation = try ReleaseCall.make(type, ["id": arguments.positionals[1]])
+        let (name, backend) = try open(arguments)
+        let answer = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
+        if arguments.flag("--json") {
+            Output.json(answer)
+            return nil
+        }
+        return (name, operation.id, answer)
+    }
+
     static func line(_ hook: JSON) -> String {
         func s(_ key: String) -> String { hook[key]?.stringValue ?? hook[key]?.intValue.map(String.init) ?? "-" }
         let events = (hook["events"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",")
@@ -75,11 +88,8 @@ struct AppsWebhookRemoveCommand: Command {
                                   positionals: ["NAME", "ID"], options: AppsWebhookCommand.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let operation = try ReleaseCall.make(RemoveWebhookOperation.self, ["id": arguments.positionals[1]])
-        let (name, backend) = try AppsWebhookCommand.open(arguments)
-        let removed = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
-        if arguments.flag("--json") { Output.json(removed); return }
-        Output.line("\(name): removed webhook \(operation.id) (\(removed["pending"]?.intValue ?? 0) undelivered event(s) dropped)")
+        guard let (name, id, removed) = try AppsWebhookCommand.run(RemoveWebhookOperation.self, arguments) else { return }
+        Output.line("\(name): removed webhook \(id) (\(removed["pending"]?.intValue ?? 0) undelivered event(s) dropped)")
     }
 }
 
@@ -88,10 +98,7 @@ struct AppsWebhookTestCommand: Command {
                                   positionals: ["NAME", "ID"], options: AppsWebhookCommand.options)
 
     static func run(_ arguments: Arguments) throws(CLIError) {
-        let operation = try ReleaseCall.make(TestWebhookOperation.self, ["id": arguments.positionals[1]])
-        let (name, backend) = try AppsWebhookCommand.open(arguments)
-        let queued = try ReleaseCall.run(operation, app: name, backend: backend, arguments)
-        if arguments.flag("--json") { Output.json(queued); return }
-        Output.line("\(name): queued event \(queued["event"]?.stringValue ?? "?") (webhook.test) for webhook \(operation.id); patchd delivers it, `patchctl apps webhook list \(name)` shows the result")
+        guard let (name, id, queued) = try AppsWebhookCommand.run(TestWebhookOperation.self, arguments) else { return }
+        Output.line("\(name): queued event \(queued["event"]?.stringValue ?? "?") (webhook.test) for webhook \(id); patchd delivers it, `patchctl apps webhook list \(name)` shows the result")
     }
 }
