@@ -50,8 +50,10 @@ extension PatchService {
             registry.withLock { registry in
                 for (i, delivery) in claimed.enumerated() {
                     guard let outcome = results[i] else { continue }
-                    if case .delivered = outcome {} else {
-                        logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(outcome)")
+                    switch outcome {
+                    case .delivered: break
+                    case .retry(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); retried")
+                    case .failed(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); not retried")
                     }
                     do { try registry.recordWebhookAttempt(delivery, outcome, retry: settings.retry) } catch {
                         // The claim runs out and the event is sent again, with the same id.

@@ -7,7 +7,8 @@ import Synchronization
 /// minute, or a third of the upkeep lease when shorter; the first pass right away so a
 /// registry of a thousand apps does not delay start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
 /// tokens (`pushUpkeep`), and adds the app versions devices checked for (`flushAskedVersions`,
-/// every instance, and once more at `stop()`).
+/// every instance, and once more at `stop()`). Webhook deliveries run on a queue of their own
+/// every `--webhook-interval` s (`deliverWebhooks`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
 /// OpenSSL's and SQLite's clean-up handlers, and a re-signing pass still inside OpenSSL on
