@@ -105,12 +105,14 @@ test-swift:
 # (test_haproxy), the upkeep lease (test_upkeep_lease), rows tampered with in the database and
 # the audit log's append-only triggers (test_cli_signing, the tampered-registry test of
 # test_patchd), db copy, the versions devices ask for as patchd adds them up (test_app_versions)
-# and the test cluster itself.
+# the test cluster itself, and webhooks (test_webhooks: the outbox through both backends, two
+# instances delivering each event once).
 INTEROP_PYTEST := env PATCHCTL=$(CURDIR)/.build/debug/patchctl PATCHD=$(CURDIR)/.build/debug/patchd $(PY) -m pytest -q -n 4
 PG_INTEROP := Tests/interop/test_hardening.py Tests/interop/test_registry_hardening.py Tests/interop/test_haproxy.py \
 	Tests/interop/test_upkeep_lease.py Tests/interop/test_registry_file.py Tests/interop/test_cli_signing.py \
 	Tests/interop/test_patchd.py::test_verify_server_passes_then_fails_on_tampered_registry \
-	Tests/interop/test_db_copy.py Tests/interop/test_app_versions.py Tests/interop/test_pg_test_cluster.py
+	Tests/interop/test_db_copy.py Tests/interop/test_app_versions.py Tests/interop/test_pg_test_cluster.py \
+	Tests/interop/test_webhooks.py
 test-interop:
 	$(WITH_PG) $(INTEROP_PYTEST) Tests/interop
 	$(WITH_PG) $(PG_REGISTRY) $(INTEROP_PYTEST) $(PG_INTEROP)

@@ -23,6 +23,10 @@ export const operations = Object.freeze({
   removeGuard: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/guard", scope: "publisher" }),
   getThrottle: Object.freeze({ method: "GET", path: "/v1/apps/{app}/throttle", scope: "auditor" }),
   setThrottle: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/throttle", scope: "publisher" }),
+  listWebhooks: Object.freeze({ method: "GET", path: "/v1/apps/{app}/webhooks", scope: "auditor" }),
+  addWebhook: Object.freeze({ method: "POST", path: "/v1/apps/{app}/webhooks", scope: "publisher" }),
+  removeWebhook: Object.freeze({ method: "DELETE", path: "/v1/apps/{app}/webhooks/{id}", scope: "publisher" }),
+  testWebhook: Object.freeze({ method: "POST", path: "/v1/apps/{app}/webhooks/{id}/test", scope: "publisher" }),
   notifyDevices: Object.freeze({ method: "POST", path: "/v1/apps/{app}/notify", scope: "publisher" }),
   setSchedule: Object.freeze({ method: "PUT", path: "/v1/apps/{app}/versions/{appVersion}/patches/{patch}/schedule", scope: "publisher" }),
   revokeVersion: Object.freeze({ method: "POST", path: "/v1/apps/{app}/versions/{appVersion}/revoke", scope: "publisher" }),
@@ -236,6 +240,28 @@ export const releases = Object.freeze({
     parameters: Object.freeze([
       Object.freeze({ name: "appVersion", in: "query", kind: "appVersion", required: false }),
       Object.freeze({ name: "script", in: "content", kind: "bytes", required: true }),
+    ]),
+  }),
+  "webhook": Object.freeze({
+    routes: ["addWebhook"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "url", in: "body", kind: "text", required: true }),
+      Object.freeze({ name: "events", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "secret", in: "body", kind: "text", required: false }),
+      Object.freeze({ name: "insecureHttp", in: "body", kind: "flag", required: false }),
+      Object.freeze({ name: "maxPending", in: "body", kind: "integer", required: false }),
+    ]),
+  }),
+  "webhook-remove": Object.freeze({
+    routes: ["removeWebhook"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "id", in: "path", kind: "text", required: true }),
+    ]),
+  }),
+  "webhook-test": Object.freeze({
+    routes: ["testWebhook"], danger: "routine", confirms: false,
+    parameters: Object.freeze([
+      Object.freeze({ name: "id", in: "path", kind: "text", required: true }),
     ]),
   }),
 });

@@ -84,6 +84,13 @@ public final class HTTPClient: @unchecked Sendable {
         _ = hp_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, configuration.httpsOnly ? "https" : "http,https")
         if configuration.requireHTTP2 { _ = hp_curl_use_http2(handle) }
         if let caFile = configuration.caFile { _ = caFile.withCString { hp_curl_setopt_string(handle, CURLOPT_CAINFO, $0) } }
+        var connectTo: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(connectTo) }
+        if let pinned = configuration.connectTo {
+            connectTo = curl_slist_append(nil, pinned)
+            _ = hp_curl_setopt_slist(handle, CURLOPT_CONNECT_TO, connectTo)
+            _ = hp_curl_setopt_string(handle, CURLOPT_NOPROXY, "*")
+        }
         _ = hp_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
         _ = hp_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         // The connections kept (past that, the oldest idle one is closed): with the share it

@@ -39,6 +39,7 @@ public final class HTTPClient: @unchecked Sendable {
         if let caFile = configuration.caFile {
             throw .network("a CA file (\(caFile)) cannot be trusted through URLSession; trust the certificate in the keychain instead")
         }
+        if configuration.connectTo != nil { throw .network("URLSession cannot connect to a given address (connectTo)") }
         if configuration.httpsOnly, url.scheme?.lowercased() != "https" { throw .network("\(url.absoluteString) is not an https:// URL") }
         guard let milliseconds = HTTPClient.allowedMilliseconds(configuration.resourceTimeout) else { throw .timeout }
         var request = URLRequest(url: url)

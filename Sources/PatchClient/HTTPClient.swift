@@ -25,6 +25,12 @@ extension HTTPClient {
         /// libcurl only: URLSession trusts the keychain, and a client told to trust a file
         /// refuses every request rather than quietly trusting something else.
         public var caFile: String?
+        /// Connect to this address instead of resolving the URL's host (`HOST:PORT:ADDRESS:PORT`,
+        /// libcurl's CURLOPT_CONNECT_TO; an IPv6 address in brackets), and through no proxy:
+        /// patchd's webhooks connect to the address they checked, so a name that resolves
+        /// elsewhere a moment later (DNS rebinding) reaches nothing else. The host still names
+        /// the server in TLS and `Host`. libcurl only: URLSession refuses a request with one.
+        public var connectTo: String?
 
         public init(requestTimeout: TimeInterval = 20, resourceTimeout: TimeInterval = 60) {
             self.requestTimeout = requestTimeout

@@ -20,6 +20,8 @@ public final class Registry {
     /// Checks every script before it is released (issue 45): the worker beside this program,
     /// under the default limits. patchd sets its limits from its flags.
     public var scriptChecker = ScriptChecker()
+    /// Whether a webhook may name a private destination (patchd's `--webhook-deny-private`).
+    public var webhookAddresses = WebhookAddressPolicy.any
     /// Roots parsed for signing (`parsedRoot`).
     let parsedRoots = ParsedRoots()
     /// Held while a patchd serves this SQLite registry (Registry+Serving.swift).

@@ -520,6 +520,50 @@ enum Schema {
         state TEXT NOT NULL,
         PRIMARY KEY(app, id)
     );
+    -- Webhooks (issue 47; Webhooks/Registry+Webhooks.swift). `webhooks`: one subscription per
+    -- row, kept after removal (`removed_at`) so its delivered / failed / dropped counts stay in
+    -- `/metrics`; `events` is ",type,family.*," or "*"; `secret` never leaves the registry but
+    -- in a signature. `webhook_outbox`: the events still to deliver, written in the transaction
+    -- of the change they report; `n` orders them per subscription; times are Unix
+    -- milliseconds. `webhook_marks`: events that are sent once per state (a schedule's hold on
+    -- one step, a role's expiry warning, an app's health turning degraded).
+    CREATE TABLE IF NOT EXISTS webhooks(
+        id TEXT PRIMARY KEY,
+        app TEXT NOT NULL REFERENCES apps(name),
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        insecure_http INTEGER NOT NULL,
+        max_pending INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        removed_at TEXT,
+        delivered INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        dropped INTEGER NOT NULL,
+        last_delivery_at TEXT,
+        last_error TEXT,
+        last_error_at TEXT
+    );
+    CREATE TABLE IF NOT EXISTS webhook_outbox(
+        sub TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        app TEXT NOT NULL,
+        body BLOB NOT NULL,
+        created_ms INTEGER NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_ms INTEGER NOT NULL,
+        claimed_until_ms INTEGER NOT NULL,
+        last_error TEXT,
+        PRIMARY KEY(sub, n)
+    );
+    CREATE TABLE IF NOT EXISTS webhook_marks(
+        app TEXT NOT NULL,
+        mark TEXT NOT NULL,
+        PRIMARY KEY(app, mark)
+    );
 
     """
 

@@ -45,6 +45,17 @@ let spec = CommandSpec("", program: "patchd", summary: "patchd \(Hotpatch.versio
     Option.value("--push-new-per-network", "N", "new device tokens per app an IPv4 /24 or IPv6 /48 may register per hour; past it 429 (default 100; 0: no quota)").environment("HOTPATCH_PUSH_NEW_PER_NETWORK"),
     Option.value("--upkeep-lease", "S", "PostgreSQL: the instance running re-signing, guards and pruning renews its lease every min(60, S/3) s; another takes over S s after the last renewal (default 180)").environment("HOTPATCH_UPKEEP_LEASE"),
     Option.value("--expiry-margin", "S", "/healthz answers 200 \"degraded\" once an app's timestamp expires within S s (default: a quarter of the timestamp lifetime, 21600)").environment("HOTPATCH_EXPIRY_MARGIN"),
+    // Webhooks (docs/PROTOCOL.md, "Webhooks"): delivered from the registry's outbox by the
+    // upkeep lease's holder (every instance on SQLite), one claim per attempt.
+    Option.value("--webhook-interval", "S", "seconds between webhook delivery passes (default 1)").environment("HOTPATCH_WEBHOOK_INTERVAL"),
+    Option.value("--webhook-timeout", "S", "seconds one webhook attempt may take in all (default 10)").environment("HOTPATCH_WEBHOOK_TIMEOUT"),
+    Option.value("--webhook-connect-timeout", "S", "seconds to connect to a webhook receiver (default 5)").environment("HOTPATCH_WEBHOOK_CONNECT_TIMEOUT"),
+    Option.value("--webhook-retry-base", "S", "the first retry of a failed attempt waits S to 2S s after it, doubling each time (default 10)").environment("HOTPATCH_WEBHOOK_RETRY_BASE"),
+    Option.value("--webhook-retry-cap", "S", "the longest wait between two attempts (default 3600)").environment("HOTPATCH_WEBHOOK_RETRY_CAP"),
+    Option.value("--webhook-retry-for", "S", "an event not delivered S s after it was written is given up and counted as failed (default 86400)").environment("HOTPATCH_WEBHOOK_RETRY_FOR"),
+    Option.flag("--webhook-deny-private", "refuse webhook URLs whose host is or resolves to a loopback, link-local, private or reserved address, when added and at every delivery (the default when --listen is not a loopback address)"),
+    Option.flag("--webhook-allow-private", "allow such webhook URLs (the default when --listen is a loopback address)"),
+    Option.value("--expiry-warning", "S", "send the metadata.expiring webhook event once an app's root or targets metadata expires within S s (default 1209600, 14 days)").environment("HOTPATCH_EXPIRY_WARNING"),
     Option.flag("--version", "print the release and exit"),
 ])
 
@@ -135,6 +146,20 @@ if let n = integer("--push-queue", in: 1...1_000_000) { serviceConfiguration.pus
 if let n = integer("--push-new-per-network", in: 0...1_000_000) { serviceConfiguration.pushNewTokensPerNetworkPerHour = n }
 if let n = integer("--upkeep-lease", in: 3...86_400) { serviceConfiguration.upkeepLease = Double(n) }
 if let n = integer("--expiry-margin", in: 0...(366 * 86_400)) { serviceConfiguration.expiryMargin = Double(n) }
+if let n = integer("--webhook-interval", in: 1...3600) { serviceConfiguration.webhooks.interval = Double(n) }
+if let n = integer("--webhook-timeout", in: 1...300) { serviceConfiguration.webhooks.timeout = Double(n) }
+if let n = integer("--webhook-connect-timeout", in: 1...300) { serviceConfiguration.webhooks.connectTimeout = Double(n) }
+if let n = integer("--webhook-retry-base", in: 1...86_400) { serviceConfiguration.webhooks.retry.base = Double(n) }
+if let n = integer("--webhook-retry-cap", in: 1...86_400) { serviceConfiguration.webhooks.retry.cap = Double(n) }
+if let n = integer("--webhook-retry-for", in: 1...(30 * 86_400)) { serviceConfiguration.webhooks.retry.window = Double(n) }
+if let n = integer("--expiry-warning", in: 0...(366 * 86_400)) { serviceConfiguration.webhooks.expiryWarning = Double(n) }
+if arguments.flag("--webhook-deny-private"), arguments.flag("--webhook-allow-private") {
+    fail("--webhook-deny-private and --webhook-allow-private contradict each other", code: 64)
+}
+// A patchd that listens beyond loopback refuses private destinations unless told otherwise:
+// a publisher token must not make it probe the network it runs in.
+serviceConfiguration.webhooks.denyPrivate = arguments.flag("--webhook-deny-private")
+    || (!arguments.flag("--webhook-allow-private") && !["127.0.0.1", "::1", "localhost"].contains(host) && !host.hasPrefix("127."))
 // Where a guard's halt is pushed (apps with `patchctl apps apns`): Apple's hosts, or the
 // test-only HOTPATCH_APNS_URL.
 do { serviceConfiguration.apnsEndpoint = try APNsEndpoint.current() } catch { fail("\(error)", code: 64) }

@@ -13,12 +13,15 @@ struct PublishCostTests {
     /// check's, issue 45), BEGIN IMMEDIATE, the app, the same-bytes check (not with
     /// `allowSame`), the next number, the blob, patch, release and check rows, the signing
     /// root with every role's newest version, the listed patches, the signed chain (one
-    /// INSERT), the audit head and event, COMMIT.
-    static let sqliteStatements = 16
+    /// INSERT), the audit head and event, the webhook outbox's three (the event for each
+    /// subscription that wants it, the drop count and the drop past a subscription's bound:
+    /// each a no-op for an app without webhooks), COMMIT.
+    static let sqliteStatements = 19
     /// PostgreSQL: the versions devices ask for; the version's native manifest; BEGIN with the
     /// writer lock; the app; the same-bytes check; the next number; the patch's rows (the check's
     /// among them) with the signing root's read; the listed patches; the signed chain with the
-    /// audit head; the audit event, the change bump and NOTIFY with COMMIT.
+    /// audit head; the audit event, the change bump and NOTIFY with COMMIT (the webhook outbox's
+    /// statements ride with it).
     static let postgresRoundTrips = 10
 
     func calls(_ t: TempRegistry, _ body: () throws -> Void) rethrows -> Int {

@@ -100,7 +100,12 @@ def test_publish_onto_a_full_disk_fails_clearly_and_corrupts_nothing(tmp_path, s
     ws.json("apps", "create", "demo")
     ws.publish("demo", "2.3", "first();\n")
     before = ws.registry_state()
-    big = ws.write_file(("x" * 1023 + "\n") * 2700, name="big.js")  # ~2.6 MiB: fits as a file beside the ~170 KB registry, not twice in the registry
+    # A bundle that fits as a file beside the registry but not again in it, sized from the space
+    # left (the registry grows with its schema: a fixed 2.6 MiB left too little for SQLite's
+    # shared-memory file to grow its 32 KiB once the webhook tables came, a "disk I/O error"
+    # instead of a full disk): 256 KiB stay free, far less than the bundle the WAL must hold.
+    disk = os.statvfs(small_disk)
+    big = ws.write_file(("x" * 1023 + "\n") * ((disk.f_bavail * disk.f_frsize - 256 * 1024) // 1024), name="big.js")
     result = ws.run("publish", "--app", "demo", "--app-version", "2.3", big)
     assert_cli_error(result, 2, "disk is full")
     os.unlink(big)

@@ -47,6 +47,11 @@ extension APIOperation {
                                               commands: ["apps guard"])
     public static let setThrottle = APIOperation("setThrottle", "PUT", "/v1/apps/{app}/throttle", scope: .publisher,
                                               commands: ["apps throttle"])
+    /// Webhooks (issue 47): subscriptions to an app's events, delivered by patchd's upkeep.
+    public static let listWebhooks = APIOperation("listWebhooks", "GET", "/v1/apps/{app}/webhooks", scope: .auditor, commands: ["apps webhook list"])
+    public static let addWebhook = APIOperation("addWebhook", "POST", "/v1/apps/{app}/webhooks", scope: .publisher, commands: ["apps webhook add"])
+    public static let removeWebhook = APIOperation("removeWebhook", "DELETE", "/v1/apps/{app}/webhooks/{id}", scope: .publisher, commands: ["apps webhook remove"])
+    public static let testWebhook = APIOperation("testWebhook", "POST", "/v1/apps/{app}/webhooks/{id}/test", scope: .publisher, commands: ["apps webhook test"])
     public static let notifyDevices = APIOperation("notifyDevices", "POST", "/v1/apps/{app}/notify", scope: .publisher,
                                                 commands: ["notify"])
     /// Scope publisher with no app in the path: any publisher token; the body's app must be
@@ -103,7 +108,7 @@ extension APIOperation {
     public static let all: [APIOperation] = [
         health, metrics, getMetadata, getTarget, getChannelTarget, getConditionalTarget, getChannelConditionalTarget,
         promotePatch, rollBackTo, checkPatch, publishPatch, listPatches, appStatus, postReports, registerDevice, appStats,
-        setGuard, removeGuard, getThrottle, setThrottle, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, listAppVersions, getAudit, listApps,
+        setGuard, removeGuard, getThrottle, setThrottle, listWebhooks, addWebhook, removeWebhook, testWebhook, notifyDevices, setSchedule, revokeVersion, revokePatch, setRollout, haltPatch, resumePatch, createChannel, listChannels, listAppVersions, getAudit, listApps,
         listTokens, createToken, revokeToken, delegateChannel, undelegateChannel, setWithholdRole, setManifest, checkScript, whoami, listPending, getPending, approvePending, rejectPending,
         patchScript, rootRedirect, consoleRedirect, consoleIndex, consoleFile, getJSPatchPackage, getJSPatchLatest,
     ]

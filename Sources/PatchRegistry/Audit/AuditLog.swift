@@ -50,7 +50,8 @@ public enum AuditVerification: Sendable, Equatable {
 enum AuditLog {
     static let genesis = String(repeating: "0", count: 64)
 
-    /// Appends inside the caller's transaction, so an event exists exactly when its change does.
+    /// Appends inside the caller's transaction, so an event exists exactly when its change does,
+    /// and so do the webhook events it makes.
     @discardableResult
     static func append(_ db: any SQLStore, app: String, actor: Actor, action: String, details: JSON, at: Date) throws(StorageError) -> AuditEvent {
         let last = try db.query("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1") { s in (s.int(0), s.text(1)) }.first
@@ -63,7 +64,11 @@ enum AuditLog {
         try db.runInTransaction("INSERT INTO audit(seq, at, app, actor, action, details, prev, hash) VALUES (?,?,?,?,?,?,?,?)", [
             .int(seq), .text(time), .text(app), .text(actor.name), .text(action), .text(details.canonicalString), .text(prev), .text(hash),
         ])
-        return AuditEvent(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev, hash: hash)
+        let event = AuditEvent(seq: seq, at: time, app: app, actor: actor.name, action: action, details: details, prev: prev, hash: hash)
+        // In the same transaction: the change, its audit event and its webhook events commit
+        // together or not at all (Webhooks/WebhookOutbox.swift).
+        try notifyWebhooks(db, event)
+        return event
     }
 
     /// Events in seq order: those after `after` (a seq; 0 for the start), at most `limit`.

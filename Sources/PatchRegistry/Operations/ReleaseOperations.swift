@@ -8,7 +8,8 @@ public enum ReleaseOperations {
         RevokeOperation.self, RollbackOperation.self, CreateChannelOperation.self,
         GuardOperation.self, RemoveGuardOperation.self, ThrottleOperation.self, ScheduleOperation.self,
         CreateTokenOperation.self, RevokeTokenOperation.self, DelegateOperation.self, UndelegateOperation.self,
-        WithholdRoleOperation.self, ManifestOperation.self, CheckScriptOperation.self,
+        WithholdRoleOperation.self, ManifestOperation.self, CheckScriptOperation.self, AddWebhookOperation.self, RemoveWebhookOperation.self,
+        TestWebhookOperation.self,
     ]
 
     public static func type(_ kind: String) -> (any ReleaseOperation.Type)? { all.first { $0.definition.kind == kind } }

@@ -74,6 +74,14 @@ extension Registry {
         }
     }
 
+    /// A due step that waits for evidence, told once per step (a pass every minute would
+    /// otherwise tell it every minute), inside the pass's write.
+    private func noteScheduleHold(app: AppName, _ figures: [String: JSON], now: Date) throws {
+        let mark = "hold:\(figures["appVersion"]?.stringValue ?? ""):\(figures["patch"]?.intValue ?? 0):\(figures["step"]?.intValue ?? 0)"
+        _ = try WebhookOutbox.enqueueOnce(db, try WebhookEvent.make(type: "rollout.schedule.hold", app: app.rawValue, at: now,
+                                                                    actor: Registry.scheduleActor.name, details: figures), mark: mark)
+    }
+
     public func schedules(app: AppName) throws(RegistryError) -> [RolloutSchedule] {
         let rows = try read { () throws(StorageError) in
             try db.query("""
@@ -115,12 +123,30 @@ extension Registry {
                     done.append(.stopped(key))
                     continue
                 }
-                guard let rule = rules[key.channel] else { continue }  // guard removed: wait until one is set again
+                var evidenceFigures: [String: JSON] = ["appVersion": .string(key.appVersion.rawValue), "channel": .string(key.channel.rawValue),
+                                                       "patch": .int(Int64(key.patch)), "step": .int(Int64(next)), "from": .int(Int64(patch.rollout))]
+                guard let rule = rules[key.channel] else {  // guard removed: wait until one is set again
+                    evidenceFigures["why"] = .string("no guard on \(key.channel): a staged rollout steps only on a guard's evidence")
+                    try noteScheduleHold(app: app, evidenceFigures, now: now)
+                    continue
+                }
                 let figures = try reportFigures(app: app).first { $0.key.appVersion == key.appVersion && $0.key.channel == key.channel && $0.key.patch == key.patch }
                 let installed = figures?.count(.installed) ?? 0
-                let rate = WilsonInterval(successes: figures?.count(.rolledBack) ?? 0, trials: installed)
-                guard installed >= rule.minDevices, rate.upper * 1_000_000 < Double(rule.maxRollbackPPM),
-                      try reportBlocks(app: app, key: key, event: .installed) >= evidence.minBlocks else { continue }
+                let rolledBack = figures?.count(.rolledBack) ?? 0
+                let rate = WilsonInterval(successes: rolledBack, trials: installed)
+                let blocks = try reportBlocks(app: app, key: key, event: .installed)
+                // The figures that decided, in the webhook event of the step or the hold.
+                evidenceFigures.merge(["installed": .int(Int64(installed)), "rolledBack": .int(Int64(rolledBack)),
+                                       "upperPpm": .int(Int64((rate.upper * 1_000_000).rounded(.up))), "thresholdPpm": .int(Int64(rule.maxRollbackPPM)),
+                                       "minDevices": .int(Int64(rule.minDevices)), "installedBlocks": .int(Int64(blocks)),
+                                       "minBlocks": .int(Int64(evidence.minBlocks))]) { $1 }
+                guard installed >= rule.minDevices, rate.upper * 1_000_000 < Double(rule.maxRollbackPPM), blocks >= evidence.minBlocks else {
+                    evidenceFigures["why"] = .string(installed < rule.minDevices ? "\(installed) of the \(rule.minDevices) installed devices needed"
+                        : blocks < evidence.minBlocks ? "installs from \(blocks) of the \(evidence.minBlocks) address blocks needed"
+                        : "rollback rate upper bound \(WilsonInterval.percentText(ppm: Int((rate.upper * 1_000_000).rounded(.up)))) is not under \(WilsonInterval.percentText(ppm: rule.maxRollbackPPM))")
+                    try noteScheduleHold(app: app, evidenceFigures, now: now)
+                    continue
+                }
                 // Keys patchd does not hold (the two-person rule): the step is proposed below and
                 // waits for their holders; once it has landed (the rollout is there) it is taken.
                 if patch.rollout < next {
@@ -130,6 +156,9 @@ extension Registry {
                     }
                     try setRollout(app: app, appVersion: key.appVersion, number: key.patch, percent: next, actor: Registry.scheduleActor, now: now)
                 }
+                evidenceFigures["to"] = .int(Int64(next))
+                try WebhookOutbox.enqueue(db, try WebhookEvent.make(type: "rollout.schedule.step", app: app.rawValue, at: now,
+                                                                    actor: Registry.scheduleActor.name, details: evidenceFigures))
                 let rest = Array(schedule.steps.dropFirst())
                 if rest.isEmpty {
                     try db.run("DELETE FROM rollout_schedules WHERE app = ? AND app_version = ? AND number = ?", values)

@@ -273,7 +273,9 @@ extension PendingChange {
     var auditDetails: [String: JSON] {
         var details: [String: JSON] = ["id": .int(id), "kind": .string(change.kind), "summary": .string(change.summary),
                                        "role": .string(request.role), "threshold": .int(Int64(request.threshold)),
-                                       "signedBy": .array(signatures.map { .string($0.keyID) })]
+                                       "signedBy": .array(signatures.map { .string($0.keyID) }),
+                                       // Who may still sign: what a webhook receiver tells the key holders (issue 47).
+                                       "mayStillSign": .array(request.keys.keys.sorted().filter { id in !signatures.contains { $0.keyID == id } }.map { .string($0) })]
         if let bundle = change.bundle { details["bundleSha256"] = .string(Digest.sha256Hex(bundle)) }
         return details
     }

@@ -28,6 +28,7 @@ extension Registry {
         ("delegations", "app, name"), ("delegated_metadata", "app, role, version"), ("pending_changes", "app, id"),
         ("channels", "app, name"), ("version_checks", "app, day, app_version"), ("patch_sets", "app, app_version, number"),
         ("withheld_targets", "app, path"), ("native_manifests", "app, app_version"), ("patch_checks", "app, app_version, number"),
+        ("webhooks", "id"), ("webhook_outbox", "sub, n"), ("webhook_marks", "app, mark"),
     ]
 
     public struct CopyReport: Sendable {

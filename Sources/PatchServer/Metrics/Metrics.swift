@@ -16,6 +16,8 @@ public final class Metrics: Sendable {
         case throttle, push, tokens
         /// Delegated keys per channel (POST and DELETE /v1/apps/{app}/delegations).
         case delegations
+        /// Webhook subscriptions (/v1/apps/{app}/webhooks).
+        case webhooks
 
         /// What a request to the route does, for a 403 that says what it needed.
         var action: String {
@@ -30,6 +32,7 @@ public final class Metrics: Sendable {
             case .push: return "pushing to devices"
             case .tokens: return "issuing a token"
             case .delegations: return "changing a channel's delegated keys"
+            case .webhooks: return "changing a webhook"
             default: return "this request"
             }
         }

@@ -26,6 +26,7 @@ extension PatchService {
                 log(held ? "holds the upkeep lease as \(name) (re-signing, guards and pruning run here; \(missingKeys) app(s) it cannot re-sign)"
                          : "does not hold the upkeep lease (another instance runs re-signing, guards and pruning)")
             }
+            var failures: [AppName: RegistryError] = [:]
             if held {
                 for app in apps where shouldContinue() {
                     do throws(RegistryError) {
@@ -34,13 +35,18 @@ extension PatchService {
                             report(try catalog.refresh(from: registry, app: app.name))
                             log("re-signed \(refresh.roles.map(\.rawValue).joined(separator: ", ")) of \(app.name)")
                         }
-                        if let failure = refresh.failure { resignFailed(app.name, failure) }
+                        if let failure = refresh.failure { failures[app.name] = failure }
                     } catch {
-                        resignFailed(app.name, error)
+                        failures[app.name] = error
                     }
                 }
+                for (app, failure) in failures { resignFailed(app, failure) }
             }
-            if let expiries = try? registry.metadataExpiries() { upkeepStatus.note(expiries) }
+            if let expiries = try? registry.metadataExpiries() {
+                upkeepStatus.note(expiries)
+                // Told by the holder only, once per state whichever instance saw it first.
+                if held { noteWebhookStates(registry, apps: apps.map(\.name), failures: failures, expiries: expiries, now: now) }
+            }
         }
     }
 

@@ -50,6 +50,8 @@ public struct ServiceConfiguration: Sendable {
     /// (patchd's `--expiry-margin`); nil: a quarter of the registry's timestamp lifetime
     /// (6 h of a day), half of the time between the re-sign (at half-life) and the expiry.
     public var expiryMargin: Double?
+    /// Webhook delivery (issue 47): pace, retries, deadlines, destinations.
+    public var webhooks = WebhookSettings()
     public init() {}
 }
 
@@ -103,6 +105,8 @@ public final class PatchService: HTTPResponder {
     /// What the last upkeep pass found: the lease, each role's expiry, re-sign failures
     /// (`/metrics`, and `/healthz` once a timestamp is within the margin).
     let upkeepStatus: UpkeepStatus
+    /// The webhook outbox's figures per app, as the last delivery pass read them (`/metrics`).
+    let webhookStatus = WebhookStatus()
     /// The app versions devices check for, counted in `throttleDevice` and flushed by the
     /// upkeep pass (PatchService+AskedVersions.swift).
     public let askedVersions = AskedVersions()
@@ -125,6 +129,7 @@ public final class PatchService: HTTPResponder {
         recentRegistrations = RecentRegistrations(capacity: configuration.recentPushRegistrations)
         registrationsVersion = AtomicCounter((try? registry.dataVersion()) ?? -1)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
+        registry.webhookAddresses = configuration.webhooks.denyPrivate ? .publicOnly : .any
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
     }

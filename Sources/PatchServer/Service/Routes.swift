@@ -28,6 +28,8 @@ extension PatchService {
         r.add(.appStats, metric: .list) { s, q, p throws(HTTPError) in try s.stats(q, p) }
         // Throttling rules and tokens (PatchService+Access.swift), a push round (PatchService+Push.swift).
         r.add(.getThrottle, metric: .list) { s, q, p throws(HTTPError) in try s.throttle(q, p) }
+        // Webhook subscriptions, listed (adding, removing and testing are operations): PatchService+Webhooks.swift.
+        r.add(.listWebhooks, metric: .list) { s, q, p throws(HTTPError) in try s.webhookList(q, p) }
         r.add(.notifyDevices, metric: .push) { s, q, p throws(HTTPError) in try s.notify(q, p) }
         // The two-person rule (PatchService+Pending.swift).
         r.add(.listPending, metric: .list) { s, q, p throws(HTTPError) in try s.pendingList(q, p) }
@@ -306,6 +308,6 @@ extension PatchService {
             ("hotpatch_apps", "Apps prepared for serving (built on their first request).", catalog.appCount),
             ("hotpatch_push_queue_registrations", "Device-token registrations waiting to be written.", pushRegistrations.queuedUnits),
             ("hotpatch_push_recent_registrations", "Device tokens remembered as written recently (a refresh of one is answered without the registry).", recentRegistrations.count),
-        ]) + upkeepStatus.render() + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        ]) + upkeepStatus.render() + webhookStatus.render() + reportGauges(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

@@ -7,7 +7,8 @@ import Synchronization
 /// minute, or a third of the upkeep lease when shorter; the first pass right away so a
 /// registry of a thousand apps does not delay start-up), then applies the guards and prunes old report ids (`reportUpkeep`) and expired device
 /// tokens (`pushUpkeep`), and adds the app versions devices checked for (`flushAskedVersions`,
-/// every instance, and once more at `stop()`).
+/// every instance, and once more at `stop()`). Webhook deliveries run on a queue of their own
+/// every `--webhook-interval` s (`deliverWebhooks`).
 ///
 /// `stop()` returns only once no pass is running. That matters at exit: `exit` runs
 /// OpenSSL's and SQLite's clean-up handlers, and a re-signing pass still inside OpenSSL on
@@ -17,6 +18,9 @@ public final class Upkeep: @unchecked Sendable {
     // @unchecked: the timers are only touched by init and stop(), which the stopped flag
     // makes run once.
     private let queue = DispatchQueue(label: "patchd.upkeep")
+    /// Webhook deliveries have their own queue: an attempt may wait its whole deadline on a
+    /// slow receiver, and re-signing must not wait behind it.
+    private let webhookQueue = DispatchQueue(label: "patchd.webhooks")
     private let timers: [DispatchSourceTimer]
     private let stopped = Atomic<Bool>(false)
     /// Signalled when the change-feed thread has returned (or at once when there is none).
@@ -35,7 +39,10 @@ public final class Upkeep: @unchecked Sendable {
         reload.setEventHandler { service.reloadChanged() }
         let refresh = DispatchSource.makeTimerSource(queue: queue)
         refresh.schedule(deadline: .now(), repeating: refreshEvery)
-        timers = [reload, refresh]
+        let webhooks = DispatchSource.makeTimerSource(queue: webhookQueue)
+        webhooks.schedule(deadline: .now() + service.configuration.webhooks.interval, repeating: service.configuration.webhooks.interval)
+        webhooks.setEventHandler { service.deliverWebhooks() }
+        timers = [reload, refresh, webhooks]
         refresh.setEventHandler { [weak self] in
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
             service.reportUpkeep()
@@ -70,6 +77,7 @@ public final class Upkeep: @unchecked Sendable {
         feedDone.wait()
         // The queue is serial: this block runs after whatever handler is executing now.
         queue.sync {}
+        webhookQueue.sync {}
         // What this instance counted since the last pass is kept, not lost with the process.
         service.flushAskedVersions()
         // No pass runs any more: another instance may take the lease at its next pass.

@@ -44,6 +44,8 @@ protocol Backend {
     func script(app: AppName, version: AppVersion, patch: Int) throws(CLIError) -> [UInt8]
     /// `getThrottle`: `ThrottleRules.json`.
     func throttle(app: AppName) throws(CLIError) -> JSON
+    /// `listWebhooks`: `WebhookSubscription.json` of the app's subscriptions, never a secret.
+    func webhooks(app: AppName) throws(CLIError) -> [JSON]
     /// The app's TUF repository written under `out` in `layout` (`patchctl export`): the
     /// registry's, re-signed to last `lifetime` when given; a server's, mirrored through the
     /// TUF verifier from `trustedRoot` (default: the server's own 1.root.json) and written only

@@ -78,6 +78,8 @@ struct LocalBackend: Backend {
 
     func throttle(app: AppName) throws(CLIError) -> JSON { try run { () throws(RegistryError) in try local.throttleRules(app: app).json } }
 
+    func webhooks(app: AppName) throws(CLIError) -> [JSON] { try run { () throws(RegistryError) in try local.webhooks(app: app).map(\.json) } }
+
     func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary {
         guard trustedRoot == nil else { throw .usage("--root goes with --server: a local export is the registry's own repository") }
         return try run { () throws(RegistryError) in try local.export(app: app, to: out, layout: layout, timestampLifetime: lifetime) }

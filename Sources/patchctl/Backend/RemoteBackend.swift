@@ -71,6 +71,10 @@ struct RemoteBackend: Backend {
 
     func throttle(app: AppName) throws(CLIError) -> JSON { try remote.json(.getThrottle, ["app": app.rawValue]) }
 
+    func webhooks(app: AppName) throws(CLIError) -> [JSON] {
+        try array(remote.json(.listWebhooks, ["app": app.rawValue])["webhooks"] ?? .null, "webhook listing")
+    }
+
     func export(app: AppName, to out: URL, layout: ExportLayout, lifetime: TimeInterval?, trustedRoot: [UInt8]?) throws(CLIError) -> ExportSummary {
         guard lifetime == nil else {
             throw .usage("--expires re-signs with the registry's keys: over --server an export holds what the server serves (re-export before its timestamp expires), or run it where the registry is")

@@ -17,6 +17,7 @@ enum PatchCtl {
         PromoteCommand.self, DbCopyCommand.self, AppsAPNsCommand.self, NotifyCommand.self,
         PendingCommand.self, ApproveCommand.self, RejectCommand.self, KeysGenerateCommand.self, KeysSetCommand.self,
         CheckCommand.self, AppsManifestCommand.self,
+        AppsWebhookAddCommand.self, AppsWebhookListCommand.self, AppsWebhookRemoveCommand.self, AppsWebhookTestCommand.self,
     ]
 
     static var overview: String {
