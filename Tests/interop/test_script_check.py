@@ -98,27 +98,31 @@ def test_check_exits_0_clean_1_with_findings_2_when_it_cannot_run(tmp_path):
 def test_a_hostile_top_level_is_refused_in_seconds_while_patchd_keeps_answering(tmp_path):
     ws = demo_workspace(tmp_path)
     publisher = ws.token("--app", "demo", "--name", "ci")
+    tokens = token_file(ws, publisher, "publisher.token")
     server = Patchd(ws)
     try:
-        for script, needle in [("while (true) {}\n", "s of CPU time"),
-                               ("defineClass('CartStore', { get items() { while (true) {} } });\n", "s of CPU time"),
-                               ("var big = 'x'.repeat(1 << 30);\n", "Out of memory"),
-                               ("function down(n) { return down(n + 1) + 1; }\ndown(0);\n", "Maximum call stack size exceeded")]:
-            started = time.monotonic()
+        # (script, what the finding says, whether it runs until a limit stops it)
+        for script, needle, endless in [("while (true) {}\n", "s of CPU time", True),
+                                        ("defineClass('CartStore', { get items() { while (true) {} } });\n", "s of CPU time", True),
+                                        ("var big = 'x'.repeat(1 << 30);\n", "Out of memory", False),
+                                        ("function down(n) { return down(n + 1) + 1; }\ndown(0);\n", "Maximum call stack size exceeded", False)]:
             result = {}
             checking = threading.Thread(target=lambda: result.update(raw=request(
                 server.url, "/v1/apps/demo/check?appVersion=2.3", method="POST", body=script.encode(),
                 headers={"Authorization": f"Bearer {publisher}"})))
             checking.start()
-            # The script runs in its worker: patchd answers meanwhile, and at once.
-            time.sleep(0.2)
-            asked = time.monotonic()
-            assert request(server.url, "/healthz").status == 200
-            assert request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": f"phone-{len(script)}"}).status == 204
-            assert ws.run("list", "--server", server.url, "--token-file", token_file(ws, publisher, "publisher.token"), "--app", "demo", registry=False).rc == 0
-            assert time.monotonic() - asked < 2, "patchd stalled behind the check"
-            checking.join(timeout=30)
-            assert time.monotonic() - started < 15
+            if endless:
+                # While the worker spends its 2 s of CPU, patchd answers a device, its health
+                # check and a publisher's read: the check holds neither an I/O thread nor the
+                # registry lock. Asserted by order, not by a time a loaded machine could miss.
+                time.sleep(0.2)
+                assert request(server.url, "/healthz").status == 200
+                assert request(server.url, "/v1/apps/demo/versions/2.3/patch", headers={"X-Device-ID": f"phone-{len(script)}"}).status == 204
+                assert ws.run("list", "--server", server.url, "--token-file", tokens, "--app", "demo", registry=False).rc == 0
+                assert checking.is_alive(), "the answers came only after the check"
+            # Bounded by the worker's deadline (10 s) whatever the machine's load.
+            checking.join(timeout=60)
+            assert not checking.is_alive()
             raw = result["raw"]
             assert raw.status == 200, raw.body
             report = json.loads(raw.body)
