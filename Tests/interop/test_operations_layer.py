@@ -17,7 +17,7 @@ from patchd_support import poll, remote, token_file
 
 # Fields that say when and by whom: a change made over --server is recorded under the token's
 # name, and at another second.
-VOLATILE = {"publishedAt", "publishedBy", "revokedAt", "revokedBy", "at", "setAt", "setBy", "createdAt", "createdBy",
+VOLATILE = {"publishedAt", "checkedAt", "publishedBy", "revokedAt", "revokedBy", "at", "setAt", "setBy", "createdAt", "createdBy",
             "actor", "hash", "prev", "seq", "nextAt", "expires", "id", "token", "name", "lastCheck"}
 
 
