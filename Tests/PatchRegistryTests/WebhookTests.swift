@@ -219,6 +219,16 @@ struct WebhookTests {
         _ = try t.registry.addWebhook(app: app, url: "https://93.184.216.34/hook", actor: t.actor)
     }
 
+    @Test("docs/openapi.yaml's WebhookEventType lists exactly the types a subscription can name")
+    func documentedTypes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let yaml = try String(contentsOf: root.appendingPathComponent("docs/openapi.yaml"), encoding: .utf8)
+        let section = try #require(yaml.components(separatedBy: "    WebhookEventType:\n").dropFirst().first)
+        let line = try #require(section.split(separator: "\n").first { $0.hasPrefix("      enum: [") })
+        let listed = line.dropFirst("      enum: [".count).dropLast().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(listed == WebhookEvent.types)
+    }
+
     @Test("X-Hotpatch-Signature: the documented test vector, and docs/PROTOCOL.md shows it")
     func signatureVector() throws {
         let body = Array(#"{"app":"demo","id":"00112233445566778899aabbccddeeff","type":"webhook.test"}"#.utf8)

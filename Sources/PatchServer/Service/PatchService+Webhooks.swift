@@ -13,8 +13,10 @@ public struct WebhookSettings: Sendable {
     public var timeout: Double = 10
     /// Refuse destinations in private, loopback and link-local ranges (`--webhook-deny-private`).
     public var denyPrivate = false
-    /// Subscriptions served per pass, at most, each its oldest event, all at once.
+    /// Subscriptions served per round, at most, each its oldest event, all at once.
     public var batch = 16
+    /// Rounds per pass, at most: a subscription gets up to this many events a pass.
+    static let maxRounds = 64
     /// Seconds before root or targets metadata expires when `metadata.expiring` is sent (`--expiry-warning`).
     public var expiryWarning: Double = 14 * 86_400
 
@@ -27,11 +29,22 @@ public struct WebhookSettings: Sendable {
 
 extension PatchService {
     /// One delivery pass (patchd's upkeep, every `--webhook-interval` s): on the lease holder
-    /// (every instance on SQLite), claim the next event of each subscription that has one due,
-    /// send them at once outside the registry lock, and record what came of each. The claim,
-    /// taken in a write transaction, is what makes one instance send each attempt.
-    public func deliverWebhooks() {
+    /// (every instance on SQLite), rounds of: claim the next event of each subscription that has
+    /// one due, send them at once outside the registry lock, record what came of each. A round
+    /// after a delivery finds the subscription's next event due, so a burst (a release day's
+    /// twenty events) goes out back to back, not one a pass; a failure waits its backoff. At
+    /// most `maxRounds` rounds, and none once `shouldContinue` says patchd is stopping. The
+    /// claim, taken in a write transaction, is what makes one instance send each attempt.
+    public func deliverWebhooks(while shouldContinue: () -> Bool = { true }) {
         let settings = configuration.webhooks
+        for _ in 0..<WebhookSettings.maxRounds where shouldContinue() {
+            guard deliverRound(settings) else { break }
+        }
+        if let counts = registry.withLock({ try? $0.webhookCounts() }) { webhookStatus.note(counts) }
+    }
+
+    /// One round; false when nothing was due.
+    private func deliverRound(_ settings: WebhookSettings) -> Bool {
         let claimed: [WebhookDelivery] = registry.withLock { registry in
             guard registry.holdsUpkeepLease() else { return [] }
             do { return try registry.claimWebhookDeliveries(limit: settings.batch, claimFor: settings.claim) } catch {
@@ -39,30 +52,29 @@ extension PatchService {
                 return []
             }
         }
-        if !claimed.isEmpty {
-            let sender = WebhookSender(connectTimeout: settings.connectTimeout, timeout: settings.timeout, denyPrivate: settings.denyPrivate)
-            let outcomes = Locked([Int: WebhookOutcome]())
-            DispatchQueue.concurrentPerform(iterations: claimed.count) { i in
-                let outcome = sender.send(claimed[i])
-                outcomes.withLock { $0[i] = outcome }
-            }
-            let results = outcomes.withLock { $0 }
-            registry.withLock { registry in
-                for (i, delivery) in claimed.enumerated() {
-                    guard let outcome = results[i] else { continue }
-                    switch outcome {
-                    case .delivered: break
-                    case .retry(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); retried")
-                    case .failed(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); not retried")
-                    }
-                    do { try registry.recordWebhookAttempt(delivery, outcome, retry: settings.retry) } catch {
-                        // The claim runs out and the event is sent again, with the same id.
-                        logOnce("webhooks: cannot record an attempt: \(error)")
-                    }
+        guard !claimed.isEmpty else { return false }
+        let sender = WebhookSender(connectTimeout: settings.connectTimeout, timeout: settings.timeout, denyPrivate: settings.denyPrivate)
+        let outcomes = Locked([Int: WebhookOutcome]())
+        DispatchQueue.concurrentPerform(iterations: claimed.count) { i in
+            let outcome = sender.send(claimed[i])
+            outcomes.withLock { $0[i] = outcome }
+        }
+        let results = outcomes.withLock { $0 }
+        registry.withLock { registry in
+            for (i, delivery) in claimed.enumerated() {
+                guard let outcome = results[i] else { continue }
+                switch outcome {
+                case .delivered: break
+                case .retry(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); retried")
+                case .failed(let why): logOnce("webhook \(delivery.subscription) of \(delivery.app) (\(delivery.url.shown)): \(why); not retried")
+                }
+                do { try registry.recordWebhookAttempt(delivery, outcome, retry: settings.retry) } catch {
+                    // The claim runs out and the event is sent again, with the same id.
+                    logOnce("webhooks: cannot record an attempt: \(error)")
                 }
             }
         }
-        if let counts = registry.withLock({ try? $0.webhookCounts() }) { webhookStatus.note(counts) }
+        return true
     }
 
     /// The events of states the upkeep pass sees (its lease holder): a re-sign that failed

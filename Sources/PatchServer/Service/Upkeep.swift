@@ -41,8 +41,8 @@ public final class Upkeep: @unchecked Sendable {
         refresh.schedule(deadline: .now(), repeating: refreshEvery)
         let webhooks = DispatchSource.makeTimerSource(queue: webhookQueue)
         webhooks.schedule(deadline: .now() + service.configuration.webhooks.interval, repeating: service.configuration.webhooks.interval)
-        webhooks.setEventHandler { service.deliverWebhooks() }
         timers = [reload, refresh, webhooks]
+        webhooks.setEventHandler { [weak self] in service.deliverWebhooks(while: { self?.stopped.load(ordering: .relaxed) == false }) }
         refresh.setEventHandler { [weak self] in
             service.refreshExpiring(while: { self?.stopped.load(ordering: .relaxed) == false })
             service.reportUpkeep()
