@@ -366,6 +366,7 @@ def test_registrations_waiting_on_the_registry_hold_up_neither_checks_nor_refres
     assert register(server, token(1)) == 201
     lock = sqlite3.connect(ws.sqlite, isolation_level=None)
     lock.execute("BEGIN IMMEDIATE")  # patchd's writes now wait for it (its busy timeout is 10 s)
+    locked_at = time.monotonic()
     try:
         with ThreadPoolExecutor(5) as pool:
             # One group taken by the writer, which waits for the file; one queued; the rest refused.
@@ -379,10 +380,17 @@ def test_registrations_waiting_on_the_registry_hold_up_neither_checks_nor_refres
             waiting = [f for f in futures if not f.done()]
             assert 1 <= len(waiting) <= 2
             lock.execute("ROLLBACK")
-            assert [f.result(timeout=30).status for f in waiting] == [201] * len(waiting)
+            held = time.monotonic() - locked_at
+            statuses = [f.result(timeout=30).status for f in waiting]
+            if held < 9:
+                assert statuses == [201] * len(waiting), f"the lock was held {held:.1f} s"
+            else:
+                # A machine too loaded to get here within the writer's 10 s busy timeout: the
+                # writer gave up, and what waited is 503 busy, never a 500 or a hang.
+                assert set(statuses) <= {201, 503}, f"the lock was held {held:.1f} s: {statuses}"
     finally:
         lock.close()
-    assert len(stored_tokens(ws)) == 1 + len(waiting)
+    assert len(stored_tokens(ws)) == 1 + statuses.count(201)
     metrics = request(server.url, "/metrics").body.decode()
     assert f"hotpatch_push_registrations_refused_total {5 - len(waiting)}\n" in metrics
     assert "hotpatch_push_refreshes_from_memory_total 1\n" in metrics
