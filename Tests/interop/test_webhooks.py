@@ -181,7 +181,7 @@ def test_every_kind_of_event_reaches_a_real_receiver_signed(tmp_path, receivers,
     ws.ok("resume", "--app", "demo", "--app-version", "2.3", "--patch", "3", "--rollout", "40")
     ws.ok("rollback", "--app", "demo", "--app-version", "2.3", "--patch", "3")
     ws.publish("demo", "2.5", "old(1)")
-    ws.publish("demo", "2.5", "new(2)")
+    ws.publish("demo", "2.5", "newer(2)")
     ws.ok("rollback", "--app", "demo", "--app-version", "2.5", "--to", "1")
     ws.ok("apps", "guard", "demo", "--max-rollback-rate", "2%", "--min-devices", "5")
     # A staged rollout (`--every` is a minute at least), its first step made due now behind
