@@ -75,8 +75,7 @@ public struct ScriptChecker: Sendable {
     /// Checks `script` against `manifest` (nil: no native check, and a note says so).
     /// Throws only when the check could not run; what the script does wrong is in the report.
     public func check(_ script: [UInt8], manifest: NativeManifest?, manifestSha256: String? = nil) throws(ScriptCheckError) -> CheckReport {
-        let recording = try record(script)
-        return Self.report(recording, manifest: manifest, manifestSha256: manifestSha256)
+        try check(script, manifests: [(manifest, manifestSha256)])[0]
     }
 
     /// The report of one recording against one manifest: a publish to several versions records

@@ -1,10 +1,10 @@
 import Foundation
 import CProcess
 
-/// One run of the worker (`patchcheck`): the script written to its stdin, its stdout and stderr
-/// read back, within a wall-clock deadline after which it is killed. Pipes are non-blocking and
-/// served by one poll loop, so a worker that stops reading or writes without end cannot stall
-/// the caller; stdout and stderr are bounded.
+/// One run of the worker (`patchcheck`): started (`start`), then the script written to its stdin
+/// and its stdout and stderr read back (`exchange`), within a wall-clock deadline after which it
+/// is killed. Pipes are non-blocking and served by one poll loop, so a worker that stops
+/// reading or writes without end cannot stall the caller; stdout and stderr are bounded.
 struct WorkerProcess {
     /// How a run ended.
     struct Ended {
@@ -45,10 +45,6 @@ struct WorkerProcess {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         }
-    }
-
-    func run(input: [UInt8], deadline: TimeInterval) throws(ScriptCheckError) -> Ended {
-        WorkerProcess.exchange(try start(), input: input, deadline: deadline)
     }
 
     /// Starts the worker: its engine comes up and its limits are set while nothing waits on it.

@@ -42,23 +42,13 @@ final class Engine {
         return .success(value)
     }
 
-    /// Calls `function` with `arguments` (nil: JavaScript's `null`); a string result as text.
-    func call(_ function: JSObjectRef, _ arguments: [JSValueRef?]) -> Result<String, ThrownError> {
+    /// Calls `function` with no arguments: its string result as text.
+    func call(_ function: JSObjectRef) -> Result<String, ThrownError> {
         var exception: JSValueRef?
-        let values: [JSValueRef?] = arguments.map { $0 ?? JSValueMakeNull(context) }
-        let result = values.withUnsafeBufferPointer { buffer in
-            JSObjectCallAsFunction(context, function, nil, buffer.count, buffer.baseAddress, &exception)
-        }
+        let result = JSObjectCallAsFunction(context, function, nil, 0, nil, &exception)
         if exception != nil { return .failure(thrown(exception)) }
         return .success(text(of: result))
     }
-
-    func string(_ text: String) -> JSValueRef {
-        let value = JSText(text)
-        return JSValueMakeString(context, value.ref)
-    }
-
-    func number(_ number: Int) -> JSValueRef { JSValueMakeNumber(context, Double(number)) }
 
     /// What a thrown value says: its message (`String(value)`), and the `line` and `column`
     /// JavaScriptCore puts on errors (a SyntaxError from the parser has only `line`).

@@ -21,7 +21,7 @@ enum Recorder {
         // Bounds on what a script can make the recording hold: entries per list, methods in
         // all, characters per name. Past them the recording says `truncated`.
         var limits = { entries: 2000, methods: 20000, text: 300, dropped: 50, located: 500 };
-        var classes = [], required = [], protocols = [], includes = [], jsClasses = [];
+        var classes = [], required = [], protocols = [], includes = [];
         var truncated = false, methodCount = 0;
         var frame = /main\.js:(\d+):(\d+)/;
 
@@ -159,11 +159,8 @@ enum Recorder {
             }
             add(protocols, entry);
         };
-        // A class JSPatch keeps in JavaScript only: nothing native to check.
-        global.defineJSClass = function (declaration) {
-            add(jsClasses, { declaration: clip(declaration), at: where() });
-            return standIn(toText(declaration));
-        };
+        // A class JSPatch keeps in JavaScript only: nothing native to check or record.
+        global.defineJSClass = function (declaration) { return standIn(toText(declaration)); };
         global.include = function (file) { add(includes, { file: clip(file), at: where() }); };
         global.resourcePath = function (file) { return toText(file); };
         global.block = function (types, fn) { return typeof types === 'function' ? types : fn; };
@@ -188,7 +185,7 @@ enum Recorder {
 
         return function report() {
             return stringify({ classes: classes, required: required, protocols: protocols, includes: includes,
-                               jsClasses: jsClasses, truncated: truncated });
+                               truncated: truncated });
         };
     })(this)
     """#

@@ -263,12 +263,12 @@ if var syntax = engine.syntaxError(source, url: url) {
     if let thrown { output += ",\"exception\":" + located(thrown) }
     if !unknown.isEmpty {
         output += ",\"unknownGlobals\":[" + unknown.map { entry in
-            var located = located(entry.error)
-            located.insert(contentsOf: "\"name\":" + quoted(clipped(entry.name)) + ",", at: located.index(after: located.startIndex))
-            return located
+            var object = located(entry.error)
+            object.insert(contentsOf: "\"name\":" + quoted(clipped(entry.name)) + ",", at: object.index(after: object.startIndex))
+            return object
         }.joined(separator: ",") + "]"
     }
-    switch engine.call(report, []) {
+    switch engine.call(report) {
     case .success(let recording): output += ",\"recording\":" + recording
     case .failure(let thrown): output += ",\"reportError\":" + located(thrown)
     }
