@@ -94,7 +94,7 @@ public struct WebhookEvent: Sendable, Equatable {
         "rollout.schedule", "rollout.schedule.step", "rollout.schedule.hold", "rollout.schedule.stop",
         "change.propose", "change.approve", "change.reject", "change.supersede",
         "metadata.resign.failed", "metadata.expiring", "health.degraded",
-        "app.create", "app.throttle", "app.jspatch", "app.apns", "channel.create", "push.notify", "token.create", "token.revoke",
+        "app.create", "app.throttle", "app.jspatch", "app.apns", "app.manifest", "channel.create", "push.notify", "token.create", "token.revoke",
         "keys.delegate", "keys.undelegate", "keys.withhold", "key.rotate", "key.targets",
         "webhook.test",
     ]
