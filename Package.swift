@@ -33,10 +33,16 @@ let package = Package(
                        providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
+        // The one lock (`Locked`), on NSLock so the client library can use it on iOS 15.
+        // Foundation only: every module may stand on it (ModuleMapTests).
+        .target(name: "Locking"),
         // What a device needs: TUF verification, digests, AES-GCM open, JSON, the patch layout.
-        .target(name: "PatchCore", dependencies: [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
+        .target(name: "PatchCore", dependencies: ["Locking", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         // What only the registry needs: key generation, signing, key import, sealing, HMAC.
         .target(name: "PatchSigning", dependencies: ["PatchCore", "CCrypto"]),
+        // Every operation of patchd's HTTP API (id, method, path, token scope, the patchctl
+        // commands that call it): the server, patchctl and the console share it; an app does not.
+        .target(name: "PatchAPI", dependencies: ["PatchCore"]),
         // The one option grammar of patchctl and patchd: declarations that parse and print help.
         .target(name: "HotpatchCLI", dependencies: ["PatchCore"]),
         // A PostgreSQL connection (libpq) that knows nothing of patches: the second registry
@@ -56,32 +62,34 @@ let package = Package(
         // The publisher's side of the script check: starts the worker, reads what the script
         // did, checks it against the app's native manifest. Never linked by the client library.
         .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork"],
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
-        // The project's one HTTP client (HTTPClient) lives here. libcurl on Linux:
-        // swift-corelibs-foundation's URLSession adds milliseconds of thread hand-offs per
-        // request; Apple platforms keep URLSession.
-        .target(name: "PatchClient", dependencies: ["PatchCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
+        // The project's one HTTP client (HTTPClient): the device library, patchctl's --server
+        // commands, APNs and webhooks all send through it, and none of them through another's
+        // module. libcurl on Linux: swift-corelibs-foundation's URLSession adds milliseconds
+        // of thread hand-offs per request; Apple platforms keep URLSession.
+        .target(name: "HTTPClientKit", dependencies: ["PatchCore", "Locking", .target(name: "CCurl", condition: .when(platforms: [.linux]))]),
+        .target(name: "PatchClient", dependencies: ["PatchCore", "HTTPClientKit", "Locking"]),
         // The Objective-C face of PatchClient (HPPatchClient) for an Objective-C AppDelegate;
         // every file is `#if canImport(ObjectiveC) && canImport(UIKit)`, empty on Linux.
         .target(name: "PatchClientObjC", dependencies: ["PatchClient"]),
         // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through PatchClient's
         // HTTPClient, for patchctl's --notify and patchd's guards.
-        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "PatchRegistry", "PatchClient"]),
-        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
+        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "PatchRegistry", "HTTPClientKit"]),
+        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchAPI", "HTTPClientKit", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
         .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore", "PatchSigning"],
                           path: "bench/hotpatch-bench"),
-        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchSigning", "PatchCheck"],
+        .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchAPI", "PatchSigning", "PatchCheck"],
                     resources: [.copy("Fixtures")]),
         // Against the cluster `make test` starts (scripts/pg-test-cluster.sh).
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
@@ -90,13 +98,13 @@ let package = Package(
         // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "Postgres"], path: "Tests/Support"),
-        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchCheck", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
-        .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "PatchRegistry", "PatchCore", "PatchSigning"]),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchAPI", "PatchCheck", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "HTTPClientKit", "PatchRegistry", "PatchCore", "PatchSigning"]),
         .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "HTTPClientKit", "PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
-        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchAPI", "PatchRegistry", "PatchCore", "PatchSigning", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -140,7 +148,7 @@ if Context.environment["HOTPATCH_APPLE_SHAPED"] == "1" {
     ]
     target("PatchCore")?.dependencies += ["CryptoKit", "Security"]
     // URLSession (HTTPClient+URLSession.swift) instead of libcurl: PatchCore alone.
-    target("PatchClient")?.dependencies = ["PatchCore"]
+    target("HTTPClientKit")?.dependencies = ["PatchCore", "Locking"]
     target("PatchClientObjC")?.dependencies += ["UIKit"]
     target("PatchClientTests")?.dependencies += ["PatchClientObjC"]
     // Only the suites this configuration runs are built, and not the benchmark (a few minutes

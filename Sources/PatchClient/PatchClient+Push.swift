@@ -21,11 +21,11 @@ extension PatchClient {
         let body = JSON.object(["token": .string(hex), "environment": .string(environment.rawValue),
                                 "appVersion": .string(configuration.appVersion.rawValue), "channel": .string(configuration.channel.rawValue)])
         let answer: (head: FetchHead, body: [UInt8])
-        do { answer = try await repository.post(.registerDevice, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
+        do { answer = try await repository.post(DeviceRoutes.devices, body.wireBytes, headers: ["Content-Type": "application/json", "X-Device-ID": configuration.deviceID]) } catch {
             throw .network(error.reason)
         }
         guard answer.head.status == 200 || answer.head.status == 201 else {
-            throw .server(status: answer.head.status, url: APIOperation.registerDevice.path(["app": configuration.app.rawValue]),
+            throw .server(status: answer.head.status, url: DeviceRoutes.devices.path(["app": configuration.app.rawValue]),
                           message: PatchClient.serverMessage(answer.body))
         }
     }

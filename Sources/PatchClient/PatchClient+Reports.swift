@@ -26,7 +26,7 @@ extension PatchClient {
         guard configuration.reporting else { return }
         let batch = reports.pending()
         guard !batch.isEmpty, let body = try? ReportQueue.encode(batch) else { return }
-        guard let answer = try? await repository.postReports(Array(body), headers: ["X-Device-ID": configuration.deviceID]) else { return }
+        guard let answer = try? await repository.post(DeviceRoutes.reports, Array(body), headers: ["X-Device-ID": configuration.deviceID]) else { return }
         if answer.head.status == 202 || answer.head.status == 400 { reports.remove(Set(batch.map(\.id))) }
     }
 

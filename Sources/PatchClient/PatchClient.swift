@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientKit
 import PatchCore
 
 /// Downloads, verifies and decrypts the patch for one app version into a cache directory,

@@ -1,5 +1,5 @@
 import Foundation
-import PatchClient
+import HTTPClientKit
 import PatchCore
 
 /// One HTTP/2 connection to APNs: an `HTTPClient` held by this object and used by one thread

@@ -1,5 +1,5 @@
 import Foundation
-import PatchClient
+import HTTPClientKit
 import PatchCore
 import PatchRegistry
 

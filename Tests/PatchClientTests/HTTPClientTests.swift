@@ -1,4 +1,5 @@
 import Foundation
+@testable import HTTPClientKit
 import PatchCore
 import Testing
 @testable import PatchClient

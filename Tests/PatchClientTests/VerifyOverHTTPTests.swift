@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientKit
 import PatchCore
 import PatchRegistry
 import Testing

@@ -11,7 +11,7 @@ struct ClientModuleGraphTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let openSSLBackend = "Sources/PatchCore/Crypto/OpenSSL/"
     static let appleBackend = "Sources/PatchCore/Crypto/Apple/"
-    static let curlFile = "Sources/PatchClient/HTTPClient+Curl.swift"
+    static let curlFile = "Sources/HTTPClientKit/HTTPClient+Curl.swift"
     /// Apple frameworks the client may use only where they exist.
     static let appleModules: Set<String> = ["CryptoKit", "Security", "UIKit"]
 

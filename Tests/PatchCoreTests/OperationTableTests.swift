@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 import Testing
 
@@ -102,7 +103,7 @@ struct OperationTableTests {
 
     @Test("the TUF operations are the repository layout: the repository root, then metadata/ or targets/ and the target path")
     func repositoryLayout() {
-        let root = APIOperation.repositoryRoot(app: "demo")
+        let root = DeviceRoutes.repositoryRoot(app: "demo")
         #expect(root == "/v1/apps/demo")
         #expect(APIOperation.getMetadata.path(["app": "demo", "file": "3.targets.json"]) == root + "/" + RepositoryFile.metadata("3.targets.json").relativePath)
         let cases: [(APIOperation, ChannelName, Bool)] = [

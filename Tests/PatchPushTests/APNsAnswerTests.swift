@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientKit
 import PatchRegistry
 import Testing
 @testable import PatchPush

@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 import PatchRegistry
 import Testing

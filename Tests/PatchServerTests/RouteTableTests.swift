@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import Testing
 import PatchCore
 @testable import PatchRegistry
@@ -48,7 +49,7 @@ struct RouteTableTests {
         let catalog = f.service.catalog
         let app = try #require(catalog.app(try AppName("demo")))
         var paths = app.metadata.keys.map { APIOperation.getMetadata.path(["app": "demo", "file": $0]) }
-        paths += app.targets.keys.map { APIOperation.repositoryRoot(app: "demo") + "/" + RepositoryFile.target($0).relativePath }
+        paths += app.targets.keys.map { DeviceRoutes.repositoryRoot(app: "demo") + "/" + RepositoryFile.target($0).relativePath }
         paths.append(APIOperation.checkPatch.path(["app": "demo", "appVersion": "2.3"]))
         #expect(paths.contains { $0.hasSuffix(".main.conditional.js") } && paths.contains { $0.contains("/targets/beta/") })
         for path in paths {

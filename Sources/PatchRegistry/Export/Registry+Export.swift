@@ -14,7 +14,7 @@ public enum ExportLayout: String, Sendable, CaseIterable {
     /// The directory holding `metadata/` and `targets/`.
     public func appRoot(_ directory: URL, app: AppName) -> URL {
         switch self {
-        case .server: return directory.appendingPathComponent(String(APIOperation.repositoryRoot(app: app.rawValue).dropFirst()), isDirectory: true)
+        case .server: return directory.appendingPathComponent(String(DeviceRoutes.repositoryRoot(app: app.rawValue).dropFirst()), isDirectory: true)
         case .flat: return directory
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 
 /// One call of a release operation as HTTP carries it: what patchctl's remote form sends and

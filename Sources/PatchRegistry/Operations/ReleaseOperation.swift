@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 
 /// One release operation (publish, promote, rollout, halt, resume, revoke, rollback) as a

@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 import PatchRegistry
 
@@ -329,7 +330,7 @@ public final class Catalog: Sendable {
     func install(_ catalog: AppCatalog) -> [(appVersion: String, channel: ChannelName)] {
         // The operation table's paths: the TUF layout under the app's repository root, and
         // the simple check (OperationTableTests holds the templates to this layout).
-        let root = APIOperation.repositoryRoot(app: catalog.app.rawValue) + "/"
+        let root = DeviceRoutes.repositoryRoot(app: catalog.app.rawValue) + "/"
         let metadataPath = { (name: String) in root + RepositoryFile.metadata(name).relativePath }
         let targetPath = { (path: String) in root + RepositoryFile.target(path).relativePath }
         let checkPath = { (version: String) in APIOperation.checkPatch.path(["app": catalog.app.rawValue, "appVersion": version]) }

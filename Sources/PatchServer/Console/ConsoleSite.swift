@@ -1,4 +1,5 @@
 import Foundation
+import PatchAPI
 import PatchCore
 
 /// The web console's static files (console/ in the repository, embedded in ConsoleFiles.swift

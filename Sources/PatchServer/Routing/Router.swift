@@ -1,3 +1,4 @@
+import PatchAPI
 import PatchCore
 import PatchRegistry
 

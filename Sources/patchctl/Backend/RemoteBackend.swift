@@ -1,6 +1,6 @@
 import Foundation
 import HotpatchCLI
-import PatchClient
+import HTTPClientKit
 import PatchCore
 import PatchRegistry
 import PatchSigning

@@ -1,6 +1,7 @@
 import Foundation
+import HTTPClientKit
 import HotpatchCLI
-import PatchClient
+import PatchAPI
 import PatchCore
 
 /// A patchd server for the commands that work remotely (`--server URL` or `HOTPATCH_SERVER`,

@@ -61,7 +61,7 @@ struct ExportCommand: Command {
         switch layout {
         case .server:
             Output.line("server URL: the URL that serves \(out.path) (ClientConfiguration.server, patchctl fetch/verify --server);")
-            let root = "{server}" + APIOperation.repositoryRoot(app: name.rawValue)
+            let root = "{server}" + DeviceRoutes.repositoryRoot(app: name.rawValue)
             Output.line("            devices read \(root)/metadata/ and \(root)/targets/")
         case .flat:
             Output.line("metadata base URL: <your host>/<path to \(out.lastPathComponent)>/metadata/   targets base URL: …/targets/")

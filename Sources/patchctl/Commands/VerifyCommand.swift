@@ -1,7 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCheck
-import PatchClient
+import HTTPClientKit
 import PatchCore
 
 struct VerifyCommand: Command {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientKit
 import Testing
 
 /// The HTTPClient this build has, for the few contract tests whose outcome is the transport's

@@ -11,7 +11,7 @@ import Foundation
 /// later (nothing of a sync should, but a task executor cannot refuse one) goes to the global
 /// executor. A task on a pool thread that inherits `current` is told apart by `isRunningHere`.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
-final class LentThread: TaskExecutor, @unchecked Sendable {
+package final class LentThread: TaskExecutor, @unchecked Sendable {
     // @unchecked: `jobs` and `open` are only touched under `condition`; `thread` is set once.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
@@ -19,16 +19,16 @@ final class LentThread: TaskExecutor, @unchecked Sendable {
     private let thread = pthread_self()
 
     /// Made on the thread that will call `run()`.
-    init() {}
+    package init() {}
 
     /// The lent thread of the current task, when the task is running on it right now.
-    @TaskLocal static var current: LentThread?
+    @TaskLocal package static var current: LentThread?
 
     /// Whether the calling code runs on this thread while it is lent (blocking is then the
     /// caller's choice, not the pool's loss).
     var isRunningHere: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         condition.lock()
         guard open else {
             condition.unlock()
@@ -42,7 +42,7 @@ final class LentThread: TaskExecutor, @unchecked Sendable {
 
     /// Runs the jobs given to this executor on the calling thread (the one that made it) until
     /// the task `start` made is done, and the ones already queued then.
-    func run() {
+    package func run() {
         let executor = asUnownedTaskExecutor()
         while true {
             condition.lock()
@@ -59,7 +59,7 @@ final class LentThread: TaskExecutor, @unchecked Sendable {
 
     /// A task that runs `operation` on this thread, with `current` naming it; `run()` serves
     /// it, and returns once the task is done.
-    func start<Value: Sendable>(_ operation: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
+    package func start<Value: Sendable>(_ operation: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
         Task(executorPreference: self) {
             defer { self.close() }
             return await LentThread.$current.withValue(self) { await operation() }

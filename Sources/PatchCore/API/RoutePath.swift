@@ -1,45 +1,17 @@
-/// One operation of patchd's HTTP API, as every side of the project knows it: patchd's router
-/// is built from these (`Router.add`), patchctl's remote commands and PatchClient build their
-/// URLs from them (`url`), the console's `operations.js` is generated from them, and tests hold
-/// `docs/openapi.yaml` and README's CLI reference to them. A route's path is spelt here only.
-public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
-    /// Who may call it; patchd checks this from the request head, before any body byte.
-    public enum Scope: String, Sendable, Hashable {
-        /// No token (devices, the console's files, health).
-        case anyone
-        /// Any known token; what it sees is filtered to what the token may read.
-        case token
-        /// A token that may read the app named in the path (auditor or publisher).
-        case auditor
-        /// A token that may change the app named in the path; on a path with no app
-        /// (`createToken`), any publisher token, and the handler holds the app it acts on to
-        /// the token's scope.
-        case publisher
-    }
+/// A route's path as docs/openapi.yaml writes it (`/v1/apps/{app}/metadata/{file}`): `{name}`
+/// is one segment, `{name}.suffix` a segment ending in that literal suffix. Filling it in and
+/// matching against it are done here only: patchd's router, patchctl's requests and the
+/// client library's reports all go through it.
+public struct RoutePath: Sendable, Hashable, CustomStringConvertible {
+    public let template: String
 
-    /// `operationId` in docs/openapi.yaml.
-    public let id: String
-    public let method: String
-    /// The path as docs/openapi.yaml writes it: `{name}` is one segment, `{name}.suffix` a
-    /// segment ending in that literal suffix.
-    public let path: String
-    public let scope: Scope
-    /// The patchctl commands whose remote form (`--server`) calls it (`"rollback"`, `"apps guard"`).
-    public let commands: [String]
+    public init(_ template: String) { self.template = template }
 
-    init(_ id: String, _ method: String, _ path: String, scope: Scope = .anyone, commands: [String] = []) {
-        self.id = id
-        self.method = method
-        self.path = path
-        self.scope = scope
-        self.commands = commands
-    }
-
-    public var description: String { "\(method) \(path)" }
+    public var description: String { template }
 
     /// The path's segments after the leading `/`; a path ending in `/` ends in an empty one.
     public var segments: [Segment] {
-        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(Segment.init)
+        template.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(Segment.init)
     }
 
     /// The names of the path's parameters, in order.
@@ -83,18 +55,10 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
         for segment in segments {
             out += "/"
             guard let name = segment.parameter else { out += segment.literal; continue }
-            guard let value = values[name] else { preconditionFailure("\(id): no value for {\(name)}") }
-            out += APIOperation.percentEncoded(value) + segment.suffix
+            guard let value = values[name] else { preconditionFailure("\(template): no value for {\(name)}") }
+            out += RoutePath.percentEncoded(value) + segment.suffix
         }
         return out
-    }
-
-    /// `/v1/apps/{app}`: where an app's TUF repository hangs, `metadata/` and `targets/`
-    /// below it (TUF's consistent-snapshot layout, which names target files by target path;
-    /// `patchctl export` writes the same layout). Taken from `getMetadata`'s path.
-    public static func repositoryRoot(app: String) -> String {
-        let path = getMetadata.path(["app": app, "file": "-"])
-        return String(path.dropLast("/metadata/-".count))
     }
 
     /// `path` plus a query of `query`'s pairs in name order (percent-encoded as
@@ -103,14 +67,14 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
         let path = path(values)
         guard !query.isEmpty else { return path }
         return path + "?" + query.sorted { $0.key < $1.key }
-            .map { APIOperation.percentEncoded($0.key) + "=" + APIOperation.percentEncoded($0.value) }.joined(separator: "&")
+            .map { RoutePath.percentEncoded($0.key) + "=" + RoutePath.percentEncoded($0.value) }.joined(separator: "&")
     }
 
     private static let unreserved: Set<UInt8> = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
 
     /// Every byte but RFC 3986's unreserved ones as `%XX`: safe as one path segment and as a
     /// query name or value alike.
-    static func percentEncoded(_ value: String) -> String {
+    public static func percentEncoded(_ value: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
@@ -119,5 +83,25 @@ public struct APIOperation: Sendable, Hashable, CustomStringConvertible {
             out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The routes a device calls, which the client library needs and nothing more: the server's
+/// operation table (PatchAPI) names these same values for its router, so a device and patchd
+/// cannot spell one differently. No command names, scopes or console routes: an app ships this.
+public enum DeviceRoutes {
+    /// `GET`: one TUF metadata file; `targets/` sits beside `metadata/` (`repositoryRoot`).
+    public static let metadata = RoutePath("/v1/apps/{app}/metadata/{file}")
+    /// `POST`: a batch of install reports.
+    public static let reports = RoutePath("/v1/apps/{app}/reports")
+    /// `POST`: a device's push token.
+    public static let devices = RoutePath("/v1/apps/{app}/devices")
+
+    /// `/v1/apps/{app}`: where an app's TUF repository hangs, `metadata/` and `targets/`
+    /// below it (TUF's consistent-snapshot layout, which names target files by target path;
+    /// `patchctl export` writes the same layout). Taken from `metadata`'s path.
+    public static func repositoryRoot(app: String) -> String {
+        let path = metadata.path(["app": app, "file": "-"])
+        return String(path.dropLast("/metadata/-".count))
     }
 }

@@ -45,7 +45,7 @@ extension HTTPClient {
     /// than a timer that cancels the sync: a sync only ever waits in its transfers (the work
     /// between them is bounded computation and local files), and arming a dispatch timer per
     /// sync woke Dispatch's timer thread every sync, ~9 % of a cold sync's CPU (issue 23).
-    @TaskLocal static var deadline: ContinuousClock.Instant?
+    @TaskLocal package static var deadline: ContinuousClock.Instant?
 
     /// Milliseconds a transfer may take: `limit` seconds, or less when the deadline comes
     /// sooner; nil when the deadline has passed.

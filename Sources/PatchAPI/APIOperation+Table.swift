@@ -1,3 +1,5 @@
+import PatchCore
+
 /// Every operation of patchd's HTTP API (docs/openapi.yaml; the wire is docs/PROTOCOL.md).
 /// `OperationTableTests` holds openapi.yaml, console/operations.js and README's CLI reference
 /// to this table, and `RouteTableTests` holds patchd's router to it: an operation is added
@@ -8,7 +10,7 @@ extension APIOperation {
     public static let metrics = APIOperation("metrics", "GET", "/metrics")
 
     // MARK: The TUF repository and the simple check (devices; no token)
-    public static let getMetadata = APIOperation("getMetadata", "GET", "/v1/apps/{app}/metadata/{file}", commands: ["fetch", "export"])
+    public static let getMetadata = APIOperation("getMetadata", "GET", DeviceRoutes.metadata, commands: ["fetch", "export"])
     public static let getTarget = APIOperation("getTarget", "GET", "/v1/apps/{app}/targets/{appVersion}/{patch}/{hash}.main.js", commands: ["fetch", "export"])
     public static let getChannelTarget = APIOperation("getChannelTarget", "GET", "/v1/apps/{app}/targets/{channel}/{appVersion}/{patch}/{hash}.main.js",
                                                    commands: ["fetch", "export"])
@@ -91,8 +93,8 @@ extension APIOperation {
     public static let whoami = APIOperation("whoami", "GET", "/v1/whoami", scope: .token)
 
     // MARK: Device reports (no token; bounded bodies)
-    public static let postReports = APIOperation("postReports", "POST", "/v1/apps/{app}/reports")
-    public static let registerDevice = APIOperation("registerDevice", "POST", "/v1/apps/{app}/devices")
+    public static let postReports = APIOperation("postReports", "POST", DeviceRoutes.reports)
+    public static let registerDevice = APIOperation("registerDevice", "POST", DeviceRoutes.devices)
 
     // MARK: The web console
     public static let rootRedirect = APIOperation("rootRedirect", "GET", "/")

@@ -2,7 +2,7 @@ import Foundation
 import PatchCore
 
 /// A patchd server (or a static mirror of its layout) as the updater reads it:
-/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}` (`APIOperation.repositoryRoot`), through `HTTPClient`:
+/// `{server}/v1/apps/{app}/metadata/{name}` and `…/targets/{path}` (`DeviceRoutes.repositoryRoot`), through `HTTPClient`:
 /// redirects are never followed, and a transfer stops the moment its `DownloadBody`
 /// refuses more. `patchctl verify --server` reads servers through it too, so CI and devices
 /// meet a server with the same limits.
@@ -24,22 +24,17 @@ public struct HTTPRepository: RepositoryFetcher {
         var base = server.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         serverBase = base
-        appBase = base + APIOperation.repositoryRoot(app: app.rawValue)
+        appBase = base + DeviceRoutes.repositoryRoot(app: app.rawValue)
     }
 
     public func location(of file: RepositoryFile) -> String {
         "\(appBase)/\(file.relativePath)"
     }
 
-    /// `POST {server}/v1/apps/{app}/reports` with a JSON body; the answer's body is kept up
-    /// to `limit` bytes (a 202 is a few dozen).
-    func postReports(_ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
-        try await post(.postReports, body, headers: headers, limit: limit)
-    }
-
-    /// A POST of the app's with a JSON body (`postReports`, `registerDevice`).
-    func post(_ operation: APIOperation, _ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
-        let location = serverBase + operation.path(["app": app.rawValue])
+    /// A POST of the app's with a JSON body (the client library's reports and push token),
+    /// the answer's body kept up to `limit` bytes (a 202 is a few dozen).
+    public func post(_ route: RoutePath, _ body: [UInt8], headers: [String: String], limit: Int = 4096) async throws(FetchError) -> (head: FetchHead, body: [UInt8]) {
+        let location = serverBase + route.path(["app": app.rawValue])
         guard let url = URL(string: location) else { throw .network("bad server URL \(location)") }
         let answer = DownloadBody(limit: limit)
         var all = headers

@@ -1,0 +1,26 @@
+import Foundation
+
+/// The project's one lock: a value that one thread at a time reads or changes, inside
+/// `withLock`. It is the only way state shared between threads is guarded here (counters
+/// that need no lock use `Atomic`), on the server and in the client library alike.
+///
+/// Built on `NSLock` rather than `Synchronization.Mutex` because the client library runs on
+/// iOS 15, where `Mutex` does not exist (iOS 18); on Linux `NSLock` is a pthread mutex. A
+/// class, so it can be stored in arrays (shards) and shared by reference; unconditionally
+/// `Sendable` like `Mutex`, because guarding a value that is not is what a lock is for: the
+/// value goes in and out only as `sending`, so the compiler still sees it cross no thread
+/// outside the lock.
+public final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    public init(_ value: sending Value) { self.value = value }
+
+    /// Runs `body` with the value while holding the lock. `body` must not call `withLock` on
+    /// the same instance (NSLock is not recursive: that deadlocks).
+    public func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
