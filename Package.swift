@@ -62,7 +62,7 @@ let package = Package(
         // The publisher's side of the script check: starts the worker, reads what the script
         // did, checks it against the app's native manifest. Never linked by the client library.
         .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchPush", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
@@ -81,9 +81,11 @@ let package = Package(
         // The Objective-C face of PatchClient (HPPatchClient) for an Objective-C AppDelegate;
         // every file is `#if canImport(ObjectiveC) && canImport(UIKit)`, empty on Linux.
         .target(name: "PatchClientObjC", dependencies: ["PatchClient"]),
-        // The APNs provider (issue 15): ES256 tokens and HTTP/2 pushes through PatchClient's
-        // HTTPClient, for patchctl's --notify and patchd's guards.
-        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "PatchRegistry", "HTTPClientKit"]),
+        // Delivery (issue 15, issue 47): APNs pushes (ES256 tokens, HTTP/2) and webhooks through
+        // HTTPClientKit, for patchctl's --notify and patchd's guards and upkeep. It knows no
+        // storage: what a round reads and writes comes through `PushStore`, which the registry
+        // implements, and the registry stores its vocabulary (tokens, APNs identities, deliveries).
+        .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "HTTPClientKit", "Locking"]),
         .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchAPI", "HTTPClientKit", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
@@ -98,7 +100,7 @@ let package = Package(
         // Maps a test's data directory to its registry: SQLite, or PostgreSQL in its own schema
         // when HOTPATCH_TEST_REGISTRY=postgres (`make test-swift` runs the suites below both ways).
         .target(name: "HotpatchTestSupport", dependencies: ["PatchRegistry", "PatchCore", "PatchSigning", "Postgres"], path: "Tests/Support"),
-        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchAPI", "PatchCheck", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchRegistryTests", dependencies: ["PatchRegistry", "PatchAPI", "PatchPush", "PatchCheck", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
         .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "HTTPClientKit", "PatchRegistry", "PatchCore", "PatchSigning"]),
         .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.

@@ -1,5 +1,4 @@
 import Foundation
-import PatchRegistry
 
 /// Where pushes go: Apple's provider API, one host per environment, HTTP/2 over TLS.
 /// `HOTPATCH_APNS_URL` (an https:// URL) replaces both and `HOTPATCH_APNS_CA` names the CA
@@ -36,11 +35,12 @@ public struct APNsEndpoint: Sendable, Equatable {
 /// What a round of pushes cannot start without.
 public enum PushError: Error, Sendable, CustomStringConvertible {
     case configuration(String)
-    case registry(RegistryError)
+    /// The store's own error (the registry's `RegistryError`), as it threw it.
+    case store(any Error & Sendable)
     public var description: String {
         switch self {
         case .configuration(let message): return message
-        case .registry(let error): return error.description
+        case .store(let error): return String(describing: error)
         }
     }
 }

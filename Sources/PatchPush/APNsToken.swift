@@ -1,7 +1,6 @@
 import Foundation
 import PatchCore
 import PatchSigning
-import PatchRegistry
 import Synchronization
 
 /// The provider authentication token APNs takes instead of a certificate: a JWT signed with

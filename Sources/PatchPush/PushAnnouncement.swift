@@ -1,6 +1,5 @@
 import Foundation
 import PatchCore
-import PatchRegistry
 
 /// One change to announce: a background notification (no alert, sound or badge) naming the
 /// app, the version and channel it concerns, and the timestamp version that carries it.

@@ -1,12 +1,12 @@
 import Foundation
 import PatchCore
 import PatchSigning
-import PatchRegistry
 
 /// One round as patchctl and patchd run it, in three steps so that no registry lock is held
 /// while APNs answers: `prepare` reads the app's APNs identity and key, the tokens of the
-/// affected version and channel and the newest timestamp; `send` pushes; `finish` deletes
-/// the gone tokens and records a `push.notify` audit event with the figures.
+/// affected version and channel and the newest timestamp from the store; `send` pushes;
+/// `finish` has the store delete the gone tokens and record the figures (the registry: a
+/// `push.notify` audit event).
 public struct PushRound: Sendable {
     public let app: AppName
     public let announcement: PushAnnouncement
@@ -15,16 +15,16 @@ public struct PushRound: Sendable {
     let sender: PushSender
 
     /// nil when the app has no APNs identity (nothing to do for patchd's guards).
-    public static func prepare(registry: Registry, app: AppName, appVersion: AppVersion?, channel: ChannelName?, reason: String,
+    public static func prepare(store: some PushStore, app: AppName, appVersion: AppVersion?, channel: ChannelName?, reason: String,
                                endpoint: APNsEndpoint, settings: PushSettings = PushSettings(), now: Date = Date()) throws(PushError) -> PushRound {
         let identity: (config: APNsConfig, key: ECDSAPrivateKey)
         let devices: [PushDevice]
         let timestamp: Int64
         do {
-            identity = try registry.apnsKey(app: app)
-            devices = try registry.pushDevices(app: app, appVersion: appVersion, channel: channel)
-            timestamp = try registry.latestMetadata(app: app, role: .timestamp).version
-        } catch { throw .registry(error) }
+            identity = try store.pushIdentity(app: app)
+            devices = try store.pushDevices(app: app, appVersion: appVersion, channel: channel)
+            timestamp = try store.timestampVersion(app: app)
+        } catch { throw .store(error) }
         let announcement = PushAnnouncement(app: app, appVersion: appVersion, channel: channel, timestampVersion: timestamp,
                                             expiration: now.addingTimeInterval(86_400))
         let sender = PushSender(endpoint: endpoint, token: APNsToken(config: identity.config, key: identity.key), topic: identity.config.topic,
@@ -36,23 +36,19 @@ public struct PushRound: Sendable {
         try sender.send(announcement, to: devices, progress: progress)
     }
 
-    public func finish(registry: Registry, result: PushResult, actor: Actor, now: Date = Date()) throws(PushError) {
-        do {
-            try registry.removePushDevices(app: app, tokens: result.gone)
-            try registry.recordPush(app: app, appVersion: announcement.appVersion, channel: announcement.channel,
-                                    timestampVersion: announcement.timestampVersion, reason: reason, summary: result.summary, actor: actor, now: now)
-        } catch { throw .registry(error) }
+    public func finish(store: some PushStore, result: PushResult, now: Date = Date()) throws(PushError) {
+        do { try store.finishPush(announcement, reason: reason, result: result, now: now) } catch { throw .store(error) }
     }
 
-    /// All three on one registry, for a process that has nothing else to do meanwhile (patchctl).
+    /// All three on one store, for a process that has nothing else to do meanwhile (patchctl).
     @discardableResult
-    public static func run(registry: Registry, app: AppName, appVersion: AppVersion?, channel: ChannelName?, reason: String,
-                           actor: Actor, endpoint: APNsEndpoint, settings: PushSettings = PushSettings(), now: Date = Date(),
+    public static func run(store: some PushStore, app: AppName, appVersion: AppVersion?, channel: ChannelName?, reason: String,
+                           endpoint: APNsEndpoint, settings: PushSettings = PushSettings(), now: Date = Date(),
                            progress: (@Sendable (Int, Int) -> Void)? = nil) throws(PushError) -> PushSummary {
-        let round = try prepare(registry: registry, app: app, appVersion: appVersion, channel: channel, reason: reason,
+        let round = try prepare(store: store, app: app, appVersion: appVersion, channel: channel, reason: reason,
                                 endpoint: endpoint, settings: settings, now: now)
         let result = try round.send(progress: progress)
-        try round.finish(registry: registry, result: result, actor: actor, now: now)
+        try round.finish(store: store, result: result, now: now)
         return result.summary
     }
 }

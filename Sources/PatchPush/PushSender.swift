@@ -1,6 +1,5 @@
 import Foundation
 import PatchCore
-import PatchRegistry
 import Synchronization
 
 /// How hard a round of pushes tries.

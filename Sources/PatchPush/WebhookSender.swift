@@ -1,7 +1,6 @@
 import Foundation
 import HTTPClientKit
 import PatchCore
-import PatchRegistry
 
 /// Sends one webhook attempt (docs/PROTOCOL.md, "Webhooks") through the project's one HTTP
 /// client, as the APNs provider does: no redirect is followed (a 3xx is an answer, and a

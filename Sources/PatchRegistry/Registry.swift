@@ -1,6 +1,7 @@
 import Foundation
 import PatchCheck
 import PatchCore
+import PatchPush
 import PatchSigning
 
 /// The registry: apps, their keys, patches per app version, signed TUF metadata and the

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClientKit
+import PatchPush
 import PatchRegistry
 import Testing
 @testable import PatchPush

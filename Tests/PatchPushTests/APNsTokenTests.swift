@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchSigning
 import PatchRegistry
 import Synchronization

@@ -1,4 +1,5 @@
 import Foundation
+import PatchPush
 import Testing
 import PatchCore
 import PatchSigning

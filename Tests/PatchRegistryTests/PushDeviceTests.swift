@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import Testing
 @testable import PatchRegistry
 import HotpatchTestSupport

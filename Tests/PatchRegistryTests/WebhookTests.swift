@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+@testable import PatchPush
 import PatchSigning
 import Testing
 @testable import PatchRegistry

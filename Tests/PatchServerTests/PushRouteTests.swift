@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchRegistry
 import Testing
 @testable import PatchServer

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 
 /// `apps webhook add APP --url URL [--events LIST] [--secret-file F]`: a subscription to the
 /// app's events (`Registry.addWebhook`). The answer carries `secret` only when one was made
@@ -33,7 +34,7 @@ public struct AddWebhookOperation: ReleaseOperation, Equatable {
     public init(_ values: OperationValues) throws(RegistryError) {
         guard let url = values.text("url") else { throw .invalidCall("url is required") }
         let insecure = try values.flag("insecureHttp")
-        _ = try WebhookURL(url, insecureHTTP: insecure)
+        _ = try RegistryError.checking { () throws(WebhookURLError) in try WebhookURL(url, insecureHTTP: insecure) }
         if let secret = values.text("secret") { try WebhookSubscription.checkSecret(secret) }
         self.init(url: url, events: try values.text("events").map { text throws(RegistryError) in try WebhookEventFilter(text) } ?? .all,
                   secret: values.text("secret"), insecureHTTP: insecure, maxPending: try values.integer("maxPending", in: WebhookSubscription.maxPendingRange))

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchSigning
 
 /// Push-triggered checks (issue 15; docs/PROTOCOL.md, "Push"): the device tokens apps
@@ -327,4 +328,30 @@ extension KeyStore {
     /// `{keys}/{app}/apns.{keyid}.p8`: named by Apple's key ID, so a new key never replaces
     /// the file of the one still in use until the registry commits to it.
     public func apnsKeyURL(app: AppName, keyID: String) -> URL { appDirectory(app).appendingPathComponent("apns.\(keyID).p8") }
+}
+
+extension Registry {
+    /// The registry as a round of pushes reads and writes it, recording the round as `actor`'s.
+    public func pushStore(actor: Actor) -> RegistryPushStore { RegistryPushStore(registry: self, actor: actor) }
+}
+
+/// PatchPush's `PushStore` over a registry: the APNs identity and tokens it holds, the
+/// newest timestamp, and after a round the gone tokens deleted and a `push.notify` audit event.
+public struct RegistryPushStore: PushStore {
+    let registry: Registry
+    let actor: Actor
+
+    public func pushIdentity(app: AppName) throws -> (config: APNsConfig, key: ECDSAPrivateKey) { try registry.apnsKey(app: app) }
+
+    public func pushDevices(app: AppName, appVersion: AppVersion?, channel: ChannelName?) throws -> [PushDevice] {
+        try registry.pushDevices(app: app, appVersion: appVersion, channel: channel)
+    }
+
+    public func timestampVersion(app: AppName) throws -> Int64 { try registry.latestMetadata(app: app, role: .timestamp).version }
+
+    public func finishPush(_ announcement: PushAnnouncement, reason: String, result: PushResult, now: Date) throws {
+        try registry.removePushDevices(app: announcement.app, tokens: result.gone)
+        try registry.recordPush(app: announcement.app, appVersion: announcement.appVersion, channel: announcement.channel,
+                                timestampVersion: announcement.timestampVersion, reason: reason, summary: result.summary, actor: actor, now: now)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 
 /// What patchd's deliverer asks of the outbox: the next attempt of each subscription, claimed
 /// in a write transaction (serialised across instances: SQLite's BEGIN IMMEDIATE, PostgreSQL's

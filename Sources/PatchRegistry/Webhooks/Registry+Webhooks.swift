@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 import PatchSigning
 
 /// Webhook subscriptions (issue 47): added, listed, removed and tested per app, each change
@@ -35,12 +36,12 @@ extension Registry {
     public func addWebhook(app: AppName, url text: String, events: WebhookEventFilter = .all, secret given: String? = nil, insecureHTTP: Bool = false,
                            maxPending: Int = WebhookSubscription.defaultMaxPending, actor: Actor,
                            now: Date = Date()) throws(RegistryError) -> (subscription: WebhookSubscription, secret: String?) {
-        let url = try WebhookURL(text, insecureHTTP: insecureHTTP)
+        let url = try RegistryError.checking { () throws(WebhookURLError) in try WebhookURL(text, insecureHTTP: insecureHTTP) }
         guard WebhookSubscription.maxPendingRange.contains(maxPending) else {
             throw .invalidCall("maxPending must be \(WebhookSubscription.maxPendingRange.lowerBound) to \(WebhookSubscription.maxPendingRange.upperBound)")
         }
         if let given { try WebhookSubscription.checkSecret(given) }
-        if webhookAddresses == .publicOnly { _ = try WebhookAddress.publicAddresses(url.host) }
+        if webhookAddresses == .publicOnly { _ = try RegistryError.checking { () throws(WebhookURLError) in try WebhookAddress.publicAddresses(url.host) } }
         let secret: String, id: String
         do throws(CryptoError) {
             let made = try SecureRandom.bytes(32)

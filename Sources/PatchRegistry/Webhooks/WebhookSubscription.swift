@@ -1,5 +1,6 @@
 import Foundation
 import PatchCore
+import PatchPush
 
 /// One subscription (`patchctl apps webhook add`): where an app's events go, which ones, and
 /// what became of the last delivery. The secret is not here: it is read only by the delivery
@@ -44,33 +45,6 @@ public struct WebhookSubscription: Sendable, Equatable {
             throw .invalidCall("secret must be 16 to 512 printable ASCII characters without spaces")
         }
     }
-}
-
-/// One attempt to make: the head of a subscription's outbox, claimed by this process until
-/// `claimedUntil` (Unix ms) so no other instance sends it meanwhile.
-public struct WebhookDelivery: Sendable {
-    public let subscription: String
-    public let app: String
-    public let url: WebhookURL
-    public let secret: String
-    public let n: Int64
-    public let eventID: String
-    public let type: String
-    public let body: [UInt8]
-    /// Attempts made before this one.
-    public let attempts: Int
-    public let createdMs: Int64
-}
-
-/// What became of one attempt, as the sender saw it.
-public enum WebhookOutcome: Sendable, Equatable {
-    /// 2xx.
-    case delivered(status: Int)
-    /// Worth another attempt: 5xx, 429, a timeout, a connection that failed.
-    case retry(String)
-    /// Never worth another: another status (a redirect, which is not followed, or a 4xx), or
-    /// a destination refused.
-    case failed(String)
 }
 
 /// When a failed attempt is tried again: exponential from `base` seconds, at most `cap`,

@@ -135,10 +135,11 @@ extension PatchService {
                 throw .conflict("app \"\(app)\" has no APNs key: set one with `patchctl apps apns \(app) --team-id T --key-id K --key AuthKey.p8 --topic BUNDLE_ID`; nothing was sent")
             }
             do throws(PushError) {
-                return try PushRound.prepare(registry: registry, app: app, appVersion: version, channel: channel, reason: reason, endpoint: endpoint)
+                return try PushRound.prepare(store: registry.pushStore(actor: token.actor), app: app, appVersion: version, channel: channel, reason: reason, endpoint: endpoint)
             } catch {
                 switch error {
-                case .registry(let error): throw error
+                case .store(let error as RegistryError): throw error
+                case .store: throw .internalError(String(describing: error))
                 case .configuration(let message): throw .conflict(message)
                 }
             }
@@ -148,13 +149,13 @@ extension PatchService {
         if dryRun { return .json(["dryRun": true, "devices": .int(Int64(round.devices.count))]) }
         do throws(PushError) {
             let result = try round.send()
-            try registry.withLock { registry throws(PushError) in try round.finish(registry: registry, result: result, actor: token.actor) }
+            try registry.withLock { registry throws(PushError) in try round.finish(store: registry.pushStore(actor: token.actor), result: result) }
             // The tokens APNs said are gone were deleted.
             if !result.gone.isEmpty { recentRegistrations.removeAll() }
             return .json(result.summary.json)
         } catch {
             log("push for \(app) failed: \(error)")
-            if case .registry(let error) = error { throw error.httpError }
+            if case .store(let error as RegistryError) = error { throw error.httpError }
             throw .internalError
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCore
+import PatchPush
 import PatchSigning
 import PatchRegistry
 

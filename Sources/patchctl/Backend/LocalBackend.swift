@@ -99,7 +99,7 @@ struct LocalBackend: Backend {
         let endpoint: APNsEndpoint
         do { endpoint = try APNsEndpoint.current() } catch { throw .failed(error.description) }
         do throws(PushError) {
-            return try PushRound.prepare(registry: local, app: app, appVersion: version, channel: channel, reason: "notify", endpoint: endpoint).devices.count
+            return try PushRound.prepare(store: local.pushStore(actor: who), app: app, appVersion: version, channel: channel, reason: "notify", endpoint: endpoint).devices.count
         } catch { throw .failed("push: \(error.description)") }
     }
 

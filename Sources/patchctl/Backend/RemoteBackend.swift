@@ -2,6 +2,7 @@ import Foundation
 import HotpatchCLI
 import HTTPClientKit
 import PatchCore
+import PatchPush
 import PatchRegistry
 import PatchSigning
 

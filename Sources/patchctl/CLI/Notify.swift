@@ -34,7 +34,7 @@ enum Notify {
         let step = Mutex(0)
         let summary: PushSummary
         do throws(PushError) {
-            summary = try PushRound.run(registry: registry, app: app, appVersion: version, channel: channel, reason: reason, actor: actor,
+            summary = try PushRound.run(store: registry.pushStore(actor: actor), app: app, appVersion: version, channel: channel, reason: reason,
                                      endpoint: endpoint) { done, total in
                 // About ten progress lines a round, and the last one.
                 let tenth = max(1, total / 10)

@@ -84,7 +84,7 @@ struct AppsAPNsCommand: Command {
             do {
                 identity = try registry.apnsKey(app: name)
                 timestamp = try registry.latestMetadata(app: name, role: .timestamp).version
-            } catch { throw PushError.registry(error) }
+            } catch { throw PushError.store(error) }
             let sender = PushSender(endpoint: endpoint, token: APNsToken(config: identity.config, key: identity.key), topic: identity.config.topic)
             let announcement = PushAnnouncement(app: name, appVersion: nil, channel: nil, timestampVersion: timestamp, expiration: Date().addingTimeInterval(3600))
             answer = try sender.probe(announcement, token: token, environment: environment)

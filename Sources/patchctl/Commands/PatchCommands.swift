@@ -1,6 +1,7 @@
 import Foundation
 import HotpatchCLI
 import PatchCore
+import PatchPush
 import PatchRegistry
 
 // Each of these commands acts on the local registry, or with --server on a patchd over its

@@ -1,6 +1,20 @@
 import Foundation
 import PatchCore
 
+/// Why a webhook URL or its host is refused; the registry answers these as its own errors
+/// (`invalid` a bad call, `unresolved` bad input, `forbidden` a refused destination).
+public enum WebhookURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    case invalid(String)
+    case unresolved(String)
+    case forbidden(String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let message), .unresolved(let message), .forbidden(let message): return message
+        }
+    }
+}
+
 /// A subscription's URL, checked once where it is added: `https://`, or `http://` only to a
 /// loopback host (a receiver on the same machine) or with `insecureHTTP`, which is recorded
 /// with the subscription and in the audit log. No user name or password (they would show in
@@ -13,22 +27,22 @@ public struct WebhookURL: Sendable, Equatable {
     public let port: Int
     public let isHTTPS: Bool
 
-    public init(_ text: String, insecureHTTP: Bool) throws(RegistryError) {
-        guard !text.isEmpty, text.utf8.count <= WebhookURL.maxLength else { throw .invalidCall("url must be 1 to \(WebhookURL.maxLength) bytes") }
+    public init(_ text: String, insecureHTTP: Bool) throws(WebhookURLError) {
+        guard !text.isEmpty, text.utf8.count <= WebhookURL.maxLength else { throw .invalid("url must be 1 to \(WebhookURL.maxLength) bytes") }
         guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }), let parts = URLComponents(string: text),
               let url = parts.url, let scheme = parts.scheme?.lowercased(), let rawHost = parts.host, !rawHost.isEmpty else {
-            throw .invalidCall("url must be an absolute http(s) URL, got \(text.debugSanitized)")
+            throw .invalid("url must be an absolute http(s) URL, got \(text.debugSanitized)")
         }
-        guard scheme == "https" || scheme == "http" else { throw .invalidCall("url must be https:// (or http:// to a loopback host), got \(scheme.debugSanitized)://") }
-        guard parts.user == nil, parts.password == nil else { throw .invalidCall("url must not carry a user name or password: the secret signs each delivery") }
-        guard parts.fragment == nil else { throw .invalidCall("url must not have a fragment") }
+        guard scheme == "https" || scheme == "http" else { throw .invalid("url must be https:// (or http:// to a loopback host), got \(scheme.debugSanitized)://") }
+        guard parts.user == nil, parts.password == nil else { throw .invalid("url must not carry a user name or password: the secret signs each delivery") }
+        guard parts.fragment == nil else { throw .invalid("url must not have a fragment") }
         let host = rawHost.hasPrefix("[") && rawHost.hasSuffix("]") ? String(rawHost.dropFirst().dropLast()) : rawHost
         self.url = url
         self.host = host.lowercased()
         self.isHTTPS = scheme == "https"
         self.port = parts.port ?? (isHTTPS ? 443 : 80)
         if !isHTTPS, !insecureHTTP, !WebhookURL.isLoopbackName(self.host) {
-            throw .invalidCall("url: http:// is refused except to a loopback host (127.0.0.1, ::1, localhost); use https://, or give insecureHttp (--insecure-http), which is recorded")
+            throw .invalid("url: http:// is refused except to a loopback host (127.0.0.1, ::1, localhost); use https://, or give insecureHttp (--insecure-http), which is recorded")
         }
     }
 
@@ -97,14 +111,14 @@ public enum WebhookAddress {
     }
 
     /// Every address `host` resolves to (4 or 16 bytes each), in the resolver's order.
-    public static func resolve(_ host: String) throws(RegistryError) -> [[UInt8]] {
+    public static func resolve(_ host: String) throws(WebhookURLError) -> [[UInt8]] {
         if let literal = literal(host) { return [literal] }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
         guard status == 0, let first = list else {
-            throw .invalidInput("cannot resolve \(host.debugSanitized): \(String(cString: gai_strerror(status)))")
+            throw .unresolved("cannot resolve \(host.debugSanitized): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(first) }
         var out: [[UInt8]] = []
@@ -123,13 +137,13 @@ public enum WebhookAddress {
             }
             entry = info.pointee.ai_next
         }
-        guard !out.isEmpty else { throw .invalidInput("\(host.debugSanitized) resolves to no IPv4 or IPv6 address") }
+        guard !out.isEmpty else { throw .unresolved("\(host.debugSanitized) resolves to no IPv4 or IPv6 address") }
         return out
     }
 
     /// The addresses `host` resolves to, every one public, or why not (`.forbidden`): one
     /// refused address refuses the name, since a resolver may hand out either.
-    public static func publicAddresses(_ host: String) throws(RegistryError) -> [[UInt8]] {
+    public static func publicAddresses(_ host: String) throws(WebhookURLError) -> [[UInt8]] {
         let addresses = try resolve(host)
         for address in addresses {
             if let refusal = refusal(address) {
