@@ -23,8 +23,10 @@ def registry():
         say(f"setting up the registry in {common.CTX.work}")
         big = common.CTX.path("big-main.js")             # the 200 KB target of row 4
         line = b"defineClass('Bench', { f: function(a, b) { return a + b + 42; } }); // padding\n"
+        data = line * (204800 // len(line))      # whole statements (publish checks the script),
+        data += b"/" * (204800 - len(data) - 1) + b"\n"   # then a comment to 204800 B
         with open(big, "wb") as f:
-            f.write((line * (204800 // len(line) + 1))[:204800])
+            f.write(data)
         # demo: min-interval 0 (the same device may check again at once: 304s, client syncs);
         # fleet: min-interval 3600 (every new device is tracked); big: the 200 KB bundle. No IP limit.
         for app in ("demo", "fleet", "big"):
