@@ -36,8 +36,11 @@ let package = Package(
         // The one lock (`Locked`), on NSLock so the client library can use it on iOS 15.
         // Foundation only: every module may stand on it (ModuleMapTests).
         .target(name: "Locking"),
+        // JSON (values, the parser, canonical bytes), the readable-text rule and ValidationError:
+        // what bytes on a wire decode to. Foundation only; PatchCore re-exports it.
+        .target(name: "WireFormat"),
         // What a device needs: TUF verification, digests, AES-GCM open, JSON, the patch layout.
-        .target(name: "PatchCore", dependencies: ["Locking", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
+        .target(name: "PatchCore", dependencies: ["Locking", "WireFormat", .target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         // What only the registry needs: key generation, signing, key import, sealing, HMAC.
         .target(name: "PatchSigning", dependencies: ["PatchCore", "CCrypto"]),
         // Every operation of patchd's HTTP API (id, method, path, token scope, the patchctl

@@ -9,7 +9,6 @@ enum ConsoleFiles {
 import { api, APIError } from "./api.js";
 import { el } from "./dom.js";
 import { canAct, confirmAction, confirmKind } from "./shell.js";
-import PatchAPI
 
 function where(p) {
   return [["App", p.app], ["Version", p.appVersion], ["Channel", p.channel], ["Patch", p.patch],

@@ -8,6 +8,9 @@ import PatchRegistry
 public struct PathParameters: Sendable {
     var values: [String: String] = [:]
     public internal(set) var caller: TokenRecord?
+    /// The published file the path named, when the catalog's exact-path cache found it
+    /// (`PatchService.route`): the route's handler answers it without parsing the path again.
+    public internal(set) var file: PublishedFile?
     public subscript(name: String) -> String { values[name] ?? "" }
 }
 
@@ -53,6 +56,9 @@ public struct Router<Context>: Sendable {
     }
 
     private(set) var routes: [Route] = []
+
+    /// The route of `operation`, as added.
+    func route(_ operation: APIOperation) -> Route? { routes.first { $0.operation.id == operation.id } }
 
     public init() {}
 

@@ -70,6 +70,7 @@ public final class PatchService: HTTPResponder {
     let configuration: ServiceConfiguration
     let log: @Sendable (String) -> Void
     let router: Router<PatchService>
+    let cachedRoutes: CachedRoutes
     private let lastDataVersion = AtomicCounter(-1)
     /// When the last reload of the registry began (monotonic microseconds; written under the
     /// registry lock): what `catchUp` asks to know whether a reload already covers a miss.
@@ -132,6 +133,7 @@ public final class PatchService: HTTPResponder {
         registry.webhookAddresses = configuration.webhooks.denyPrivate ? .publicOnly : .any
         self.registry = Mutex(registry)
         self.router = PatchService.routes()
+        self.cachedRoutes = CachedRoutes(router)
     }
 
     /// Answers one whole request in process (tests, fuzzing): the same admission the
@@ -151,21 +153,7 @@ public final class PatchService: HTTPResponder {
     /// without a body is answered here; one with a body that passed is read, then finished.
     public func admit(_ request: HTTPRequest) -> HTTPAdmission {
         let started = IPRateLimiter.monotonicTime()
-        // The TUF files and the simple check, the bulk of traffic: routing cached as one lookup
-        // of the whole path in the prepared catalog (`PublishedFile`), then the same limits
-        // and the same `answer` the routed handlers use.
-        if request.method == "GET" || request.method == "HEAD", let file = catalog.file(at: request.path) {
-            let response: HTTPResponse
-            do throws(HTTPError) {
-                try limitIP(request, app: file.app)
-                try refuseBody(request, limit: 0)
-                response = try answer(request, file)
-            } catch {
-                response = error.response
-            }
-            return .answer(record(response, route: file.metric, since: started))
-        }
-        let match = router.match(method: request.method, path: request.path)
+        let match = route(request)
         switch match.result {
         case .failure(let error):
             // 404 and 405 cost a token of the global bucket like any other request: answering
@@ -181,10 +169,11 @@ public final class PatchService: HTTPResponder {
         case .success(let (route, found)):
             var params = found
             do throws(HTTPError) {
-                try limitIP(request, app: params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) })
+                let app = params.file?.app ?? params.values["app"].flatMap { try? AppName($0) }.flatMap { servedApp($0) }
+                try limitIP(request, app: app)
                 params.caller = try admitCaller(request, route.access, app: params.values["app"], route: route.metric)
                 // An unknown or malformed app is refused from the head too, not after its body.
-                if let app = params.values["app"] { _ = try appCatalog(app) }
+                if params.file == nil, let app = params.values["app"] { _ = try appCatalog(app) }
                 try refuseBody(request, limit: route.bodyLimit)
                 try route.headCheck?(self, request)
                 if request.declaredBody == .none {
@@ -203,6 +192,19 @@ public final class PatchService: HTTPResponder {
                 return record(reply, route: metric, since: started)
             }
         }
+    }
+
+    /// The route of a request and its parameters. The TUF files and the simple check, the bulk
+    /// of traffic, are found by one lookup of the whole path in the prepared catalog (an
+    /// exact-path cache in front of the route table): the match is their operation's own
+    /// route, with the file in its parameters, so they are admitted like every other request.
+    func route(_ request: HTTPRequest) -> Router<PatchService>.Match {
+        if request.method == "GET" || request.method == "HEAD", let file = catalog.file(at: request.path) {
+            var params = PathParameters()
+            params.file = file
+            return Router.Match(metric: file.metric, result: .success((cachedRoutes.route(for: file), params)))
+        }
+        return router.match(method: request.method, path: request.path)
     }
 
     /// A request the transport refused (bad framing, a head too large, a deadline) takes a
@@ -532,5 +534,30 @@ public final class PatchService: HTTPResponder {
 
     func logOnce(_ message: String) {
         if loggedOnce.withLock({ $0.insert(message).inserted }) { log(message) }
+    }
+}
+
+/// The routes a published file is answered by: its operation's own (access, body limit and
+/// handler from the route table), looked up once.
+struct CachedRoutes: Sendable {
+    let metadata: Router<PatchService>.Route
+    let target: Router<PatchService>.Route
+    let check: Router<PatchService>.Route
+
+    init(_ router: Router<PatchService>) {
+        guard let metadata = router.route(.getMetadata), let target = router.route(.getTarget), let check = router.route(.checkPatch) else {
+            preconditionFailure("the route table lacks a published file's operation")
+        }
+        self.metadata = metadata
+        self.target = target
+        self.check = check
+    }
+
+    func route(for file: PublishedFile) -> Router<PatchService>.Route {
+        switch file.kind {
+        case .metadata: return metadata
+        case .target: return target
+        case .simpleCheck: return check
+        }
     }
 }

@@ -101,6 +101,7 @@ extension PatchService {
     // MARK: TUF repository
 
     func metadata(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        if let file = p.file { return try answer(request, file) }
         let app = try appCatalog(p["app"])
         if app.metadata[p["file"]] != nil { return try answer(request, PublishedFile(app: app, kind: .metadata(name: p["file"]))) }
         // A versioned file this instance does not have yet may have been committed through
@@ -141,6 +142,7 @@ extension PatchService {
     /// committed through another instance a moment ago is caught up on before the 404.
     /// `conditional`: a `….main.conditional.js` target (a patch with delivery conditions).
     func target(_ request: HTTPRequest, _ p: PathParameters, conditional: Bool) throws(HTTPError) -> HTTPResponse {
+        if let file = p.file { return try answer(request, file) }
         let app = try appCatalog(p["app"])
         let version = try appVersion(p["appVersion"])
         let number = try PatchService.patchNumber(p["patch"])
@@ -162,6 +164,7 @@ extension PatchService {
     // MARK: The simple check
 
     func check(_ request: HTTPRequest, _ p: PathParameters) throws(HTTPError) -> HTTPResponse {
+        if let file = p.file { return try answer(request, file) }
         let app = try appCatalog(p["app"])
         return try answer(request, PublishedFile(app: app, kind: .simpleCheck(version: try appVersion(p["appVersion"]).rawValue)))
     }

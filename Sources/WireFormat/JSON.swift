@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value restricted to what TUF metadata may hold: integers only, never floats,
 /// because canonical JSON (OLPC / securesystemslib) refuses them and a signature over a
 /// float would not be reproducible by another implementation.

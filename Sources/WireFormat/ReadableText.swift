@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one rule for free text a person reads back: release notes, revoke messages, token
 /// names and actors. The console, `patchctl list`/`audit` and the audit chain show these
 /// as written, so the text may hold nothing that changes how the rest of it reads:

@@ -1,3 +1,5 @@
+import Foundation
+
 /// OLPC canonical JSON as securesystemslib's `encode_canonical` writes it: object keys sorted
 /// by code point, no whitespace, only `\` and `"` escaped, everything else raw UTF-8.
 /// This is the byte string TUF signatures cover.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A strict RFC 8259 parser for metadata read back from disk or the network.
 /// Strict where leniency would let two parties see different documents: duplicate keys,
 /// invalid UTF-8, lone surrogates, floats and trailing bytes are all errors.
