@@ -1,5 +1,12 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// Every file of console/ but its Swift file, each compiled into the WebConsole module as bytes
+// (`.embedInCode`), so adding a file to the console needs no line here. Unreadable, the list is
+// empty and console/WebConsole.swift, which names each file's bytes, does not compile.
+let consoleFiles: [Resource] = ((try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/console")) ?? [])
+    .filter { !$0.hasPrefix(".") && !$0.hasSuffix(".swift") }.sorted().map { .embedInCode($0) }
 
 // Only the toolchain and C libraries from Debian packages: no Swift package can be fetched
 // on the machines this is built on, so every C dependency is a system-library target.
@@ -62,7 +69,10 @@ let package = Package(
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork"],
+        // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
+        // console/ is their one copy, and patchd serves them from its own binary.
+        .target(name: "WebConsole", path: "console", resources: consoleFiles),
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork", "WebConsole"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
