@@ -64,14 +64,14 @@ let package = Package(
         // did, checks it against the app's native manifest. Never linked by the client library.
         .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
+        // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
+        // console/ is their one copy, and patchd serves them from its own binary.
+        .target(name: "WebConsole", path: "console", resources: consoleFiles),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
-        // console/ is their one copy, and patchd serves them from its own binary.
-        .target(name: "WebConsole", path: "console", resources: consoleFiles),
         .target(name: "PatchServer", dependencies: ["PatchCore", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork", "WebConsole"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
