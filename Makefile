@@ -33,7 +33,7 @@ LISTEN ?= 127.0.0.1:8080
 # removed after it (or the one already named, so `make test` starts one for all its runs).
 WITH_PG := ./scripts/pg-test-cluster.sh run
 
-.PHONY: deps apt apt-test apt-bench venv build build-tests release test test-swift test-interop test-apple-shaped run bench soak fuzz operations-js clean
+.PHONY: deps apt apt-test apt-bench venv build build-tests release test test-swift test-interop test-apple-shaped run bench soak fuzz clean
 
 deps: apt apt-test venv
 
@@ -152,13 +152,6 @@ soak: apt-bench deps release
 # of `make test`. New crash inputs are copied to fuzz/crashes/.
 fuzz: deps
 	./fuzz/run.sh
-
-# console/operations.js from the operation table (Sources/PatchCore/API) and the release
-# operations' definitions (Sources/PatchRegistry/Operations), then the console
-# embedded in patchd; OperationDefinitionTests and ConsoleRouteTests fail until both are run.
-operations-js: build-tests
-	HOTPATCH_WRITE_OPERATIONS_JS=1 swift test --skip-build --filter OperationDefinitionTests
-	python3 scripts/embed-console.py
 
 clean:
 	rm -rf .build $(VENV)

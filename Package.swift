@@ -1,5 +1,12 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// Every file of console/ but its Swift file, each compiled into the WebConsole module as bytes
+// (`.embedInCode`), so adding a file to the console needs no line here. Unreadable, the list is
+// empty and console/WebConsole.swift, which names each file's bytes, does not compile.
+let consoleFiles: [Resource] = ((try? FileManager.default.contentsOfDirectory(atPath: Context.packageDirectory + "/console")) ?? [])
+    .filter { !$0.hasPrefix(".") && !$0.hasSuffix(".swift") }.sorted().map { .embedInCode($0) }
 
 // Only the toolchain and C libraries from Debian packages: no Swift package can be fetched
 // on the machines this is built on, so every C dependency is a system-library target.
@@ -66,12 +73,15 @@ let package = Package(
         // did, checks it against the app's native manifest. Never linked by the client library.
         .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
         .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchPush", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
+        // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
+        // console/ is their one copy, and patchd serves them from its own binary.
+        .target(name: "WebConsole", path: "console", resources: consoleFiles),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "CNetwork"],
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "WebConsole", "CNetwork"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),

@@ -5,7 +5,7 @@ import Testing
 
 // Holds docs/openapi.yaml and README's CLI reference to the operation table
 // (APIOperation+Table.swift), so a route is spelt once and every other copy is checked
-// (console/operations.js: OperationDefinitionTests, which also renders the release operations).
+// (the console's operations.js is rendered from it by patchd: ConsoleRouteTests).
 
 private let packageRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

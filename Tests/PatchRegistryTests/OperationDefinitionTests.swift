@@ -4,9 +4,10 @@ import PatchCore
 import PatchRegistry
 import Testing
 
-// Holds docs/openapi.yaml and console/operations.js to the release operations' definitions
-// (Sources/PatchRegistry/Operations), parameter by parameter, and checks the one codec both
-// ways: what a call encodes is what the server decodes.
+// Holds docs/openapi.yaml to the release operations' definitions (Sources/PatchRegistry/Operations),
+// parameter by parameter, and checks the one codec both ways: what a call encodes is what the
+// server decodes. The console's operations.js is rendered from the same definitions by patchd
+// (OperationsScript); ConsoleRouteTests checks what it renders.
 
 private let packageRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -117,42 +118,6 @@ struct OperationDefinitionTests {
                 #expect(wanted.subtracting(found).sorted { $0.description < $1.description } == [], "\(route.id): in the definition, not in openapi.yaml")
             }
         }
-    }
-
-    @Test("console/operations.js is the table and the release definitions rendered (`make operations-js` writes it)")
-    func consoleTable() throws {
-        let rendered = OperationDefinitionTests.renderJS()
-        if ProcessInfo.processInfo.environment["HOTPATCH_WRITE_OPERATIONS_JS"] == "1" {
-            try rendered.write(to: packageRoot.appendingPathComponent("console/operations.js"), atomically: true, encoding: .utf8)
-        }
-        #expect(try text("console/operations.js") == rendered, "console/operations.js is stale: run `make operations-js`")
-    }
-
-    /// console/operations.js: each operation's method, path and scope, then each release
-    /// operation's routes, danger and parameters, which api.js's `perform` places.
-    static func renderJS() -> String {
-        var out = """
-        // Generated from the operation table (Sources/PatchCore/API/APIOperation+Table.swift) and the
-        // release operations' definitions (Sources/PatchRegistry/Operations) by `make operations-js`;
-        // OperationDefinitionTests fails when it differs. api.js builds every URL and every release
-        // call from it, so the console spells no route or parameter of its own.
-        export const operations = Object.freeze({
-
-        """
-        for operation in APIOperation.all {
-            out += "  \(operation.id): Object.freeze({ method: \"\(operation.method)\", path: \"\(operation.path)\", scope: \"\(operation.scope.rawValue)\" }),\n"
-        }
-        out += "});\n\nexport const releases = Object.freeze({\n"
-        for type in ReleaseOperations.all {
-            let d = type.definition
-            let parameters = (d.parameters + d.callParameters).map { p in
-                "    Object.freeze({ name: \"\(p.name)\", in: \"\(p.place.rawValue)\", kind: \"\(p.kind.rawValue)\", required: \(p.required)"
-                    + (p.route.map { ", route: \"\($0)\"" } ?? "") + " }),\n"
-            }.joined()
-            out += "  \"\(d.kind)\": Object.freeze({\n    routes: [\(d.routes.map { "\"\($0.id)\"" }.joined(separator: ", "))], danger: \"\(d.danger.rawValue)\", confirms: \(d.confirms),\n"
-            out += "    parameters: Object.freeze([\n\(parameters.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))\n    ]),\n  }),\n"
-        }
-        return out + "});\n"
     }
 
     @Test("every release operation: what a call encodes, patchd decodes to the same value and call options", arguments: [

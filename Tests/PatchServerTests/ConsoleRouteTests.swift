@@ -1,8 +1,24 @@
 import Foundation
+import PatchAPI
 import PatchCore
 import PatchRegistry
 import Testing
+import WebConsole
 @testable import PatchServer
+
+/// console/ in the repository, read at test time: what patchd must serve, byte for byte.
+private let consoleDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("console")
+
+/// The files of console/ patchd serves: all but the Swift file that lists them.
+private func consoleFileNames() throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: consoleDirectory.path).filter { !$0.hasPrefix(".") && !$0.hasSuffix(".swift") }.sorted()
+}
+
+/// The nonce of a page response's policy.
+private func pageNonce(_ page: HTTPResponse) throws -> String {
+    String(try #require(page.header("Content-Security-Policy")?.split(separator: "'").first { $0.hasPrefix("nonce-") }?.dropFirst(6)))
+}
 
 @Suite("The web console and the routes it needs")
 struct ConsoleRouteTests {
@@ -17,17 +33,17 @@ struct ConsoleRouteTests {
         let csp = try #require(page.header("Content-Security-Policy"))
         #expect(csp.hasPrefix("default-src 'self'; script-src 'nonce-") && csp.contains("frame-ancestors 'none'"))
         #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval") && !csp.contains("strict-dynamic"))
-        let nonce = try #require(csp.split(separator: "'").first { $0.hasPrefix("nonce-") }?.dropFirst(6))
-        #expect(Data(base64Encoded: String(nonce))?.count == 16)
+        let nonce = try pageNonce(page)
+        #expect(Data(base64Encoded: nonce)?.count == 16)
         #expect(page.bodyString.contains("<script nonce=\"\(nonce)\" type=\"module\" src=\"main.js\"></script>"))
         #expect(page.header("X-Content-Type-Options") == "nosniff")
         #expect(page.header("X-Frame-Options") == "DENY")
         #expect(page.header("Cache-Control") == "no-store" && page.header("ETag") == nil)
         // A fresh nonce each time; otherwise the same page.
         let again = f.get("/console/index.html")
-        let other = try #require(again.header("Content-Security-Policy")?.split(separator: "'").first { $0.hasPrefix("nonce-") }?.dropFirst(6))
+        let other = try pageNonce(again)
         #expect(other != nonce)
-        #expect(again.bodyString.replacingOccurrences(of: String(other), with: "N") == page.bodyString.replacingOccurrences(of: String(nonce), with: "N"))
+        #expect(again.bodyString.replacingOccurrences(of: other, with: "N") == page.bodyString.replacingOccurrences(of: nonce, with: "N"))
         #expect(f.service.respond(to: HTTPRequest(method: "HEAD", path: "/console/")).status == 200)
     }
 
@@ -48,13 +64,16 @@ struct ConsoleRouteTests {
 
     @Test("the console has no inline script or style that its policy would block")
     func noInlineScript() throws {
-        for file in ConsoleFiles.all where file.name.hasSuffix(".html") {
-            #expect(!file.text.contains("<script>") && !file.text.contains("<style") && !file.text.contains(" style="))
-            #expect(!file.text.contains(" onclick=") && !file.text.contains("javascript:"))
-        }
-        for file in ConsoleFiles.all where file.name.hasSuffix(".js") {
-            #expect(!file.text.contains("innerHTML") && !file.text.contains("outerHTML") && !file.text.contains("insertAdjacentHTML"), "\(file.name)")
-            #expect(!file.text.contains("eval(") && !file.text.contains("new Function"), "\(file.name)")
+        for file in ConsoleFiles.all + [OperationsScript.file] {
+            let text = String(decoding: file.bytes, as: UTF8.self)
+            if file.name.hasSuffix(".html") {
+                #expect(!text.contains("<script>") && !text.contains("<style") && !text.contains(" style="))
+                #expect(!text.contains(" onclick=") && !text.contains("javascript:"))
+            }
+            if file.name.hasSuffix(".js") {
+                #expect(!text.contains("innerHTML") && !text.contains("outerHTML") && !text.contains("insertAdjacentHTML"), "\(file.name)")
+                #expect(!text.contains("eval(") && !text.contains("new Function"), "\(file.name)")
+            }
         }
     }
 
@@ -77,15 +96,76 @@ struct ConsoleRouteTests {
         }
     }
 
-    @Test("ConsoleFiles.swift is what console/ holds (run scripts/embed-console.py after editing it)")
-    func embeddedFilesAreCurrent() throws {
-        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("console")
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { !$0.hasPrefix(".") }.sorted()
-        #expect(ConsoleFiles.all.map(\.name) == names)
-        for file in ConsoleFiles.all {
-            let text = try String(contentsOf: directory.appendingPathComponent(file.name), encoding: .utf8)
-            #expect(text == file.text, "\(file.name) differs from console/\(file.name): run scripts/embed-console.py")
+    @Test("patchd serves each file of console/ as it is in the repository (the page with its nonce), and no file console/ lacks")
+    func servesTheConsoleDirectory() throws {
+        let f = try ServiceFixture()
+        let names = try consoleFileNames()
+        #expect(names.contains(ConsoleSite.pageName), "read \(consoleDirectory.path): \(names)")
+        #expect(ConsoleFiles.all.map(\.name).sorted() == names, "console/WebConsole.swift lists each file of console/, and only those")
+        #expect(!names.contains(OperationsScript.name), "patchd renders operations.js: a file of that name would never be served")
+        for name in names {
+            let bytes = [UInt8](try Data(contentsOf: consoleDirectory.appendingPathComponent(name)))
+            let response = f.get("/console/\(name)")
+            guard response.status == 200 else {
+                Issue.record("/console/\(name) is \(response.status): patchd does not serve console/\(name)")
+                continue
+            }
+            if name == ConsoleSite.pageName {
+                let nonce = try pageNonce(response)
+                let same = response.bodyString.replacingOccurrences(of: "<script nonce=\"\(nonce)\" ", with: "<script ") == String(decoding: bytes, as: UTF8.self)
+                #expect(same, "/console/ is console/\(name) with this response's nonce in its script element")
+            } else {
+                let same = response.body == bytes
+                #expect(same, "/console/\(name) differs from console/\(name)")
+                #expect(response.header("Content-Security-Policy") == ConsoleSite.filePolicy, "\(name)")
+            }
+        }
+    }
+
+    @Test("/console/operations.js is the operation table rendered, served like the files of console/: content type, policy, ETag, 304")
+    func operationsScript() throws {
+        let f = try ServiceFixture()
+        let script = f.get("/console/operations.js")
+        #expect(script.status == 200 && script.bodyString == OperationsScript.render())
+        #expect(script.header("Content-Type") == ConsoleFiles.javaScript)
+        #expect(script.header("Content-Security-Policy") == ConsoleSite.filePolicy && script.header("Cache-Control") == "no-cache")
+        #expect(script.header("X-Content-Type-Options") == "nosniff" && script.header("X-Frame-Options") == "DENY")
+        let etag = try #require(script.header("ETag"))
+        let again = f.get("/console/operations.js", headers: ["If-None-Match": etag])
+        #expect(again.status == 304 && again.body.isEmpty)
+        let api = try String(contentsOf: consoleDirectory.appendingPathComponent("api.js"), encoding: .utf8)
+        #expect(api.contains("from \"./\(OperationsScript.name)\""), "api.js imports it by that name")
+    }
+
+    @Test("operations.js names every operation and release operation once, in keys and strings that need no escaping, and each release's routes and path parameters resolve in it")
+    func operationsScriptCoversTheTable() throws {
+        let lines = OperationsScript.render().split(separator: "\n").map(String.init)
+        // The renderer escapes nothing: an unquoted key must be an identifier, a string hold no quote or line end.
+        func identifier(_ s: String) -> Bool {
+            guard let first = s.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else { return false }
+            return s.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "_") }
+        }
+        func plain(_ s: String) -> Bool { !s.isEmpty && !s.unicodeScalars.contains { "\"\\\n\r\u{2028}\u{2029}".unicodeScalars.contains($0) } }
+        for operation in APIOperation.all {
+            #expect(identifier(operation.id) && plain(operation.method) && plain(operation.path), "\(operation.id)")
+            #expect(lines.filter { $0.hasPrefix("  \(operation.id): ") }.count == 1, "\(operation.id) is in operations.js once")
+        }
+        let ids = Set(APIOperation.all.map(\.id))
+        for type in ReleaseOperations.all {
+            let definition = type.definition
+            let parameters = definition.parameters + definition.callParameters
+            #expect(plain(definition.kind) && parameters.allSatisfy { plain($0.name) }, "\(definition.kind)")
+            #expect(lines.filter { $0 == "  \"\(definition.kind)\": Object.freeze({" }.count == 1, "\(definition.kind) is in operations.js once")
+            #expect(!definition.routes.isEmpty && definition.routes.allSatisfy { ids.contains($0.id) }, "\(definition.kind): api.js finds each route")
+            for parameter in parameters {
+                #expect(parameter.route.map { route in definition.routes.contains { $0.id == route } } ?? true, "\(definition.kind) \(parameter.name)")
+            }
+            // api.js's perform fills a route's path from the call's values, by the parameters' names.
+            for route in definition.routes {
+                for name in route.parameters where name != "app" {
+                    #expect(parameters.contains { $0.name == name && $0.place == .path && $0.belongs(to: route) }, "\(route.id) {\(name)}")
+                }
+            }
         }
     }
 

@@ -1,11 +1,12 @@
 import Foundation
 import PatchAPI
 import PatchCore
+import WebConsole
 
-/// The web console's static files (console/ in the repository, embedded in ConsoleFiles.swift
-/// by scripts/embed-console.py), each prepared once as a response. Only the names in that
-/// table are ever answered: a request names a file, never a path, so `..`, `%2e%2e` or an
-/// encoded slash cannot reach anything else.
+/// The web console's files: those of console/ in the repository, compiled in by SwiftPM (the
+/// WebConsole module), and operations.js, rendered from the operation table (OperationsScript),
+/// each prepared once as a response. Only their names are ever answered: a request names a
+/// file, never a path, so `..`, `%2e%2e` or an encoded slash cannot reach anything else.
 struct ConsoleSite: Sendable {
     /// The console page's policy: styles, images and requests from this origin, scripts only
     /// those the page names with this response's nonce (`<script nonce>`; the modules they
@@ -39,15 +40,15 @@ struct ConsoleSite: Sendable {
     private let files: [String: File]
     static let pageName = "index.html"
 
-    init(_ sources: [(name: String, contentType: String, text: String)] = ConsoleFiles.all) {
+    init(_ sources: [ConsoleFiles.File] = ConsoleFiles.all + [OperationsScript.file]) {
         var files: [String: File] = [:]
         var page: [String] = []
         for source in sources {
             if source.name == ConsoleSite.pageName {
-                page = source.text.components(separatedBy: "<script ")
+                page = String(decoding: source.bytes, as: UTF8.self).components(separatedBy: "<script ")
                 continue
             }
-            let body = Array(source.text.utf8)
+            let body = source.bytes
             let etag = "\"" + String(Digest.sha256Hex(body).prefix(32)) + "\""
             // Revalidated on every load (the ETag makes that a 304): a new patchd's console is
             // seen at once, never a mix of old and new files.
