@@ -76,12 +76,17 @@ let package = Package(
         // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
         // console/ is their one copy, and patchd serves them from its own binary.
         .target(name: "WebConsole", path: "console", resources: consoleFiles),
+        // patchd's HTTP/1.1 transport, held to nginx's standard: epoll loops, TLS (libssl), the
+        // RFC 9112 parser, the HTTP types, per-address limits. It knows no registry, token or
+        // TUF file, so it can be built, fuzzed and read alone; PatchServer answers through it.
+        .target(name: "HTTPTransport", dependencies: ["WireFormat", "Locking", "CNetwork"],
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "WebConsole", "CNetwork"],
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "WebConsole", "HTTPTransport", "Locking", "CNetwork"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -117,9 +122,9 @@ let package = Package(
         .testTarget(name: "PatchPushTests", dependencies: ["PatchPush", "HTTPClientKit", "PatchRegistry", "PatchCore", "PatchSigning"]),
         .testTarget(name: "PatchctlTests", dependencies: ["HotpatchCLI", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
         // patchctl: the content key file is read as `patchctl apps create --encrypt` writes it.
-        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "HTTPClientKit", "PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
-        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
-        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchAPI", "PatchRegistry", "PatchCore", "PatchSigning", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
+        .testTarget(name: "PatchClientTests", dependencies: ["PatchClient", "HTTPClientKit", "PatchServer", "HTTPTransport", "PatchRegistry", "PatchCore", "PatchSigning", "patchctl", "HotpatchTestSupport"]),
+        .testTarget(name: "JSPatchTests", dependencies: ["PatchServer", "HTTPTransport", "PatchRegistry", "PatchCore", "PatchSigning", "HotpatchTestSupport"]),
+        .testTarget(name: "PatchServerTests", dependencies: ["PatchServer", "PatchAPI", "HTTPTransport", "Locking", "PatchRegistry", "PatchCore", "PatchSigning", "patchd", "patchctl", "HotpatchTestSupport", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -136,9 +141,9 @@ if Context.environment["HOTPATCH_FUZZ"] == "1" {
         harness("FuzzJSON", ["PatchCore"]),
         harness("FuzzTUF", ["PatchCore", "PatchSigning"]),
         harness("FuzzIdentifiers", ["PatchCore"]),
-        harness("FuzzRouter", ["PatchServer", "PatchRegistry", "PatchCore", "PatchSigning"]),
+        harness("FuzzRouter", ["PatchServer", "HTTPTransport", "PatchRegistry", "PatchCore", "PatchSigning"]),
         harness("FuzzBundle", ["PatchCore", "PatchSigning"]),
-        harness("FuzzHTTPHead", ["PatchServer"]),
+        harness("FuzzHTTPHead", ["HTTPTransport"]),
     ]
 }
 

@@ -3,6 +3,7 @@ import Testing
 import PatchCore
 import PatchSigning
 import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -183,7 +183,7 @@ struct WebhookTests {
         }
         for bad in ["http://hooks.example.com/", "ftp://example.com/", "https://user:pw@example.com/", "https://example.com/#x", "example.com/x",
                     "https:///nohost", "https://exa mple.com/", String(repeating: "a", count: 3000)] {
-            #expect(throws: RegistryError.self, "\(bad.prefix(40))") { _ = try WebhookURL(bad, insecureHTTP: false) }
+            #expect(throws: WebhookURLError.self, "\(bad.prefix(40))") { _ = try WebhookURL(bad, insecureHTTP: false) }
         }
         #expect(throws: Never.self) { _ = try WebhookURL("http://hooks.example.com/", insecureHTTP: true) }
         let t = try TempRegistry()

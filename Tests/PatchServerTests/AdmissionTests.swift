@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import PatchRegistry
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// What the service decides from a request's head, before the transport reads a body byte

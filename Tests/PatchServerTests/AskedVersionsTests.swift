@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The versions devices check for (issue 44), counted on the check path: bounded per app, and

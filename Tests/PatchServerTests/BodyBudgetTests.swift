@@ -1,4 +1,5 @@
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The body budget's pools and shares (issue 43, item 2), without sockets: what fits, what is

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 
 @Suite("Channels and promotion over the API, in process")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 @testable import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Delivery conditions over the API: publish takes them already hashed (X-Patch-Conditions),

@@ -4,6 +4,7 @@ import PatchCore
 import PatchRegistry
 import Testing
 import WebConsole
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// console/ in the repository, read at test time: what patchd must serve, byte for byte.

@@ -3,6 +3,7 @@ import Testing
 import PatchCore
 import PatchSigning
 @testable import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

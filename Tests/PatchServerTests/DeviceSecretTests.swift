@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Issue 43, item 4: whoever knew a device's ID could spend its checks — 5 requests a second

@@ -1,5 +1,7 @@
 import Foundation
+import Locking
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The bounds an anonymous peer meets (issue 19): work per wakeup, the first head's deadline

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Issue 43, items 2 and 3, through a server on loopback: the body budget's pools and shares

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// One raw TCP connection to a loopback server, from a chosen source address (anything in

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Requests libFuzzer's FuzzRouter target stopped on (`make fuzz`, docs/SECURITY.md "Fuzzing"),

@@ -2,6 +2,7 @@ import Foundation
 import HotpatchTestSupport
 import PatchRegistry
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 @Suite("/healthz")

@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import PatchRegistry
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

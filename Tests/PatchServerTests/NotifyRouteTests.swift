@@ -4,6 +4,7 @@ import PatchCore
 import PatchPush
 import PatchRegistry
 import PatchSigning
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -1,5 +1,7 @@
 import Foundation
+import Locking
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Answers another thread gives (`HTTPReply.later`, `HTTPPromise`): the loop that read the

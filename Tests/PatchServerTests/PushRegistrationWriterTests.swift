@@ -1,7 +1,9 @@
 import Foundation
+import Locking
 import PatchCore
 import PatchRegistry
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -3,6 +3,7 @@ import PatchCore
 import PatchPush
 import PatchRegistry
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PatchCore
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The API passes every message to the registry, whose rule (`ReadableText`) answers; bytes

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The transport's strict HTTP/1.1 head and body parsing (RFC 9112), in process: every

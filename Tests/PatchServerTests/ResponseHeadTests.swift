@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Status lines: every status has its reason phrase, so none goes out as a made-up one

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PatchCore
 import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -3,6 +3,7 @@ import PatchAPI
 import Testing
 import PatchCore
 @testable import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -2,6 +2,7 @@ import Foundation
 import PatchCore
 import PatchPush
 import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 import HotpatchTestSupport
 

@@ -5,6 +5,7 @@ import PatchCore
 import Postgres
 import HotpatchTestSupport
 @testable import PatchRegistry
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// Several patchd and patchctl on one PostgreSQL registry (issue 13), in process: each

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 @Suite("Throttle state")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The HTTP transport on a loopback port the test picks, spoken to with raw

@@ -1,4 +1,5 @@
 import Testing
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// X-Forwarded-For is believed only from configured proxies, and only as far as the chain

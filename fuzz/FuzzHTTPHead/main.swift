@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-@testable import PatchServer
+@testable import HTTPTransport
 
 /// patchd's request head and chunked-body parsers, on the raw bytes of a connection. What
 /// must hold: a head that parses whole is never refused while it is still arriving (a

@@ -4,6 +4,7 @@ import PatchCore
 import PatchSigning
 import PatchRegistry
 import Synchronization
+@testable import HTTPTransport
 @testable import PatchServer
 
 /// The HTTP API in process: Router.match over the real route table, then PatchService.respond

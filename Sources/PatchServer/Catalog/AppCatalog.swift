@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTransport
+import Locking
 import PatchAPI
 import PatchCore
 import PatchRegistry

@@ -1,3 +1,4 @@
+import HTTPTransport
 import PatchAPI
 import PatchCore
 import PatchRegistry

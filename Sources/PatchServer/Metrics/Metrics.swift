@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 import Synchronization
 
 /// Prometheus counters, lock-free on the request path: one atomic per (route, status) cell.

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTransport
+import Locking
 import PatchRegistry
 
 /// Which app versions devices check for (issue 44), counted on the check path in memory and

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 
 /// Writes one line to a file descriptor with write(2), dropping it if it cannot be written.
 /// Not `FileHandle.write(_:)`: on Linux that traps when the write fails, so a log line on a

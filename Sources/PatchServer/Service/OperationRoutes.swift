@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 import PatchAPI
 import PatchCore
 import PatchRegistry

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTransport
+import Locking
 import PatchCore
 import PatchPush
 import PatchRegistry

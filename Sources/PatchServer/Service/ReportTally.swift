@@ -1,3 +1,4 @@
+import HTTPTransport
 import PatchRegistry
 
 /// What the report counter counted since start, for `/metrics`.

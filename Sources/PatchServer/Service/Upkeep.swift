@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 import Synchronization
 
 /// patchd's background work on one serial queue: picks up changes another process commits

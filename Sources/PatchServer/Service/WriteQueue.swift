@@ -1,5 +1,6 @@
 import Foundation
 internal import CNetwork
+import HTTPTransport
 
 /// Work an anonymous peer causes, taken off the event loops: device reports (issue 20,
 /// parsed by one thread and answered `202` once queued, counted by another) and device-token

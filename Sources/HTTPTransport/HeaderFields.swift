@@ -7,7 +7,7 @@
 /// Names are tokens, ASCII (RFC 9110 §5.1), so looking one up folds ASCII case: a name
 /// asked for in any case finds the line. They are folded when compared, not lowercased
 /// when stored: a lookup compares only names of its length, and most lines are not.
-struct HeaderFields: Sendable, RandomAccessCollection {
+package struct HeaderFields: Sendable, RandomAccessCollection {
     private var bytes: [UInt8] = []
     private var lines: [Line] = []
     /// Per `KnownField`: how many lines it has (at most 255) and the first one's index.
@@ -26,12 +26,12 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         var end: Int32
     }
 
-    init() {}
+    package init() {}
 
     /// A head's field lines, copied in one piece (`section`, from the first field line to the
     /// empty line); `record` then says where each line's name and value are in it. One copy
     /// per head, not two appends per line (each append cost more than its bytes, issue 23).
-    init(section: UnsafeRawBufferPointer, lines: Int) {
+    package init(section: UnsafeRawBufferPointer, lines: Int) {
         bytes = [UInt8](unsafeUninitializedCapacity: section.count) { buffer, count in
             if let base = section.baseAddress, section.count > 0 { buffer.baseAddress!.initialize(from: base.assumingMemoryBound(to: UInt8.self), count: section.count) }
             count = section.count
@@ -40,7 +40,7 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     }
 
     /// Fields as in-process callers and tests give them.
-    init(_ pairs: some Sequence<(String, String)>) {
+    package init(_ pairs: some Sequence<(String, String)>) {
         for (name, value) in pairs {
             var name = name, value = value
             name.withUTF8 { n in value.withUTF8 { v in append(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
@@ -48,13 +48,13 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     }
 
     /// A line of the section this was made from (`init(section:lines:)`), by offsets into it.
-    mutating func record(name: Range<Int>, value: Range<Int>) {
+    package mutating func record(name: Range<Int>, value: Range<Int>) {
         lines.append(Line(start: Int32(name.lowerBound), nameLength: Int32(name.count), valueStart: Int32(value.lowerBound), end: Int32(value.upperBound)))
         index(lines.count - 1)
     }
 
     /// Appends a line, copied in bulk.
-    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    package mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let start = bytes.count
         bytes.append(contentsOf: name)
         bytes.append(contentsOf: value)
@@ -78,28 +78,28 @@ struct HeaderFields: Sendable, RandomAccessCollection {
         if knownCount[k] < UInt8.max { knownCount[k] += 1 } else { indexed = false }
     }
 
-    var startIndex: Int { 0 }
-    var endIndex: Int { lines.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { lines.count }
 
     /// Line `i` as text, the name lowercased (for tests and diagnostics; rules look lines up
     /// by name).
-    subscript(i: Int) -> (name: String, value: String) {
+    package subscript(i: Int) -> (name: String, value: String) {
         let line = lines[i]
         return (String(decoding: bytes[Int(line.start)..<Int(line.start + line.nameLength)].map(HTTPRequest.asciiLowercase), as: UTF8.self), value(i))
     }
 
     /// The value of line `i`, as text.
-    func value(_ i: Int) -> String { String(decoding: valueBytes(i), as: UTF8.self) }
+    package func value(_ i: Int) -> String { String(decoding: valueBytes(i), as: UTF8.self) }
 
     /// The value of line `i`, as received.
-    func valueBytes(_ i: Int) -> ArraySlice<UInt8> {
+    package func valueBytes(_ i: Int) -> ArraySlice<UInt8> {
         let line = lines[i]
         return bytes[Int(line.valueStart)..<Int(line.end)]
     }
 
     /// How many lines field `name` has and the index of the first: what a field that may be
     /// sent once needs, in one scan.
-    func find(_ name: String) -> (count: Int, first: Int?) {
+    package func find(_ name: String) -> (count: Int, first: Int?) {
         var name = name
         return name.withUTF8 { wanted in
             bytes.withUnsafeBufferPointer { stored in
@@ -118,23 +118,23 @@ struct HeaderFields: Sendable, RandomAccessCollection {
     }
 
     /// `find(field.name)`, read from the index.
-    func find(_ field: KnownField) -> (count: Int, first: Int?) {
+    package func find(_ field: KnownField) -> (count: Int, first: Int?) {
         guard indexed else { return find(field.name) }
         let count = Int(knownCount[field.rawValue])
         return (count, count == 0 ? nil : Int(knownFirst[field.rawValue]))
     }
 
     /// The first line of field `name`.
-    func first(_ name: String) -> String? { find(name).first.map(value) }
+    package func first(_ name: String) -> String? { find(name).first.map(value) }
 
     /// The first line of a known field.
-    func first(_ field: KnownField) -> String? { find(field).first.map(value) }
+    package func first(_ field: KnownField) -> String? { find(field).first.map(value) }
 
     /// Every line of a known field, in order (no scan when it has none).
-    func values(_ field: KnownField) -> [String] { find(field).count == 0 ? [] : values(field.name) }
+    package func values(_ field: KnownField) -> [String] { find(field).count == 0 ? [] : values(field.name) }
 
     /// Every line of field `name`, in order.
-    func values(_ name: String) -> [String] {
+    package func values(_ name: String) -> [String] {
         var name = name
         return name.withUTF8 { wanted in
             bytes.withUnsafeBufferPointer { stored in
@@ -156,12 +156,12 @@ struct HeaderFields: Sendable, RandomAccessCollection {
 /// The fields read on every request (the transport's framing and Host rules, the simple
 /// check's and timestamp.json's headers), indexed when a head is parsed (`HeaderFields`).
 /// At most 16 (the index is a `SIMD16`).
-enum KnownField: Int, CaseIterable, Sendable {
+package enum KnownField: Int, CaseIterable, Sendable {
     case host, contentLength, transferEncoding, expect, connection, forwardedFor
     case ifNoneMatch, deviceID, deviceSecret, osVersion, wantReceipt, pushTimestamp, appVersion, channel
 
     /// The name, lowercased.
-    var name: String { String(describing: staticName) }
+    package var name: String { String(describing: staticName) }
 
     private var staticName: StaticString {
         switch self {
@@ -184,7 +184,7 @@ enum KnownField: Int, CaseIterable, Sendable {
 
     /// The known field a name is, in any case; nil for any other name. By length first:
     /// most lengths have one candidate or none.
-    init?(_ name: UnsafeBufferPointer<UInt8>) {
+    package init?(_ name: UnsafeBufferPointer<UInt8>) {
         let candidates: (KnownField, KnownField?)
         switch name.count {
         case 4: candidates = (.host, nil)

@@ -1,5 +1,5 @@
 import Foundation
-import PatchCore
+import WireFormat
 import Synchronization
 
 /// An immutable HTTP response. Responses the catalog prepares once (metadata files,
@@ -11,7 +11,7 @@ public final class HTTPResponse: Sendable {
     public let body: [UInt8]
     /// True for responses built once and served many times.
     public let prepared: Bool
-    let nativeSlot = NativeSlot()
+    package let nativeSlot = NativeSlot()
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], prepared: Bool = false) {
         self.status = status
@@ -43,10 +43,10 @@ public final class HTTPResponse: Sendable {
 
 /// Holds one retained object of the transport's choosing, installed at most once without a lock
 /// (the check path runs on every worker thread at once).
-final class NativeSlot: Sendable {
+package final class NativeSlot: Sendable {
     private let bits = Atomic<Int>(0)
 
-    func object<T: AnyObject>(as type: T.Type, orInstall make: () -> T?) -> T? {
+    package func object<T: AnyObject>(as type: T.Type, orInstall make: () -> T?) -> T? {
         let current = bits.load(ordering: .acquiring)
         if current != 0 { return Unmanaged<T>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue() }
         guard let made = make() else { return nil }

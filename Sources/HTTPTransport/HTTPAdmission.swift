@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import Synchronization
 
 /// What the application decides from a request's head alone, before the transport keeps a

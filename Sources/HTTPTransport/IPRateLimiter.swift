@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// A token bucket per (scope, client IP): `ratePerMinute` tokens a minute, bursting up to a

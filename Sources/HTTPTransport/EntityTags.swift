@@ -15,11 +15,11 @@ public struct EntityTags: Sendable {
     private let foreign: [String]?
 
     /// The tags of a request's `If-None-Match` (none without one).
-    init(_ request: HTTPRequest) {
+    package init(_ request: HTTPRequest) {
         self.init(value: request.fields.find(.ifNoneMatch).first.map(request.fields.valueBytes))
     }
 
-    init(value: ArraySlice<UInt8>?) {
+    package init(value: ArraySlice<UInt8>?) {
         guard let value, !value.isEmpty else {
             (ascii, foreign) = ([], [])
             return
@@ -53,7 +53,7 @@ public struct EntityTags: Sendable {
     }
 
     /// Every tag, in order (for tests and diagnostics; the check asks `contains`).
-    var list: [String] {
+    package var list: [String] {
         if let foreign { return foreign }
         var tags: [String] = []
         forEachTag { tags.append(String(decoding: $0, as: UTF8.self)); return true }

@@ -1,5 +1,5 @@
 import Foundation
-import PatchCore
+import WireFormat
 
 /// An HTTP/1.x request head as received, parsed strictly (RFC 9112). Strict because patchd
 /// may sit behind a proxy: wherever two parsers could read the same bytes differently

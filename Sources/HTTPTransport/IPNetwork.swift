@@ -3,8 +3,8 @@ import Foundation
 /// An IPv4 or IPv6 network written as an address ("10.1.2.3", "::1") or in CIDR form
 /// ("10.0.0.0/8", "fd00::/8"): the proxies patchd trusts to say who the client is.
 public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
-    let address: [UInt8]   // 4 or 16 bytes, host bits cleared
-    let prefixLength: Int
+    package let address: [UInt8]   // 4 or 16 bytes, host bits cleared
+    package let prefixLength: Int
 
     public struct ParseError: Error, CustomStringConvertible {
         public let description: String
@@ -38,12 +38,12 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `candidate` (4 or 16 bytes from `parseAddress`) lies in this network. An
     /// IPv4 address is never inside an IPv6 network or the other way round.
-    func contains(_ candidate: [UInt8]) -> Bool {
+    package func contains(_ candidate: [UInt8]) -> Bool {
         candidate.count == address.count && IPNetwork.masked(candidate, prefixLength) == address
     }
 
     /// The bytes of a textual IPv4 (4) or IPv6 (16) address, nil for anything else.
-    static func parseAddress(_ text: String) -> [UInt8]? {
+    package static func parseAddress(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
         var v6 = in6_addr()
@@ -66,7 +66,7 @@ extension [IPNetwork] {
     /// one is the client. Entries further left were written by the client and are ignored;
     /// a malformed entry stops the walk at the last trusted hop. The header is read only
     /// when the peer is trusted.
-    func client(peer: IPAddress, forwardedFor: @autoclosure () -> String?) -> IPAddress {
+    package func client(peer: IPAddress, forwardedFor: @autoclosure () -> String?) -> IPAddress {
         guard !isEmpty, trusts(peer), let forwardedFor = forwardedFor() else { return peer }
         var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {
@@ -77,7 +77,7 @@ extension [IPNetwork] {
         return client
     }
 
-    func trusts(_ address: IPAddress) -> Bool {
+    package func trusts(_ address: IPAddress) -> Bool {
         let bytes = address.bytes
         return contains { $0.contains(bytes) }
     }

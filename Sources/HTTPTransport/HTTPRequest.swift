@@ -10,8 +10,8 @@ public struct HTTPRequest: Sendable {
     /// The TCP peer.
     public let peer: IPAddress
     /// Field lines in order, as received (names are looked up in any case).
-    let fields: HeaderFields
-    let arguments: [(name: String, value: String)]
+    package let fields: HeaderFields
+    package let arguments: [(name: String, value: String)]
 
     public enum DeclaredBody: Sendable, Equatable {
         case none
@@ -38,7 +38,7 @@ public struct HTTPRequest: Sendable {
         self.arguments = query.map { ($0.key, $0.value) }
     }
 
-    init(method: String, path: String, fields: HeaderFields, arguments: [(name: String, value: String)],
+    package init(method: String, path: String, fields: HeaderFields, arguments: [(name: String, value: String)],
          declaredBody: DeclaredBody, peer: IPAddress) {
         self.method = method
         self.path = path
@@ -59,7 +59,7 @@ public struct HTTPRequest: Sendable {
     public func headerLines(_ name: String) -> [String] { fields.values(name) }
 
     /// The first line of a field read on every request (`KnownField`: from the index, no scan).
-    func header(_ field: KnownField) -> String? { fields.first(field) }
+    package func header(_ field: KnownField) -> String? { fields.first(field) }
 
     /// The first line of header `name` and whether another line of it follows: what a header
     /// that must be sent once needs, without collecting its lines.
@@ -69,12 +69,12 @@ public struct HTTPRequest: Sendable {
     }
 
     /// `singleHeader` of a known field.
-    func singleHeader(_ field: KnownField) -> (first: String, repeated: Bool)? {
+    package func singleHeader(_ field: KnownField) -> (first: String, repeated: Bool)? {
         let found = fields.find(field)
         return found.first.map { (fields.value($0), found.count > 1) }
     }
 
-    static func asciiLowercase(_ b: UInt8) -> UInt8 { b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }
+    package static func asciiLowercase(_ b: UInt8) -> UInt8 { b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") ? b | 0x20 : b }
 
     /// Every line of a list-valued header joined with ", " (X-Forwarded-For: a proxy may add
     /// its own line after one the client sent).
@@ -84,7 +84,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// `joinedHeader` of a known field (none: no scan).
-    func joinedHeader(_ field: KnownField) -> String? {
+    package func joinedHeader(_ field: KnownField) -> String? {
         let lines = fields.values(field)
         return lines.isEmpty ? nil : lines.joined(separator: ", ")
     }

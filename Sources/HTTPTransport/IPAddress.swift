@@ -5,8 +5,8 @@ import Foundation
 /// what a dual-stack socket reports for an IPv4 client) is the IPv4 address.
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// The 128 bits of an IPv6 address, or the 32 bits of an IPv4 one in `low`.
-    let high: UInt64
-    let low: UInt64
+    package let high: UInt64
+    package let low: UInt64
     public let isIPv4: Bool
 
     public init?(_ text: String) {
@@ -17,14 +17,14 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(ipv6: withUnsafeBytes(of: v6) { Array($0) })
     }
 
-    init(ipv4: UInt32) {
+    package init(ipv4: UInt32) {
         high = 0
         low = UInt64(ipv4)
         isIPv4 = true
     }
 
     /// 16 bytes in network order.
-    init(ipv6 bytes: [UInt8]) {
+    package init(ipv6 bytes: [UInt8]) {
         let high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let low = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         if high == 0, low >> 32 == 0xFFFF {
@@ -35,7 +35,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The peer of an accepted socket; nil for a family other than IPv4/IPv6.
-    init?(socketAddress storage: sockaddr_storage) {
+    package init?(socketAddress storage: sockaddr_storage) {
         var storage = storage
         switch Int32(storage.ss_family) {
         case AF_INET:
@@ -50,7 +50,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 4 or 16 bytes in network order (what `IPNetwork` compares).
-    var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         if isIPv4 { return (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * $0)) } }
         return (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 internal import CNetwork
 
@@ -100,7 +101,7 @@ final class EventLoop: @unchecked Sendable {
     var peers: [EventLoop] = []
     /// Connections placed on this loop, those handed to it and not yet taken included. Read
     /// by the other loops as they place a new connection.
-    let load = Atomic<Int>(0)
+    package let load = Atomic<Int>(0)
     /// A connection accepted and admitted by another loop, for this one to serve.
     private struct Arrival {
         let fd: Int32
