@@ -71,8 +71,8 @@ let package = Package(
         .executableTarget(name: "patchcheck", dependencies: ["CJavaScriptCore"], swiftSettings: [.unsafeFlags(["-O"])]),
         // The publisher's side of the script check: starts the worker, reads what the script
         // did, checks it against the app's native manifest. Never linked by the client library.
-        .target(name: "PatchCheck", dependencies: ["PatchCore", "CProcess"]),
-        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchPush", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
+        .target(name: "PatchCheck", dependencies: ["PatchCore", "Locking", "CProcess"]),
+        .target(name: "PatchRegistry", dependencies: ["PatchCore", "PatchAPI", "PatchPush", "Locking", "PatchSigning", "PatchCheck", "CSQLite3", "CZip", "Postgres"]),
         // The web console's files, compiled in by SwiftPM (console/WebConsole.swift lists them):
         // console/ is their one copy, and patchd serves them from its own binary.
         .target(name: "WebConsole", path: "console", resources: consoleFiles),
@@ -86,7 +86,7 @@ let package = Package(
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test
         // build (debug) keeps the runtime ones, so a conflicting access traps in `make test`.
         // Not on the targets apps link: a package with unsafe flags cannot be depended on.
-        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "WebConsole", "HTTPTransport", "Locking", "CNetwork"],
+        .target(name: "PatchServer", dependencies: ["PatchCore", "PatchAPI", "PatchRegistry", "PatchCheck", "PatchPush", "WebConsole", "HTTPTransport", "Locking"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -104,10 +104,10 @@ let package = Package(
         // storage: what a round reads and writes comes through `PushStore`, which the registry
         // implements, and the registry stores its vocabulary (tokens, APNs identities, deliveries).
         .target(name: "PatchPush", dependencies: ["PatchCore", "PatchSigning", "HTTPClientKit", "Locking"]),
-        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchAPI", "HTTPClientKit", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
+        .executableTarget(name: "patchctl", dependencies: ["HotpatchCLI", "PatchCore", "PatchAPI", "HTTPClientKit", "Locking", "PatchSigning", "PatchRegistry", "PatchCheck", "PatchClient", "PatchPush"]),
         .executableTarget(name: "patchd", dependencies: ["HotpatchCLI", "PatchServer", "PatchRegistry", "PatchCore", "PatchPush"]),
         // In-process measurements for `make bench`; lives with the rest of the benchmarks.
-        .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "PatchRegistry", "PatchCore", "PatchSigning"],
+        .executableTarget(name: "hotpatch-bench", dependencies: ["PatchClient", "Locking", "PatchRegistry", "PatchCore", "PatchSigning"],
                           path: "bench/hotpatch-bench"),
         .testTarget(name: "PatchCoreTests", dependencies: ["PatchCore", "PatchAPI", "PatchSigning", "PatchCheck"],
                     resources: [.copy("Fixtures")]),

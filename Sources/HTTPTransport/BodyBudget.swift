@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Whom an admitted body is charged to in the body budget. The application decides (the
 /// transport knows no credential); the transport reserves and enforces. Issue 43, item 2:
@@ -63,7 +63,7 @@ final class BodyBudget: Sendable {
         case holder(String)
     }
 
-    private let reserved = Mutex<[Group: Int]>([:])
+    private let reserved = Locked<[Group: Int]>([:])
     let limits: Limits
     let ipv6Prefix: Int
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Locking
-import Synchronization
 
 /// What the application decides from a request's head alone, before the transport keeps a
 /// single body byte: route, authentication and limits all run here, so an unauthenticated
@@ -42,7 +41,7 @@ public final class HTTPPromise: Sendable {
         case waiting([@Sendable (HTTPResponse) -> Void])
         case kept(HTTPResponse)
     }
-    private let state = Mutex(State.waiting([]))
+    private let state = Locked(State.waiting([]))
 
     public init() {}
 
@@ -131,7 +130,7 @@ final class ConnectionCounter: Sendable {
     /// IPv6 networks wider than the per-address one, and how many times `limit` each holds.
     static let widerIPv6Networks: [(bits: Int, factor: Int)] = [(56, 2), (48, 8)]
 
-    private let counts = Mutex<[Group: Int]>([:])
+    private let counts = Locked<[Group: Int]>([:])
     let limit: Int
     let ipv6Prefix: Int
 

@@ -158,7 +158,7 @@ public final class HTTPServer: Sendable {
         for (index, loop) in loops.enumerated() {
             let name = "patchd-http-\(index)"
             let thread = Thread {
-                hp_name_thread(name)
+                ThreadTuning.name(name)
                 loop.run()
             }
             thread.name = name

@@ -23,4 +23,12 @@ public final class Locked<Value>: @unchecked Sendable {
         defer { lock.unlock() }
         return try body(&value)
     }
+
+    /// `body`'s result if the lock is free right now, else nil without waiting (a health
+    /// probe that must not queue behind a long change).
+    public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return try body(&value)
+    }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import PatchCore
-import Synchronization
 
 /// Checks a JSPatch script before it ships (issue 45; docs/PROTOCOL.md, "Script check"): the
 /// worker (`patchcheck`) parses it in JavaScriptCore and runs its top level against a recording
@@ -180,7 +180,7 @@ final class SpareWorker: Sendable {
         /// starting a second worker beside it).
         var starting: DispatchSemaphore?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func take(for process: WorkerProcess) -> WorkerProcess.Started? {
         let arguments = [process.executable] + process.arguments
@@ -234,7 +234,7 @@ final class RecentRecordings: Sendable {
         let recorded: ScriptChecker.Recorded
         let at: Date
     }
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
 
     private static func key(_ script: [UInt8], _ limits: ScriptChecker.Limits) -> String {
         "\(Digest.sha256Hex(script))/\(limits.cpuSeconds)/\(limits.memoryMiB)/\(limits.deadline)"

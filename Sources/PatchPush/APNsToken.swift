@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import PatchCore
 import PatchSigning
-import Synchronization
 
 /// The provider authentication token APNs takes instead of a certificate: a JWT signed with
 /// the team's .p8 key (ES256), header `{"alg":"ES256","kid":KEY_ID}`, claims
@@ -15,7 +15,7 @@ public final class APNsToken: Sendable {
     public let teamID: String
     public let keyID: String
     private let key: ECDSAPrivateKey
-    private let current = Mutex<(jwt: String, issued: Date)?>(nil)
+    private let current = Locked<(jwt: String, issued: Date)?>(nil)
 
     public init(teamID: String, keyID: String, key: ECDSAPrivateKey) {
         self.teamID = teamID

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PatchCore
 import Synchronization
 
@@ -50,7 +51,7 @@ public struct PushSender: Sendable {
         let body = announcement.payload
         let headers = announcement.headers(topic: topic)
         let next = Atomic<Int>(0)
-        let results = Mutex<(done: Int, result: PushResult)>((0, PushResult()))
+        let results = Locked<(done: Int, result: PushResult)>((0, PushResult()))
         let workers = max(1, min(settings.concurrency, devices.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
             let connection = APNsConnection(timeout: settings.timeout, caFile: endpoint.caFile)

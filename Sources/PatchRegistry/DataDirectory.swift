@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The registry's data directory: `registry.sqlite` and SQLite's `-wal`/`-shm` beside it hold
 /// every token hash, the audit log and every bundle, so they are created 0600 in a 0700
@@ -9,7 +9,7 @@ import Synchronization
 enum DataDirectory {
     static let files = ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"]
 
-    private static let warned = Mutex<Set<String>>([])
+    private static let warned = Locked<Set<String>>([])
 
     /// What is open to others, as one line per problem; empty when all is private.
     static func exposures(of directory: URL) -> [String] {

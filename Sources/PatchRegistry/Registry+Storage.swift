@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PatchCore
 
 /// The two ways the registry reaches its database. The SQLite layer throws `StorageError`
@@ -72,21 +73,18 @@ extension Registry {
 
 /// The last root parsed per app, with the bytes it was parsed from: a root is read inside
 /// every write transaction that signs, and is the same bytes from one rotation to the next.
-final class ParsedRoots: @unchecked Sendable {
-    private let lock = NSLock()
-    private var roots: [AppName: (bytes: [UInt8], body: RootBody)] = [:]
+final class ParsedRoots: Sendable {
+    private let roots = Locked<[AppName: (bytes: [UInt8], body: RootBody)]>([:])
 
     func root(app: AppName, bytes: [UInt8]) -> RootBody? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let entry = roots[app], entry.bytes == bytes else { return nil }
-        return entry.body
+        roots.withLock { roots in
+            guard let entry = roots[app], entry.bytes == bytes else { return nil }
+            return entry.body
+        }
     }
 
     func store(_ body: RootBody, app: AppName, bytes: [UInt8]) {
-        lock.lock()
-        roots[app] = (bytes, body)
-        lock.unlock()
+        roots.withLock { $0[app] = (bytes, body) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// Writing files so that a crash leaves the old content or the new, never a mix: the bytes
 /// go to a temporary file in the same directory, are fsynced, then take the final name in
@@ -77,23 +78,17 @@ public enum DurableFile {
     private static let temporaryCount = TemporaryCount()
 
     /// A count under a lock (PatchCore also builds for iOS 15, before `Atomic`).
-    private final class TemporaryCount: @unchecked Sendable {
-        // @unchecked: `value` is only touched under `lock`.
-        private let lock = NSLock()
-        private var value: UInt64 = 0
+    private final class TemporaryCount: Sendable {
+        private let value = Locked<UInt64>(0)
 
         func next() -> UInt64 {
-            lock.lock()
-            defer { lock.unlock() }
-            value &+= 1
-            return value
+            value.withLock { value in
+                value &+= 1
+                return value
+            }
         }
 
-        var current: UInt64 {
-            lock.lock()
-            defer { lock.unlock() }
-            return value
-        }
+        var current: UInt64 { value.withLock { $0 } }
     }
 
     /// The temporary file for `name` in `directory` with the process's `count`-th number.

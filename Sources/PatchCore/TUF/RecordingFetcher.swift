@@ -1,14 +1,13 @@
 import Foundation
+import Locking
 
 /// A fetcher that keeps every file another fetcher served in full (status 200, under its
 /// cap), so that what a walk verified can be written out as it was verified — `patchctl
 /// export --server` mirrors a repository through `RepositoryVerifier` and writes exactly the
 /// recorded bytes, with no second fetch that could differ from the first.
-public final class RecordingFetcher: RepositoryFetcher, @unchecked Sendable {
-    // @unchecked: `recorded` is only touched under `lock`.
+public final class RecordingFetcher: RepositoryFetcher, Sendable {
     private let inner: any RepositoryFetcher
-    private let lock = NSLock()
-    private var recorded: [RepositoryFile: [UInt8]] = [:]
+    private let recorded = Locked<[RepositoryFile: [UInt8]]>([:])
 
     public init(_ inner: any RepositoryFetcher) { self.inner = inner }
 
@@ -23,15 +22,11 @@ public final class RecordingFetcher: RepositoryFetcher, @unchecked Sendable {
     }
 
     private func record(_ file: RepositoryFile, _ bytes: [UInt8]) {
-        lock.lock()
-        recorded[file] = bytes
-        lock.unlock()
+        recorded.withLock { $0[file] = bytes }
     }
 
     /// Every file served in full so far, by the name it was asked for.
     public var files: [RepositoryFile: [UInt8]] {
-        lock.lock()
-        defer { lock.unlock() }
-        return recorded
+        recorded.withLock { $0 }
     }
 }

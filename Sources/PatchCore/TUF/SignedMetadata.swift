@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// `{"signed": {...}, "signatures": [...]}` for one role. Keeps the exact `signed` JSON it
 /// was parsed from, so verification covers what was received, not a re-encoding of our model.
@@ -106,41 +107,33 @@ public typealias SignedTargets = SignedMetadata<TargetsBody>
 /// cached timestamp, snapshot and targets again pays for neither the JSON parse nor the
 /// canonical encoding of what it parsed before. Only successful parses are kept; a file that
 /// differs in any byte is parsed afresh.
-final class ParsedMetadata: @unchecked Sendable {
-    // @unchecked: `entries` is only touched under `lock`.
+final class ParsedMetadata: Sendable {
     static let shared = ParsedMetadata()
     static let capacity = 32
     static let maxBytes = 64 << 10
 
-    private struct Key: Hashable {
+    private struct Key: Hashable, Sendable {
         let type: ObjectIdentifier
         let bytes: ExactBytes
     }
 
-    private let lock = NSLock()
-    private var entries: [Key: any Sendable] = [:]
+    private let entries = Locked<[Key: any Sendable]>([:])
 
     func value<Value: Sendable>(for bytes: [UInt8], as type: Value.Type) -> Value? {
         guard bytes.count <= Self.maxBytes else { return nil }
         let key = Key(type: ObjectIdentifier(type), bytes: ExactBytes(bytes))
-        lock.lock()
-        defer { lock.unlock() }
-        return entries[key] as? Value
+        return entries.withLock { $0[key] as? Value }
     }
 
     func insert<Value: Sendable>(_ value: Value, for bytes: [UInt8]) {
         guard bytes.count <= Self.maxBytes else { return }
         let key = Key(type: ObjectIdentifier(Value.self), bytes: ExactBytes(bytes))
-        lock.lock()
-        defer { lock.unlock() }
-        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-        entries[key] = value
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = value
+        }
     }
 
     /// Forgets every file (tests that count real parses).
-    func removeAll() {
-        lock.lock()
-        defer { lock.unlock() }
-        entries.removeAll()
-    }
+    func removeAll() { entries.withLock { $0.removeAll() } }
 }

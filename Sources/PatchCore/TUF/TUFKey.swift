@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// A public key as root lists it: the key object exactly as served, e.g.
 /// `{"keytype":"ed25519","scheme":"ed25519","keyval":{"public":hex}}`, plus whatever else
@@ -98,9 +99,8 @@ public struct TUFKey: Sendable, Equatable {
 /// the cached snapshot and targets (issue 23). Failures are never remembered. Bounded: at
 /// most `capacity` entries of messages up to `maxMessage` bytes (~4 MiB in all), emptied
 /// when full.
-final class VerifiedSignatures: @unchecked Sendable {
-    // @unchecked: `entries` is only touched under `lock`.
-    struct Entry: Hashable {
+final class VerifiedSignatures: Sendable {
+    struct Entry: Hashable, Sendable {
         let keyType: String
         let scheme: String
         let key: ExactBytes
@@ -120,30 +120,23 @@ final class VerifiedSignatures: @unchecked Sendable {
     static let capacity = 64
     static let maxMessage = 64 << 10
 
-    private let lock = NSLock()
-    private var entries = Set<Entry>()
+    private let entries = Locked(Set<Entry>())
 
     func contains(_ entry: Entry) -> Bool {
         guard entry.message.bytes.count <= Self.maxMessage else { return false }
-        lock.lock()
-        defer { lock.unlock() }
-        return entries.contains(entry)
+        return entries.withLock { $0.contains(entry) }
     }
 
     func insert(_ entry: Entry) {
         guard entry.message.bytes.count <= Self.maxMessage else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-        entries.insert(entry)
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries.insert(entry)
+        }
     }
 
     /// Forgets every check (tests that count real verifications).
-    func removeAll() {
-        lock.lock()
-        defer { lock.unlock() }
-        entries.removeAll()
-    }
+    func removeAll() { entries.withLock { $0.removeAll() } }
 }
 
 /// A private key that signs TUF metadata: it knows its public key object and makes the

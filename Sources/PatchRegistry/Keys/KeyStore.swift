@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PatchCore
 import PatchSigning
 
@@ -77,21 +78,18 @@ struct FileIdentity: Equatable {
     let modifiedNanoseconds: Int
 }
 
-private final class LoadedKeys: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys: [String: (FileIdentity, SigningKey)] = [:]
+private final class LoadedKeys: Sendable {
+    private let keys = Locked<[String: (FileIdentity, SigningKey)]>([:])
 
     func key(_ keyID: String, identity: FileIdentity) -> SigningKey? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let (stored, key) = keys[keyID], stored == identity else { return nil }
-        return key
+        keys.withLock { keys in
+            guard let (stored, key) = keys[keyID], stored == identity else { return nil }
+            return key
+        }
     }
 
     func store(_ key: SigningKey, _ keyID: String, identity: FileIdentity) {
-        lock.lock()
-        keys[keyID] = (identity, key)
-        lock.unlock()
+        keys.withLock { $0[keyID] = (identity, key) }
     }
 }
 

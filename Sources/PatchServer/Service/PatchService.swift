@@ -61,7 +61,7 @@ public struct ServiceConfiguration: Sendable {
 /// answered from the prepared `Catalog`; writes go through the registry under one lock and
 /// rebuild the app's catalog before answering.
 public final class PatchService: HTTPResponder {
-    let registry: Mutex<Registry>
+    let registry: Locked<Registry>
     public let catalog = Catalog()
     public let metrics = Metrics()
     public let devices: DeviceThrottle
@@ -133,7 +133,7 @@ public final class PatchService: HTTPResponder {
         registrationsVersion = AtomicCounter((try? registry.dataVersion()) ?? -1)
         upkeepStatus = UpkeepStatus(margin: configuration.expiryMargin ?? registry.expiry.timestamp / 4)
         registry.webhookAddresses = configuration.webhooks.denyPrivate ? .publicOnly : .any
-        self.registry = Mutex(registry)
+        self.registry = Locked(registry)
         self.router = PatchService.routes()
         self.cachedRoutes = CachedRoutes(router)
     }

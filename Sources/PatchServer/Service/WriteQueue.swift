@@ -1,5 +1,4 @@
 import Foundation
-internal import CNetwork
 import HTTPTransport
 
 /// Work an anonymous peer causes, taken off the event loops: device reports (issue 20,
@@ -15,7 +14,7 @@ import HTTPTransport
 ///   what waits for the lock still counts against it.
 /// - The writer is a thread of its own, started when the queue goes from empty to not, at a
 ///   lower priority than the transport threads and with a short scheduler slice
-///   (`hp_lower_thread_priority`), ending when the queue is empty. The short slice is what
+///   (`ThreadTuning.lowerPriority`), ending when the queue is empty. The short slice is what
 ///   keeps the check path's tail beside a flood: at nice 10 alone, a transport thread woken
 ///   while the writer ran waited out the writer's default slice (perf sched on patchd's one
 ///   CPU in bench/reports_flood.py: p99 0.93 ms of such waits; 0.3–0.5 ms with a 100 µs slice).
@@ -32,7 +31,7 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
 
     /// The writer thread's name (15 bytes at most reach the kernel).
     let name: String
-    /// The scheduler slice a writer asks for, in nanoseconds (`hp_lower_thread_priority`).
+    /// The scheduler slice a writer asks for, in nanoseconds (`ThreadTuning.lowerPriority`).
     static var slice: UInt64 { 100_000 }
 
     /// Units queued, at most.
@@ -61,8 +60,8 @@ final class WriteQueue<Item: Sendable>: @unchecked Sendable {
         condition.unlock()
         if start {
             let thread = Thread { [name] in
-                hp_name_thread(name)
-                _ = hp_lower_thread_priority(10, WriteQueue.slice)
+                ThreadTuning.name(name)
+                ThreadTuning.lowerPriority(nice: 10, sliceNanoseconds: WriteQueue.slice)
                 writer()
             }
             thread.name = name

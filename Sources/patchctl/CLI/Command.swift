@@ -64,7 +64,7 @@ enum PatchCtl {
         } catch {
             // Not a failure: what was stored and who must act, on stdout.
             if case .pending(let message, let pending) = error {
-                if json, !Output.printedJSON.get() { Output.json(["pending": pending]) } else if !json { Output.line(message) }
+                if json, !Output.printedJSON.withLock { $0 } { Output.json(["pending": pending]) } else if !json { Output.line(message) }
                 return error.exitCode
             }
             // One line: the reason, and for usage errors where to read more.
@@ -73,7 +73,7 @@ enum PatchCtl {
             } else {
                 Output.error(error.message)
             }
-            if json, !Output.printedJSON.get() { Output.json(error.json) }
+            if json, !Output.printedJSON.withLock { $0 } { Output.json(error.json) }
             return error.exitCode
         }
     }

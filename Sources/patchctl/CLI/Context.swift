@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import HotpatchCLI
 import PatchCore
 import PatchRegistry
@@ -91,10 +92,16 @@ struct Context {
     /// weakly: a registry kept alive to the end of the process would never close, and SQLite
     /// would leave its -wal and -shm behind (the error is mapped while the command still
     /// holds the registry).
-    private static let opened = Locked<() -> Registry?>({ nil })
+    private static let opened = OpenedRegistry()
 
-    static func remember(_ registry: Registry) { opened.set { [weak registry] in registry } }
-    static var openedRegistry: Registry? { opened.get()() }
+    /// The weak reference, set and read on the command's thread; `@unchecked` because a
+    /// Registry is not Sendable and this is process-wide state only patchctl's one command reads.
+    private final class OpenedRegistry: @unchecked Sendable {
+        weak var registry: Registry?
+    }
+
+    static func remember(_ registry: Registry) { opened.registry = registry }
+    static var openedRegistry: Registry? { opened.registry }
 
     /// The registry this command acts on: `--database` when given, else `--data`.
     var database: RegistryDatabase {
@@ -161,7 +168,7 @@ enum Output {
     static func line(_ text: String = "") { print(text) }
 
     static func json(_ value: JSON) {
-        printedJSON.set(true)
+        printedJSON.withLock { $0 = true }
         // Control characters escaped (a PEM's newlines), so every JSON parser reads it.
         print(String(decoding: value.wireBytes, as: UTF8.self))
     }

@@ -1,9 +1,9 @@
 import Foundation
 import HotpatchCLI
+import Locking
 import PatchCore
 import PatchPush
 import PatchRegistry
-import Synchronization
 
 /// `--notify` and `patchctl notify`: one round of background pushes (PatchPush.PushRound) to
 /// the devices of a version and channel, progress on stderr, the figures on stdout and in a
@@ -31,7 +31,7 @@ enum Notify {
     static func run(registry: Registry, app: AppName, version: AppVersion?, channel: ChannelName?, reason: String, actor: Actor) throws(CLIError) -> PushSummary {
         let endpoint: APNsEndpoint
         do { endpoint = try APNsEndpoint.current() } catch { throw .failed(error.description) }
-        let step = Mutex(0)
+        let step = Locked(0)
         let summary: PushSummary
         do throws(PushError) {
             summary = try PushRound.run(store: registry.pushStore(actor: actor), app: app, appVersion: version, channel: channel, reason: reason,

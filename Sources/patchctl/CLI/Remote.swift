@@ -148,12 +148,3 @@ struct Remote {
         return "the token from \(tokenSource) was sent and \(base.absoluteString) does not know it (mistyped, revoked, or another server's): \(how)"
     }
 }
-
-/// A tiny lock for a value shared across threads (`Output.printedJSON`).
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func set(_ new: Value) { lock.lock(); value = new; lock.unlock() }
-    func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
-}

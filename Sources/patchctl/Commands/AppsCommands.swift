@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import HotpatchCLI
 import PatchCore
 import PatchSigning
@@ -85,7 +86,7 @@ struct AppsRootCommand: Command {
         let registry = try Context(arguments: arguments).openRegistry()
         let bytes: [UInt8]
         do { bytes = try registry.initialRoot(app: name) } catch { throw error.cliError }
-        Output.printedJSON.set(true)
+        Output.printedJSON.withLock { $0 = true }
         FileHandle.standardOutput.write(Data(bytes + [0x0A]))
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Postgres
-import Synchronization
 
 /// Tells a long-running server that another instance (or patchctl) committed a change to a
 /// PostgreSQL registry, within milliseconds: a connection of its own LISTENs on the
@@ -14,7 +14,7 @@ public final class RegistryChangeFeed: Sendable {
     private let conninfo: String
     private let channel: String
     /// Used by one thread (patchd's listener); the Mutex makes that safe to share.
-    private let connection = Mutex<PostgresConnection?>(nil)
+    private let connection = Locked<PostgresConnection?>(nil)
 
     init(conninfo: String, channel: String) {
         self.conninfo = conninfo
