@@ -47,7 +47,7 @@ enum StateCoding {
         let key = ExactBytes(bytes)
         if let known = memo.withLock({ $0.entries[key] }) { return known }
         guard let state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return nil }
-        if key.bytes.count <= StateMemo.maxBytes { memo.withLock { $0.insert(state, key) } }
+        memo.withLock { $0.insert(state, key) }
         return state
     }
 
@@ -63,6 +63,7 @@ private struct StateMemo {
     var entries: [ExactBytes: ClientState] = [:]
 
     mutating func insert(_ state: ClientState, _ key: ExactBytes) {
+        guard key.bytes.count <= Self.maxBytes else { return }
         if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
         entries[key] = state
     }
