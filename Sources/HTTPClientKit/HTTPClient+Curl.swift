@@ -1,5 +1,6 @@
 #if canImport(CCurl)
 import Foundation
+import Locking
 import PatchCore
 internal import CCurl
 
@@ -7,19 +8,20 @@ internal import CCurl
 /// transfer the moment the `DownloadBody` refuses a chunk (the TUF "endless data" attack), and
 /// so does a Content-Length over its limit; a cancelled task aborts from the progress callback,
 /// and the sync's deadline (`HTTPClient.deadline`) bounds the request's total time.
-/// One easy handle per client, used by one transfer at a time (`handleLock`): a transfer runs on
+/// One easy handle per client, used by one transfer at a time (its lock): a transfer runs on
 /// the client's queue, or on the calling thread when that is a blocked caller's `LentThread`
 /// (`PatchClient.syncBlocking`), which saves the queue's two thread wake-ups per request.
 /// Connections (and DNS answers) live in the process's `CurlShare`, so a new client to the
 /// same server reuses an idle connection an earlier one left (a PatchClient per sync opens one TCP connection per process, not one per sync). A
 /// client that requires HTTP/2 (APNs) keeps its connections to itself: it multiplexes its
 /// own streams, and libcurl's easy interface does not multiplex across handles.
-public final class HTTPClient: @unchecked Sendable {
-    // @unchecked: `handle` is only touched under `handleLock`.
+public final class HTTPClient: Sendable {
     public let configuration: Configuration
     private let queue = DispatchQueue(label: "hotpatch.http-client")
-    private let handleLock = NSLock()
-    private let handle: UnsafeMutableRawPointer?  // CURL*; nil when libcurl cannot start
+    /// nil when libcurl cannot start. Never replaced, but reached only inside the lock, which a
+    /// transfer holds from its options to its last callback: libcurl lets one transfer at a
+    /// time use an easy handle.
+    private let handle: Locked<EasyHandle?>
     /// Whether `handle` came from `CurlHandles` (on the process's share) and goes back there.
     private let pooled: Bool
 
@@ -32,13 +34,14 @@ public final class HTTPClient: @unchecked Sendable {
 
     public init(_ configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        pooled = !configuration.requireHTTP2 && CurlShare.process.handle != nil
-        handle = pooled ? CurlHandles.process.take() : HTTPClient.globalInit == CURLE_OK ? curl_easy_init() : nil
+        let pooled = !configuration.requireHTTP2 && CurlShare.process.handle != nil
+        self.pooled = pooled
+        handle = Locked(pooled ? CurlHandles.process.take() : EasyHandle(share: nil))
     }
 
+    // A handle not handed on is cleaned up as it goes (EasyHandle's deinit).
     deinit {
-        guard let handle else { return }
-        if pooled { CurlHandles.process.give(handle) } else { curl_easy_cleanup(handle) }
+        if pooled, let handle = handle.withLock({ $0 }) { CurlHandles.process.give(handle) }
     }
 
     /// One request: `method` (GET, POST, PUT, DELETE…) to `url` with `headers` and `body`,
@@ -64,13 +67,12 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     private func performLocked(_ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
-        handleLock.lock()
-        defer { handleLock.unlock() }
-        return perform(method, url, headers: headers, upload: upload, transfer: transfer)
+        handle.withLock { handle in perform(on: handle, method, url, headers: headers, upload: upload, transfer: transfer) }
     }
 
-    private func perform(_ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?, transfer: Transfer) -> Result<FetchHead, FetchError> {
-        guard let handle else { return .failure(.network("libcurl cannot be initialised")) }
+    private func perform(on easy: EasyHandle?, _ method: String, _ url: URL, headers: [String: String], upload: [UInt8]?,
+                         transfer: Transfer) -> Result<FetchHead, FetchError> {
+        guard let handle = easy?.pointer else { return .failure(.network("libcurl cannot be initialised")) }
         if transfer.isCancelled { return .failure(.timeout) }
         curl_easy_reset(handle)  // options only: the connection cache stays
         var list: UnsafeMutablePointer<curl_slist>?
@@ -149,39 +151,51 @@ public final class HTTPClient: @unchecked Sendable {
 /// of a cold sync, issue 23). What a handle keeps between clients is what curl_easy_reset
 /// keeps, and each request resets it anyway: no option of one client reaches the next. At
 /// most `kept` wait; more are cleaned up.
-final class CurlHandles: @unchecked Sendable {
-    // @unchecked: `idle` is only touched under `lock`.
+final class CurlHandles: Sendable {
     static let process = CurlHandles()
     static let kept = 8
-    private let lock = NSLock()
-    private var idle: [UnsafeMutableRawPointer] = []  // CURL*, each on the share
+    /// Each on the share.
+    private let idle = Locked<[EasyHandle]>([])
 
     init() {}
 
-    deinit { for handle in idle { curl_easy_cleanup(handle) } }
-
     /// Handles waiting (tests).
-    var idleCount: Int { lock.withLock { idle.count } }
+    var idleCount: Int { idle.withLock { $0.count } }
 
     /// An idle handle, or a new one on the share; nil when libcurl cannot start.
-    func take() -> UnsafeMutableRawPointer? {
-        if let handle = lock.withLock({ idle.popLast() }) { return handle }
-        guard HTTPClient.globalInit == CURLE_OK, let share = CurlShare.process.handle, let handle = curl_easy_init() else { return nil }
-        // Set once: curl_easy_reset (each request, and here on return) keeps the share, as
-        // it keeps connections.
-        _ = hp_curl_set_share(handle, share)
-        return handle
+    func take() -> EasyHandle? {
+        if let handle = idle.withLock({ $0.popLast() }) { return handle }
+        guard let share = CurlShare.process.handle else { return nil }
+        return EasyHandle(share: share)
     }
 
-    func give(_ handle: UnsafeMutableRawPointer) {
-        curl_easy_reset(handle)
-        let keptHere = lock.withLock { () -> Bool in
-            guard idle.count < CurlHandles.kept else { return false }
-            idle.append(handle)
-            return true
+    /// `handle` waits for the next client, or, with `kept` waiting already, is cleaned up as
+    /// the caller lets it go.
+    func give(_ handle: EasyHandle) {
+        curl_easy_reset(handle.pointer)
+        idle.withLock { idle in
+            if idle.count < CurlHandles.kept { idle.append(handle) }
         }
-        if !keptHere { curl_easy_cleanup(handle) }
     }
+}
+
+/// One libcurl easy handle (CURL*), owned here and cleaned up in `deinit`.
+final class EasyHandle: @unchecked Sendable {
+    // @unchecked: the pointer never changes, and the handle moves between owners (a client,
+    // the idle ones of `CurlHandles`), each reaching it only inside its lock; libcurl's rule,
+    // one transfer at a time per handle, is kept by the client's (HTTPClient.handle).
+    let pointer: UnsafeMutableRawPointer
+
+    /// nil when libcurl cannot start. On `share` (CURLSH*) when given: set once, since
+    /// curl_easy_reset (each request, and on return to `CurlHandles`) keeps the share, as it
+    /// keeps connections.
+    init?(share: UnsafeMutableRawPointer?) {
+        guard HTTPClient.globalInit == CURLE_OK, let pointer = curl_easy_init() else { return nil }
+        if let share { _ = hp_curl_set_share(pointer, share) }
+        self.pointer = pointer
+    }
+
+    deinit { curl_easy_cleanup(pointer) }
 }
 
 /// The process's libcurl share handle: the connection cache and the DNS cache every client
@@ -218,7 +232,9 @@ final class CurlShare: @unchecked Sendable {
 
 /// One mutex per kind of shared data, which libcurl's lock callbacks take from whichever
 /// thread runs a transfer; they reach them through the share's context pointer, this object.
-/// It owns the mutexes and frees them in `deinit`.
+/// It owns the mutexes and frees them in `deinit`. pthread mutexes rather than `Locked`:
+/// libcurl locks and unlocks in two separate callbacks, which a scoped `withLock` cannot
+/// span, and what they guard is libcurl's own connection and DNS caches, not Swift state.
 private final class ShareLocks: @unchecked Sendable {
     // @unchecked: the mutexes are only used through pthread calls.
     private static let kinds = Int(CURL_LOCK_DATA_LAST.rawValue)
@@ -251,31 +267,23 @@ private let unlockShare: hp_curl_unlock_callback = { _, data, context in
 
 /// The state of one transfer, reached from the C callbacks through their context pointer.
 private final class Transfer: @unchecked Sendable {
-    // @unchecked: `headers` is only touched by curl's callbacks, during the transfer,
-    // `cancelled` under `lock`, and `body` guards itself.
+    // @unchecked: `headers` is only touched by curl's callbacks, during the transfer;
+    // `cancelled` and `body` guard themselves.
     let body: DownloadBody
     /// How long the request may take in all (CURLOPT_TIMEOUT_MS).
     let milliseconds: Int
     var headers: [String: String] = [:]
-    private let lock = NSLock()
-    private var cancelled = false
+    /// Set by the task's cancellation handler, read by the progress callback.
+    private let cancelled = Locked(false)
 
     init(body: DownloadBody, milliseconds: Int) {
         self.body = body
         self.milliseconds = milliseconds
     }
 
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        lock.unlock()
-    }
+    func cancel() { cancelled.withLock { $0 = true } }
 
-    var isCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
+    var isCancelled: Bool { cancelled.withLock { $0 } }
 }
 
 /// Appends body bytes; returning less than given makes libcurl abort (CURLE_WRITE_ERROR).

@@ -3,6 +3,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Locking
 import PatchCore
 
 /// The URLSession side of `HTTPClient` (HTTPClient.swift): the transfer is cancelled the
@@ -73,26 +74,24 @@ public final class HTTPClient: @unchecked Sendable {
 }
 
 /// The session's delegate: hands each callback to the download of its task.
-private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var downloads: [Int: CappedDownload] = [:]
+private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
+    /// By task identifier: requests register from their tasks, callbacks read on the
+    /// session's delegate queue.
+    private let downloads = Locked<[Int: CappedDownload]>([:])
 
     func register(_ download: CappedDownload, for task: URLSessionTask) {
-        lock.lock()
-        downloads[task.taskIdentifier] = download
-        lock.unlock()
+        let id = task.taskIdentifier
+        downloads.withLock { $0[id] = download }
     }
 
     func remove(_ task: URLSessionTask) {
-        lock.lock()
-        downloads[task.taskIdentifier] = nil
-        lock.unlock()
+        let id = task.taskIdentifier
+        downloads.withLock { $0[id] = nil }
     }
 
     private func download(_ task: URLSessionTask) -> CappedDownload? {
-        lock.lock()
-        defer { lock.unlock() }
-        return downloads[task.taskIdentifier]
+        let id = task.taskIdentifier
+        return downloads.withLock { $0[id] }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -120,18 +119,22 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sen
 }
 
 /// Feeds one response body into its `DownloadBody`. Callbacks arrive on the session's serial
-/// delegate queue; the lock guards against the continuation being resumed twice.
-private final class CappedDownload: @unchecked Sendable {
+/// delegate queue, but an abort comes from the caller's task or the deadline's timer: the
+/// lock keeps the continuation from being resumed twice.
+private final class CappedDownload: Sendable {
     private let body: DownloadBody
     private let requireHTTP2: Bool
-    private let lock = NSLock()
-    private var response: HTTPURLResponse?
-    /// ALPN's name of the protocol the answer came over ("h2", "http/1.1"), from the metrics.
-    private var protocolName: String?
-    private var continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>?
-    private var task: URLSessionDataTask?
-    /// Set once the outcome is decided early (cap exceeded, cancelled): later callbacks are ignored.
-    private var aborted: Result<FetchHead, FetchError>?
+    private let state = Locked(State())
+
+    private struct State {
+        var response: HTTPURLResponse?
+        /// ALPN's name of the protocol the answer came over ("h2", "http/1.1"), from the metrics.
+        var protocolName: String?
+        var continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>?
+        var task: URLSessionDataTask?
+        /// Set once the outcome is decided early (cap exceeded, cancelled): later callbacks are ignored.
+        var aborted: Result<FetchHead, FetchError>?
+    }
 
     init(body: DownloadBody, requireHTTP2: Bool) {
         self.body = body
@@ -139,51 +142,45 @@ private final class CappedDownload: @unchecked Sendable {
     }
 
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FetchHead, FetchError>, Never>) {
-        lock.lock()
+        let aborted = state.withLock { state -> Result<FetchHead, FetchError>? in
+            if let aborted = state.aborted { return aborted }
+            state.continuation = continuation
+            state.task = task
+            return nil
+        }
         if let aborted {
-            lock.unlock()
             continuation.resume(returning: aborted)
             return
         }
-        self.continuation = continuation
-        self.task = task
-        lock.unlock()
         task.resume()
     }
 
     /// Ends the download now with `outcome`: the caller gets its answer at once instead of
     /// waiting for the transfer to notice the cancel (with an endless body it may not).
     func abort(_ outcome: Result<FetchHead, FetchError>) {
-        lock.lock()
-        if aborted == nil { aborted = outcome }
-        let task = self.task
-        lock.unlock()
+        let task = state.withLock { state in
+            if state.aborted == nil { state.aborted = outcome }
+            return state.task
+        }
         task?.cancel()
         finish(outcome)
     }
 
     /// Stopped by the body's cap: the updater reads that from the body.
     private func abortOverLimit() {
-        lock.lock()
-        let status = response?.statusCode ?? 0
-        lock.unlock()
+        let status = state.withLock { $0.response?.statusCode ?? 0 }
         abort(.success(FetchHead(status: status)))
     }
 
     private func finish(_ result: Result<FetchHead, FetchError>) {
-        lock.lock()
-        let continuation = self.continuation
-        self.continuation = nil
-        lock.unlock()
+        let continuation = state.withLock { $0.continuation.take() }
         continuation?.resume(returning: result)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
         let http = response as? HTTPURLResponse
-        lock.lock()
-        self.response = http
-        lock.unlock()
+        state.withLock { $0.response = http }
         if let declared = http?.expectedContentLength, declared >= 0, !body.announce(length: declared) {
             completionHandler(.cancel)
             abortOverLimit()
@@ -193,27 +190,19 @@ private final class CappedDownload: @unchecked Sendable {
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        lock.lock()
-        let done = aborted != nil
-        lock.unlock()
-        if done { return }
+        if state.withLock({ $0.aborted != nil }) { return }
         if !data.withUnsafeBytes({ body.append($0) }) { abortOverLimit() }
     }
 
     /// URLSession hands over a task's metrics before its completion, so the protocol is
     /// known when `didCompleteWithError` decides.
     func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
-        lock.lock()
-        protocolName = metrics.transactionMetrics.last?.networkProtocolName
-        lock.unlock()
+        let name = metrics.transactionMetrics.last?.networkProtocolName
+        state.withLock { $0.protocolName = name }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        lock.lock()
-        let aborted = self.aborted
-        let response = self.response
-        let protocolName = self.protocolName
-        lock.unlock()
+        let (aborted, response, protocolName) = state.withLock { ($0.aborted, $0.response, $0.protocolName) }
         let url = task.originalRequest?.url?.absoluteString ?? "?"
         if aborted != nil {
             return  // already answered

@@ -1,11 +1,11 @@
 import Foundation
 
 /// A blocked caller's thread, lent to the task it waits for (`PatchClient.syncBlocking`): the
-/// task prefers this executor, so its jobs (its actor-isolated parts too: PatchClient is a
-/// default actor) run here instead of hopping to Swift concurrency's pool and back, and
-/// `HTTPClient` runs its transfers here rather than on its queue — this thread is the
-/// caller's, so blocking it in libcurl starves no pool thread. Each hop it saves was a thread
-/// wake-up (futex calls and a context switch); a cold sync made ~26 futex calls (issue 23).
+/// task prefers this executor, so its jobs (every step of a sync: PatchClient is no actor, so
+/// none is owed to another executor) run here instead of hopping to Swift concurrency's pool
+/// and back, and `HTTPClient` runs its transfers here rather than on its queue — this thread
+/// is the caller's, so blocking it in libcurl starves no pool thread. Each hop it saves was a
+/// thread wake-up (futex calls and a context switch); a cold sync made ~26 futex calls (issue 23).
 ///
 /// The thread serves jobs from `run()` until the task `start` made is done; a job that comes
 /// later (nothing of a sync should, but a task executor cannot refuse one) goes to the global
@@ -13,6 +13,7 @@ import Foundation
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 package final class LentThread: TaskExecutor, @unchecked Sendable {
     // @unchecked: `jobs` and `open` are only touched under `condition`; `thread` is set once.
+    // A condition variable rather than `Locked`: `run()` sleeps on it until a job comes.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     private var open = true

@@ -35,14 +35,14 @@ extension PatchClient {
     /// is hotpatch's, names this app, version and channel, and announces a timestamp version
     /// newer than the one this device trusts; nil when it did not sync (not ours, or nothing
     /// newer). The sync itself verifies everything as usual.
-    public nonisolated func handlePush(_ userInfo: [AnyHashable: Any], now: Date = Date()) async -> SyncOutcome? {
+    public func handlePush(_ userInfo: [AnyHashable: Any], now: Date = Date()) async -> SyncOutcome? {
         guard let announced = PatchClient.announcedTimestamp(userInfo, configuration: configuration) else { return nil }
         return await syncAnnounced(announced, now: now)
     }
 
     private func syncAnnounced(_ announced: Int64, now: Date) async -> SyncOutcome? {
         if let trusted = MetadataCache(directory: paths.metadataDirectory).cachedTimestampVersion(), announced <= trusted { return nil }
-        pushAnnounced = announced
+        session.withLock { $0.pushAnnounced = announced }
         return await sync(force: true, now: now)
     }
 

@@ -5,16 +5,16 @@ import PatchCore
 /// happen and sent at most once per sync, removed only once the server took them.
 extension PatchClient {
     /// The events waiting to be sent, oldest first.
-    public nonisolated var pendingReports: [ReportEvent] { reports.all }
+    public var pendingReports: [ReportEvent] { reports.all }
 
     /// `receipt`: the server's receipt for `patch`, which events about a patch need to count
     /// (the caller has it: the state is locked where most events happen).
-    nonisolated func record(_ type: ReportEvent.Kind, patch: Int?, reason: String? = nil, receipt: String? = nil, now: Date) {
+    func record(_ type: ReportEvent.Kind, patch: Int?, reason: String? = nil, receipt: String? = nil, now: Date) {
         guard configuration.reporting else { return }
         reports.append(ReportEvent(type, configuration: configuration, patch: patch, reason: reason, receipt: receipt, at: now))
     }
 
-    nonisolated func record(failure error: PatchClientError, patch: Int?, now: Date) {
+    func record(failure error: PatchClientError, patch: Int?, now: Date) {
         guard let (type, reason) = ReportReason.event(for: error, patch: patch) else { return }
         record(type, patch: patch, reason: reason, now: now)
     }

@@ -13,13 +13,13 @@ public struct SyncFailure: Sendable, Equatable {
 /// What an app shows about the client: the last check, the last error, and a way to start over.
 extension PatchClient {
     /// When the client last asked the server (kept in `state.json`).
-    public nonisolated var lastCheck: Date? {
+    public var lastCheck: Date? {
         lockedState().lastCheck.map { Date(timeIntervalSince1970: $0) }
     }
 
     /// The failure of the last sync that got an answer, nil once a sync succeeds (a throttled
     /// or cancelled sync changes nothing here).
-    public nonisolated var lastError: SyncFailure? {
+    public var lastError: SyncFailure? {
         lockedState().lastError.map { SyncFailure(at: Date(timeIntervalSince1970: $0.at), code: $0.code, message: $0.message) }
     }
 
@@ -28,22 +28,11 @@ extension PatchClient {
     /// from the pinned root, as on a new install. Reports not yet sent are kept.
     public func clearCache() async throws(PatchClientError) {
         while let running = inFlightSync { _ = await running.value }
-        try removeCachedFiles()
+        try files.withLock { (files) throws(PatchClientError) in try files.removeAll() }
     }
 
-    private nonisolated func removeCachedFiles() throws(PatchClientError) {
-        files.lock()
-        defer { files.unlock() }
-        for directory in [paths.versionDirectory, paths.metadataDirectory] {
-            guard FileManager.default.fileExists(atPath: directory.path) else { continue }
-            do { try FileManager.default.removeItem(at: directory) } catch {
-                throw .storage("cannot remove \(directory.path): \(error.localizedDescription)")
-            }
-        }
-    }
-
-    /// Keeps the last error for `lastError`.
-    func remember(_ outcome: SyncOutcome, now: Date) {
+    /// Keeps the last error for `lastError`; `observed` is the one the sync read, if it read one.
+    func remember(_ outcome: SyncOutcome, observed: ClientState.Failure??, now: Date) {
         let failure: ClientState.Failure?
         switch outcome {
         case .updated, .unchanged, .removed: failure = nil
@@ -52,7 +41,7 @@ extension PatchClient {
             failure = ClientState.Failure(at: now.timeIntervalSince1970, code: ReportReason.code(error), message: error.description)
         }
         // A success after a sync that read the state and saw no error changes nothing.
-        if failure == nil, case .some(.none) = observedLastError { return }
+        if failure == nil, case .some(.none) = observed { return }
         guard lockedState().lastError != failure else { return }
         try? updateState { $0.lastError = failure }
     }

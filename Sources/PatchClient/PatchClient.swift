@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClientKit
+import Locking
 import PatchCore
 
 /// Downloads, verifies and decrypts the patch for one app version into a cache directory,
@@ -12,36 +13,33 @@ import PatchCore
 /// `maxUnconfirmedLaunches` launches (or `confirmationTimeout` seconds in the foreground) is
 /// rolled back to the last confirmed one and not retried until a newer patch number is
 /// published. What happens to each patch is reported to the server (`configuration.reporting`).
-public actor PatchClient {
-    public nonisolated let configuration: ClientConfiguration
+///
+/// Call it from any thread or task. It is a `final class` whose state is behind `Locked`, not
+/// an actor: what an app calls at launch (`beginLaunch`, `currentPatch`, `confirmLaunch`) is
+/// synchronous file work that must not wait for an `await`, so an actor would keep it
+/// `nonisolated` beside its isolated state, two models in one type; and `syncBlocking` runs a
+/// whole sync on the caller's thread (`LentThread`, issue 23), where each actor-isolated step
+/// would be a job for the actor's executor to take. `Locked`, not `Mutex`: iOS 15.
+public final class PatchClient: Sendable {
+    public let configuration: ClientConfiguration
     /// The cache's file locations, worked out once: `URL.appendingPathComponent` on Linux
     /// costs thousands of instructions, and every state read asked for them again (issue 23).
-    nonisolated let paths: ClientPaths
+    let paths: ClientPaths
     /// The TUF workflow, shared with `patchctl verify`; it owns the metadata cache.
-    private nonisolated let updater: Updater
+    private let updater: Updater
     /// The server, for the reports request (the updater reads metadata through the same one).
-    nonisolated let repository: HTTPRepository
-    nonisolated let reports: ReportQueue
-    /// Guards state.json and the script files; launch calls come from any thread.
-    nonisolated let files = NSLock()
-    /// `lastError` as the running sync read it from the state (nil: not read yet), so
-    /// `remember` need not read state.json again to see that a success changes nothing.
-    var observedLastError: ClientState.Failure??
-    /// The sync under way: a second `sync()` waits for it and returns its outcome. Behind a
-    /// lock rather than on the actor, so starting or joining a sync takes no hop to the actor
-    /// and `syncBlocking` waits on it without a task of its own (issue 23).
-    private nonisolated let running = RunningSync()
-    nonisolated var inFlightSync: Task<SyncOutcome, Never>? { running.current?.task }
-    /// The patch the running sync is downloading: a refusal names it.
-    private(set) var attempting: Int?
-    /// Whether the running sync got past the local interval checks and asked the server.
-    private var askedServer = false
-    /// The timestamp version a push announced (handlePush), sent once with the next check's
-    /// timestamp request as `X-Push-Timestamp`, so patchd lets it through the interval.
-    var pushAnnounced: Int64?
-    /// The installation's `X-Device-Secret`, read (or made) by the first sync that asks the
-    /// server, then kept: later syncs of this client do not read the file again.
-    private var secret: DeviceSecret?
+    let repository: HTTPRepository
+    let reports: ReportQueue
+
+    // What changes while a client lives, in two locks: `files` is held across fsyncs, and
+    // `session` never waits for a disk, so starting or joining a sync never waits for an
+    // install's writes. Neither is taken while the other is held.
+
+    /// The version's cache files (state.json, main.js, good.js): each change is a read, a
+    /// change and a save, and launch calls come from any thread while a sync installs.
+    let files: Locked<VersionFiles>
+    /// What the client keeps in memory between calls.
+    let session = Locked(Session())
 
     public init(configuration: ClientConfiguration) {
         self.configuration = configuration
@@ -54,6 +52,7 @@ public actor PatchClient {
         let repository = HTTPRepository(server: configuration.server, app: configuration.app,
                                         requestTimeout: configuration.requestTimeout, transferTimeout: configuration.syncTimeout)
         self.repository = repository
+        self.files = Locked(VersionFiles(paths: paths))
         self.reports = ReportQueue(url: paths.reportsURL)
         self.updater = Updater(fetcher: repository, pinnedRoot: Array(configuration.trustedRoot),
                                cache: MetadataCache(directory: paths.metadataDirectory), limits: limits,
@@ -71,7 +70,7 @@ public actor PatchClient {
     /// made while one is under way waits for it and returns its outcome (its own `force` and
     /// `now` are not used). Cancelling a caller cancels the shared sync: every caller then
     /// gets `.failed(.cancelled)`.
-    public nonisolated func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
+    public func sync(force: Bool = false, now: Date = Date()) async -> SyncOutcome {
         let run = startOrJoin(force: force, now: now)
         return await withTaskCancellationHandler { await run.task.value } onCancel: { run.task.cancel() }
     }
@@ -80,7 +79,7 @@ public actor PatchClient {
     /// must not be one of Swift concurrency's own. A sync this call starts runs on that thread
     /// (`LentThread`), its transfers too, instead of waking pool threads and the HTTP client's
     /// queue for each step; joining one under way just waits for it.
-    public nonisolated func syncBlocking(force: Bool = false) -> SyncOutcome {
+    public func syncBlocking(force: Bool = false) -> SyncOutcome {
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
             let lent = LentThread()
             var started = false
@@ -89,47 +88,55 @@ public actor PatchClient {
                 return lent.start(body)
             }
             if started { lent.run() }
-            return run.wait()
+            return run.outcome.wait()
         }
-        return startOrJoin(force: force, now: Date()).wait()
+        return startOrJoin(force: force, now: Date()).outcome.wait()
     }
 
-    /// The sync under way, or a new one: its task (`start` makes it from the sync's body).
-    private nonisolated func startOrJoin(force: Bool, now: Date,
-                                         start: (@escaping @Sendable () async -> SyncOutcome) -> Task<SyncOutcome, Never> = { body in Task { await body() } }) -> SyncRun {
-        running.join {
-            let run = SyncRun()
-            run.task = start { await self.runSync(run, force: force, now: now) }
+    /// The task of the sync under way, if any (`clearCache` waits for it).
+    var inFlightSync: Task<SyncOutcome, Never>? { session.withLock { $0.running?.task } }
+
+    /// The sync under way, or a new one (`start` makes its task from the sync's body). Under
+    /// the session's lock, so two callers never both start one.
+    private func startOrJoin(force: Bool, now: Date,
+                             start: (@escaping @Sendable () async -> SyncOutcome) -> Task<SyncOutcome, Never> = { body in Task { await body() } }) -> SyncRun {
+        session.withLock { session in
+            if let running = session.running { return running }
+            let outcome = SyncRun.Outcome()
+            let run = SyncRun(task: start { await self.runSync(outcome, force: force, now: now) }, outcome: outcome)
+            session.running = run
             return run
         }
     }
 
-    private func runSync(_ run: SyncRun, force: Bool, now: Date) async -> SyncOutcome {
-        observedLastError = nil
+    private func runSync(_ delivery: SyncRun.Outcome, force: Bool, now: Date) async -> SyncOutcome {
         // The whole sync runs against one deadline (a slow-retrieval server cannot hold the
         // client past it, however it paces its bytes): every transfer of the sync ends by it
         // (`HTTPClient.deadline`), and one asked for after it is refused as `.timeout`. The
         // reports request after the outcome is decided is cut the same way and changes nothing.
         let deadline = ContinuousClock.now + .seconds(configuration.syncTimeout)
         let outcome = await HTTPClient.$deadline.withValue(deadline) { await syncAndReport(force: force, now: now) }
-        remember(outcome, now: now)
-        running.end(run, outcome)
+        // Over: the next call starts a new sync, and the blocked callers get this one's outcome.
+        session.withLock { session in
+            if session.running?.outcome === delivery { session.running = nil }
+        }
+        delivery.deliver(outcome)
         return outcome
     }
 
     /// The sync, then (when it reached the server) the one reports request, whose result
-    /// changes nothing about the outcome.
+    /// changes nothing about the outcome, then the outcome kept for `lastError`.
     private func syncAndReport(force: Bool, now: Date) async -> SyncOutcome {
-        attempting = nil
-        askedServer = false
+        var progress = SyncProgress()
         let outcome: SyncOutcome
-        do throws(PatchClientError) { outcome = try await performSync(force: force, now: now) } catch {
+        do throws(PatchClientError) { outcome = try await performSync(&progress, force: force, now: now) } catch {
             // A cancelled transfer reads as a timeout to the fetcher.
             if Task.isCancelled { return .failed(.cancelled) }
-            record(failure: error, patch: attempting, now: now)
+            record(failure: error, patch: progress.attempting, now: now)
             outcome = .failed(error)
         }
-        if askedServer, Self.serverReachable(outcome) { await sendReports() }
+        if progress.askedServer, Self.serverReachable(outcome) { await sendReports() }
+        remember(outcome, observed: progress.observedLastError, now: now)
         return outcome
     }
 
@@ -142,7 +149,7 @@ public actor PatchClient {
         }
     }
 
-    private func performSync(force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
+    private func performSync(_ progress: inout SyncProgress, force: Bool, now: Date) async throws(PatchClientError) -> SyncOutcome {
         let state = lockedState()
         // A forced sync goes through the device's own interval (a revoke lifts it on the
         // server, so the kill switch lands), never through backpressure (the per-IP bucket).
@@ -152,15 +159,14 @@ public actor PatchClient {
         if !force, let last = state.lastCheck, now.timeIntervalSince1970 - last < configuration.minimumInterval {
             return .throttled(until: Date(timeIntervalSince1970: last + configuration.minimumInterval))
         }
-        askedServer = true
+        progress.askedServer = true
         var refresher = updater
         // With the timestamp request only, where patchd meters the device: its interval and
         // the check a revoke or a push grants it are then its own, not spendable by whoever
         // knows its ID (docs/PROTOCOL.md, Throttling).
         refresher.timestampHeaders[DeviceSecret.header] = try installationSecret().rawValue
-        if let announced = pushAnnounced {
+        if let announced = session.withLock({ $0.pushAnnounced.take() }) {
             refresher.timestampHeaders["X-Push-Timestamp"] = String(announced)
-            pushAnnounced = nil
         }
         // What the targets search can find: top-level targets and any delegated role.
         let listing: TargetListing
@@ -181,14 +187,15 @@ public actor PatchClient {
             }
             throw Self.clientError(error)
         }
-        return try await apply(listing.found, withholds: withholds, now: now)
+        return try await apply(listing.found, withholds: withholds, now: now, progress: &progress)
     }
 
     private func installationSecret() throws(PatchClientError) -> DeviceSecret {
-        if let secret { return secret }
-        let kept = try CacheFiles.deviceSecret(atPath: paths.secretPath)
-        secret = kept
-        return kept
+        if let kept = session.withLock({ $0.secret }) { return kept }
+        // Read (or made) outside the lock, which never waits for a disk; one sync runs at a time.
+        let secret = try CacheFiles.deviceSecret(atPath: paths.secretPath)
+        session.withLock { $0.secret = secret }
+        return secret
     }
 
     /// The updater's errors as this API has always named them (metadata by file name, targets by URL).
@@ -215,11 +222,12 @@ public actor PatchClient {
     /// `withholds` what the withhold role says of them (`Withholds.apply`): a target withheld to
     /// roll back counts as not listed (a device that runs it drops it and reports `rolledBack`
     /// with the withhold's reason), one withheld as a halt as listed at rollout 0.
-    private func apply(_ targets: [FoundTarget], withholds: Withholds = Withholds(), now: Date) async throws(PatchClientError) -> SyncOutcome {
+    private func apply(_ targets: [FoundTarget], withholds: Withholds = Withholds(), now: Date,
+                       progress: inout SyncProgress) async throws(PatchClientError) -> SyncOutcome {
         // One read of the state for the decision: the installed patch (reconciled with
         // main.js) and the rolled-back floor under the same lock.
         let (state, installed) = stateAndCurrentPatch()
-        observedLastError = .some(state.lastError)
+        progress.observedLastError = .some(state.lastError)
         var listed: [Int: (info: PatchTargetInfo, file: TargetFile)] = [:]
         let (kept, halted) = withholds.apply(to: Dictionary(targets.map { ($0.path, $0.file) }) { first, _ in first })
         var withdrawn: [Int: String] = [:]
@@ -251,7 +259,7 @@ public actor PatchClient {
             return .unchanged(installed)
         case .none:
             if installed != nil || state.good != nil {
-                try remove(now: now)
+                try files.withLock { (files) throws(PatchClientError) in try files.removePatches(now: now) }
                 return .removed
             }
             try recordCheck(now: now, after: state)
@@ -260,33 +268,13 @@ public actor PatchClient {
             guard let chosen = listed[number] else { throw .malformedTarget("patch \(number)") }
             best = chosen
         }
-        attempting = best.info.patch
+        progress.attempting = best.info.patch
         let (plaintext, receipt) = try await download(info: best.info, file: best.file)
         record(.downloaded, patch: best.info.patch, receipt: receipt, now: now)
         let patch = ClientState.Patch(number: best.info.patch, sha256: best.info.plaintext.sha256, confirmed: false, launches: 0, receipt: receipt)
-        try install(plaintext, as: patch, now: now)
+        try files.withLock { (files) throws(PatchClientError) in try files.install(plaintext, as: patch, now: now) }
         record(.installed, patch: patch.number, receipt: receipt, now: now)
         return .updated(InstalledPatch(number: patch.number, path: paths.scriptURL, sha256: patch.sha256, confirmed: false))
-    }
-
-    /// The state names the patch being installed before main.js is replaced, and the patch
-    /// installed after: `reconcile` finishes an install a kill cut short in between.
-    private nonisolated func install(_ plaintext: [UInt8], as patch: ClientState.Patch, now: Date) throws(PatchClientError) {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(atPath: paths.statePath)
-        state.installing = patch
-        try CacheFiles.saveState(state, toPath: paths.statePath)
-        // The script's contents are fsynced before its rename; the rename itself is made
-        // durable by the state save below, which fsyncs the same directory. A power cut before
-        // that leaves `installing` set, and `reconcile` keeps the new patch only when the
-        // script on disk has its digest (one directory fsync fewer per install; issue 23).
-        try CacheFiles.write(plaintext, toPath: paths.scriptPath, syncDirectory: false)
-        state.installing = nil
-        state.installed = patch
-        state.lastCheck = now.timeIntervalSince1970
-        state.retryAfter = nil
-        try CacheFiles.saveState(state, toPath: paths.statePath)
     }
 
     /// Downloads under the sha256 name, checks length and hashes, decrypts, checks the signed
@@ -321,33 +309,18 @@ public actor PatchClient {
         return (plaintext, receipt)
     }
 
-    private nonisolated func remove(now: Date) throws(PatchClientError) {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(atPath: paths.statePath)
-        state.installed = nil
-        state.good = nil
-        state.lastCheck = now.timeIntervalSince1970
-        state.retryAfter = nil
-        try CacheFiles.saveState(state, toPath: paths.statePath)
-        CacheFiles.remove(atPath: paths.scriptPath)
-        CacheFiles.remove(atPath: paths.goodScriptPath)
-    }
-
     // MARK: Helpers
 
     /// When a 429 says to come back: delay-seconds or an HTTP-date (RFC 9110), at least one
     /// second away and at most `maxRetryAfter`, so a hostile server cannot silence a device
     /// for years; an unreadable value counts as the minimum interval.
-    nonisolated func retryAfter(_ value: String?, now: Date) -> Date {
+    func retryAfter(_ value: String?, now: Date) -> Date {
         let wait = RetryAfter.seconds(value, now: now) ?? configuration.minimumInterval
         return now.addingTimeInterval(min(configuration.maxRetryAfter, max(1, wait)))
     }
 
-    nonisolated func lockedState() -> ClientState {
-        files.lock()
-        defer { files.unlock() }
-        return CacheFiles.loadState(atPath: paths.statePath)
+    func lockedState() -> ClientState {
+        files.withLock { $0.loadState() }
     }
 
     /// A sync that changed nothing: the check's time, and a Retry-After no longer in force
@@ -355,85 +328,28 @@ public actor PatchClient {
     /// rewritten (durably); otherwise just `last-check` moves (`CacheFiles.saveCheck`): no
     /// fsync for a no-change sync (issue 23). `seen` is the state this sync decided on: only
     /// a sync sets or clears `retryAfter`, and one sync runs at a time.
-    nonisolated func recordCheck(now: Date, after seen: ClientState) throws(PatchClientError) {
+    func recordCheck(now: Date, after seen: ClientState) throws(PatchClientError) {
         if seen.retryAfter == nil, seen != ClientState() {
-            files.lock()
-            defer { files.unlock() }
-            try CacheFiles.saveCheck(now.timeIntervalSince1970, besideState: paths.statePath)
+            try files.withLock { (files) throws(PatchClientError) in try files.saveCheck(now.timeIntervalSince1970) }
             return
         }
         try updateState { $0.lastCheck = now.timeIntervalSince1970; $0.retryAfter = nil }
     }
 
     /// The state and the installed patch (`currentPatch`), read once under the lock.
-    nonisolated func stateAndCurrentPatch() -> (ClientState, InstalledPatch?) {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(atPath: paths.statePath)
-        let installed = reconcile(&state)
-        return (state, installed)
+    func stateAndCurrentPatch() -> (ClientState, InstalledPatch?) {
+        files.withLock { files in
+            var state = files.loadState()
+            let installed = files.reconcile(&state)
+            return (state, installed)
+        }
     }
 
-    nonisolated func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
-        files.lock()
-        defer { files.unlock() }
-        var state = CacheFiles.loadState(atPath: paths.statePath)
-        change(&state)
-        try CacheFiles.saveState(state, toPath: paths.statePath)
-    }
-}
-
-/// The slot for the sync under way (`PatchClient.running`).
-final class RunningSync: @unchecked Sendable {
-    // @unchecked: `run` is only touched under `lock`.
-    private let lock = NSLock()
-    private var run: SyncRun?
-
-    var current: SyncRun? {
-        lock.lock()
-        defer { lock.unlock() }
-        return run
-    }
-
-    /// The run under way, or the one `start` makes (under the lock: one run at a time).
-    func join(_ start: () -> SyncRun) -> SyncRun {
-        lock.lock()
-        defer { lock.unlock() }
-        if let run { return run }
-        let started = start()
-        run = started
-        return started
-    }
-
-    /// The run is over: the next `join` starts a new one, and its waiters get `outcome`.
-    func end(_ ended: SyncRun, _ outcome: SyncOutcome) {
-        lock.lock()
-        if run === ended { run = nil }
-        lock.unlock()
-        ended.deliver(outcome)
-    }
-}
-
-/// One sync: its task, and its outcome for blocking waiters.
-final class SyncRun: @unchecked Sendable {
-    // @unchecked: `task` is set once, before the run is shared (under RunningSync's lock);
-    // `outcome` is only touched under `condition`.
-    var task: Task<SyncOutcome, Never>!
-    private let condition = NSCondition()
-    private var outcome: SyncOutcome?
-
-    func deliver(_ value: SyncOutcome) {
-        condition.lock()
-        outcome = value
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Blocks until the outcome is delivered.
-    func wait() -> SyncOutcome {
-        condition.lock()
-        defer { condition.unlock() }
-        while outcome == nil { condition.wait() }
-        return outcome!
+    func updateState(_ change: (inout ClientState) -> Void) throws(PatchClientError) {
+        try files.withLock { (files) throws(PatchClientError) in
+            var state = files.loadState()
+            change(&state)
+            try files.saveState(state)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PatchCore
 
 /// state.json's bytes. Written by hand: Foundation's `JSONEncoder` cost about 0.18 M
@@ -44,34 +45,25 @@ enum StateCoding {
 
     static func decode(_ bytes: [UInt8]) -> ClientState? {
         let key = ExactBytes(bytes)
-        if let known = memo.value(key) { return known }
+        if let known = memo.withLock({ $0.entries[key] }) { return known }
         guard let state = try? JSONDecoder().decode(ClientState.self, from: Data(bytes)) else { return nil }
-        memo.insert(state, key)
+        memo.withLock { $0.insert(state, key) }
         return state
     }
 
-    private static let memo = StateMemo()
+    /// One for the process: every client's state files go through it.
+    private static let memo = Locked(StateMemo())
 }
 
 /// The last few state.json files decoded, by their exact bytes (an `ExactBytes` key compares
 /// every byte); only successful decodes, emptied when full.
-private final class StateMemo: @unchecked Sendable {
-    // @unchecked: `entries` is only touched under `lock`.
+private struct StateMemo {
     static let capacity = 8
     static let maxBytes = 16 << 10
-    private let lock = NSLock()
-    private var entries: [ExactBytes: ClientState] = [:]
+    var entries: [ExactBytes: ClientState] = [:]
 
-    func value(_ key: ExactBytes) -> ClientState? {
-        lock.lock()
-        defer { lock.unlock() }
-        return entries[key]
-    }
-
-    func insert(_ state: ClientState, _ key: ExactBytes) {
+    mutating func insert(_ state: ClientState, _ key: ExactBytes) {
         guard key.bytes.count <= Self.maxBytes else { return }
-        lock.lock()
-        defer { lock.unlock() }
         if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
         entries[key] = state
     }

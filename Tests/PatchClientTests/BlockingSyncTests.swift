@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPClientKit
+import Locking
 import PatchCore
 import Testing
 @testable import PatchClient
@@ -102,7 +103,7 @@ struct BlockingSyncTests {
         let lentURL = proxy.url.appendingPathComponent("a"), queuedURL = proxy.url.appendingPathComponent("b")
         async let lent: (Result<FetchHead, FetchError>, onLent: Bool) = Self.onOwnThread {
             let thread = LentThread()
-            let box = Guarded<(Result<FetchHead, FetchError>, onLent: Bool)?>(nil)
+            let box = Locked<(Result<FetchHead, FetchError>, onLent: Bool)?>(nil)
             _ = thread.start {
                 let here = onLentThread()
                 let result: Result<FetchHead, FetchError>

@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTransport
+import Locking
 import PatchCore
 import PatchRegistry
 import PatchServer
-import Synchronization
 import Testing
 @testable import PatchClient
 
@@ -56,7 +56,7 @@ struct DeviceSecretClientTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)/demo", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: directory.deletingLastPathComponent()) }
         let path = directory.appendingPathComponent("device-secret").path
-        let made = Mutex<[String]>([])
+        let made = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 16) { _ in
             if let secret = try? CacheFiles.deviceSecret(atPath: path) { made.withLock { $0.append(secret.rawValue) } }
         }

@@ -34,9 +34,9 @@ struct HTTPClientTests {
         let first = try #require(pool.take())
         pool.give(first)
         let again = try #require(pool.take())
-        #expect(again == first, "an idle handle is taken before a new one is made")
+        #expect(again === first, "an idle handle is taken before a new one is made")
         let many = [again] + (0..<(CurlHandles.kept + 2)).compactMap { _ in pool.take() }
-        #expect(Set(many).count == many.count)
+        #expect(Set(many.map(\.pointer)).count == many.count)
         for handle in many { pool.give(handle) }
         #expect(pool.idleCount == CurlHandles.kept, "the rest are cleaned up")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import PatchCore
 
 /// The events not yet accepted by the server, in `{cache}/{app}/reports.json`: one queue for
@@ -16,58 +17,59 @@ struct ReportQueue: Sendable {
 
     let url: URL
 
-    /// One lock for every queue in the process: clients of two versions of one app share the file.
-    private static let lock = NSLock()
+    /// The queue files, one reader or writer at a time for every queue in the process:
+    /// clients of two versions of one app share a file, and each change rewrites it whole.
+    private static let files = Locked(QueueFiles())
 
     func append(_ event: ReportEvent) { append(contentsOf: [event]) }
 
     /// Several at once: one read and one write of the file (each change rewrites it whole).
     func append(contentsOf new: [ReportEvent]) {
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
-        var events = load()
-        events.append(contentsOf: new)
-        if events.count > Self.capacity { events.removeFirst(events.count - Self.capacity) }
-        save(events)
+        Self.files.withLock { files in
+            var events = files.load(url)
+            events.append(contentsOf: new)
+            if events.count > Self.capacity { events.removeFirst(events.count - Self.capacity) }
+            files.save(events, to: url)
+        }
     }
 
     /// The oldest events, at most one request's worth.
     func pending() -> [ReportEvent] {
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
-        return Array(load().prefix(Self.batchSize))
+        Self.files.withLock { Array($0.load(url).prefix(Self.batchSize)) }
     }
 
     /// Drops the events the server answered for; events queued meanwhile stay.
     func remove(_ ids: Set<String>) {
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
-        let events = load()
-        let kept = events.filter { !ids.contains($0.id) }
-        if kept.count != events.count { save(kept) }
+        Self.files.withLock { files in
+            let events = files.load(url)
+            let kept = events.filter { !ids.contains($0.id) }
+            if kept.count != events.count { files.save(kept, to: url) }
+        }
     }
 
     var all: [ReportEvent] {
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
-        return load()
-    }
-
-    private func load() -> [ReportEvent] {
-        guard let bytes = CacheFiles.read(url), let batch = try? JSONDecoder().decode(Batch.self, from: Data(bytes)) else { return [] }
-        return batch.events
-    }
-
-    /// A report lost to a full disk or a power cut is news lost, never a broken device: no
-    /// fsync, and a failed write is ignored.
-    private func save(_ events: [ReportEvent]) {
-        guard let data = try? Self.encode(events) else { return }
-        try? CacheFiles.write(Array(data), to: url, sync: false)
+        Self.files.withLock { $0.load(url) }
     }
 
     static func encode(_ events: [ReportEvent]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(Batch(events: events))
+    }
+}
+
+/// Reading and writing queue files: reached only inside `ReportQueue.files`' lock, the one
+/// value of this type.
+private struct QueueFiles {
+    func load(_ url: URL) -> [ReportEvent] {
+        guard let bytes = CacheFiles.read(url), let batch = try? JSONDecoder().decode(ReportQueue.Batch.self, from: Data(bytes)) else { return [] }
+        return batch.events
+    }
+
+    /// A report lost to a full disk or a power cut is news lost, never a broken device: no
+    /// fsync, and a failed write is ignored.
+    func save(_ events: [ReportEvent], to url: URL) {
+        guard let data = try? ReportQueue.encode(events) else { return }
+        try? CacheFiles.write(Array(data), to: url, sync: false)
     }
 }

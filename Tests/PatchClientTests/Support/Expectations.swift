@@ -11,8 +11,8 @@ struct GoodPatch {
 
 extension PatchClient {
     /// main.js as it is on disk (nil when absent).
-    nonisolated var scriptBytes: [UInt8]? { CacheFiles.read(configuration.scriptURL) }
-    nonisolated var state: ClientState { CacheFiles.loadState(configuration.stateURL) }
+    var scriptBytes: [UInt8]? { CacheFiles.read(configuration.scriptURL) }
+    var state: ClientState { CacheFiles.loadState(configuration.stateURL) }
 }
 
 extension SyncOutcome {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTransport
+import Locking
 import PatchCore
 import PatchRegistry
 import PatchServer
@@ -18,8 +19,9 @@ struct CannedResponse: Sendable {
 /// the answer, built from `registry.export` output, so a test can tamper with, replay,
 /// delay or redirect any file. Every request path is logged; unknown paths are 404.
 final class Mirror: @unchecked Sendable {
-    private final class State: @unchecked Sendable {
-        let lock = NSLock()
+    // @unchecked: `server` is only set in init and cleared by `stop` (the test, or deinit).
+    /// What the mirror serves and what it was asked: the server's threads and the test share it.
+    private struct State {
         var routes: [String: CannedResponse] = [:]
         var requests: [String] = []
         /// POST requests in full (device reports), headers and body.
@@ -31,14 +33,20 @@ final class Mirror: @unchecked Sendable {
         var delay: TimeInterval = 0
         /// Per path, instead of `delay`.
         var pathDelays: [String: TimeInterval] = [:]
-        /// Set when the mirror goes away: delayed answers stop waiting, so tearing a mirror
-        /// down never blocks (its deinit runs on one of Swift concurrency's few threads,
-        /// and a handler asleep for 20 s would hold that thread, starving other tests' timers).
-        let wake = NSCondition()
-        var stopping = false
     }
 
-    private let state = State()
+    /// Set when the mirror goes away: delayed answers stop waiting, so tearing a mirror down
+    /// never blocks (its deinit runs on one of Swift concurrency's few threads, and a handler
+    /// asleep for 20 s would hold that thread, starving other tests' timers).
+    private final class Stopping: @unchecked Sendable {
+        // @unchecked: `stopped` is only touched under `wake`, a condition variable rather than
+        // `Locked` because delayed answers sleep on it.
+        let wake = NSCondition()
+        var stopped = false
+    }
+
+    private let state = Locked(State())
+    private let stopping = Stopping()
     private var server: HTTPServer?
     let port: UInt16
     let host: String
@@ -52,21 +60,20 @@ final class Mirror: @unchecked Sendable {
         configuration.tlsKeyPEM = tls?.keyPEM
         configuration.port = 0
         configuration.threads = 4
-        let state = self.state
+        let state = self.state, stopping = self.stopping
         let server = try HTTPServer(configuration: configuration) { request in
-            state.lock.lock()
-            state.requests.append(request.path)
-            state.received.append(request)
-            if request.method == "POST" { state.posts.append(request) }
-            if request.path.contains("/targets/") { state.targetRequests.append(request) }
-            let answer = state.routes[request.path]
-            let delay = state.pathDelays[request.path] ?? state.delay
-            state.lock.unlock()
+            let (answer, delay) = state.withLock { state in
+                state.requests.append(request.path)
+                state.received.append(request)
+                if request.method == "POST" { state.posts.append(request) }
+                if request.path.contains("/targets/") { state.targetRequests.append(request) }
+                return (state.routes[request.path], state.pathDelays[request.path] ?? state.delay)
+            }
             if delay > 0 {
                 let until = Date().addingTimeInterval(delay)
-                state.wake.lock()
-                while !state.stopping, state.wake.wait(until: until) {}
-                state.wake.unlock()
+                stopping.wake.lock()
+                while !stopping.stopped, stopping.wake.wait(until: until) {}
+                stopping.wake.unlock()
             }
             guard let answer else { return HTTPResponse(status: 404, body: Array("not found".utf8)) }
             return HTTPResponse(status: answer.status, headers: answer.headers, body: answer.body)
@@ -82,14 +89,14 @@ final class Mirror: @unchecked Sendable {
     /// Serves `files` (path → bytes) with status 200, on top of what is served already
     /// (an export never deletes, nor does the mirror).
     func serve(_ files: [String: [UInt8]]) {
-        state.lock.lock()
-        for (path, bytes) in files { state.routes[path] = .ok(bytes) }
-        state.lock.unlock()
+        state.withLock { state in
+            for (path, bytes) in files { state.routes[path] = .ok(bytes) }
+        }
     }
 
     subscript(path: String) -> CannedResponse? {
-        get { state.lock.lock(); defer { state.lock.unlock() }; return state.routes[path] }
-        set { state.lock.lock(); state.routes[path] = newValue; state.lock.unlock() }
+        get { state.withLock { $0.routes[path] } }
+        set { state.withLock { $0.routes[path] = newValue } }
     }
 
     /// The bytes served at `path` (which must be served).
@@ -97,27 +104,27 @@ final class Mirror: @unchecked Sendable {
 
     /// Seconds every answer waits before it is sent.
     var delay: TimeInterval {
-        get { state.lock.lock(); defer { state.lock.unlock() }; return state.delay }
-        set { state.lock.lock(); state.delay = newValue; state.lock.unlock() }
+        get { state.withLock { $0.delay } }
+        set { state.withLock { $0.delay = newValue } }
     }
 
     /// Seconds the answers for `path` wait, whatever `delay` says.
-    func delay(_ path: String, by seconds: TimeInterval) { state.lock.lock(); state.pathDelays[path] = seconds; state.lock.unlock() }
+    func delay(_ path: String, by seconds: TimeInterval) { state.withLock { $0.pathDelays[path] = seconds } }
 
-    var requests: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.requests }
-    var posts: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.posts }
-    var received: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.received }
-    var targetRequests: [HTTPRequest] { state.lock.lock(); defer { state.lock.unlock() }; return state.targetRequests }
+    var requests: [String] { state.withLock { $0.requests } }
+    var posts: [HTTPRequest] { state.withLock { $0.posts } }
+    var received: [HTTPRequest] { state.withLock { $0.received } }
+    var targetRequests: [HTTPRequest] { state.withLock { $0.targetRequests } }
 
     /// Every served path under /targets/.
-    var targetPaths: [String] { state.lock.lock(); defer { state.lock.unlock() }; return state.routes.keys.filter { $0.contains("/targets/") }.sorted() }
+    var targetPaths: [String] { state.withLock { $0.routes.keys.filter { $0.contains("/targets/") }.sorted() } }
 
     /// Stops listening: the port refuses connections from now on.
     func stop() {
-        state.wake.lock()
-        state.stopping = true
-        state.wake.broadcast()
-        state.wake.unlock()
+        stopping.wake.lock()
+        stopping.stopped = true
+        stopping.wake.broadcast()
+        stopping.wake.unlock()
         server = nil
     }
 
@@ -129,7 +136,7 @@ final class Mirror: @unchecked Sendable {
 final class LiveServer: @unchecked Sendable {
     let service: PatchService
     private let server: HTTPServer
-    private let counter = Guarded(0)
+    private let counter = Locked(0)
 
     init(_ fixture: ClientFixture) throws {
         let registry = try TestBackend.registry(dataDirectory: fixture.dataDirectory, keysDirectory: fixture.keysDirectory)
@@ -147,7 +154,7 @@ final class LiveServer: @unchecked Sendable {
     /// The service as patchd serves it (admission from the head), counting requests.
     private struct Counting: HTTPResponder {
         let service: PatchService
-        let counter: Guarded<Int>
+        let counter: Locked<Int>
 
         func admit(_ head: HTTPRequest) -> HTTPAdmission {
             counter.withLock { $0 += 1 }
@@ -163,8 +170,8 @@ final class LiveServer: @unchecked Sendable {
 final class EndlessServer: @unchecked Sendable {
     let port: UInt16
     private let listener: Int32
-    private let sent = Guarded(0)
-    private let capped = Guarded(0)
+    private let sent = Locked(0)
+    private let capped = Locked(0)
 
     convenience init(timestamp: [UInt8], cap: Int = 64 << 20) throws {
         try self.init(files: ["/timestamp.json": timestamp], cap: cap)
@@ -196,7 +203,7 @@ final class EndlessServer: @unchecked Sendable {
     /// Endless responses that went on until the cap: the client never hung up.
     var streamsReadToCap: Int { capped.withLock { $0 } }
 
-    private static func serve(_ fd: Int32, files: [String: [UInt8]], cap: Int, sent: Guarded<Int>, capped: Guarded<Int>) {
+    private static func serve(_ fd: Int32, files: [String: [UInt8]], cap: Int, sent: Locked<Int>, capped: Locked<Int>) {
         defer { close(fd) }
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -243,7 +250,7 @@ final class EndlessServer: @unchecked Sendable {
 final class CountingProxy: @unchecked Sendable {
     let port: UInt16
     private let listener: Int32
-    private let accepted = Guarded(0)
+    private let accepted = Locked(0)
 
     init(to target: UInt16) throws {
         let (fd, port) = try loopbackListener()
@@ -264,7 +271,7 @@ final class CountingProxy: @unchecked Sendable {
                 guard connected == 0 else { close(server); close(client); continue }
                 // Each direction on its own thread; the one that sees its side close shuts the
                 // other side's writing down, and the second to finish closes both.
-                let done = Guarded(0)
+                let done = Locked(0)
                 for (from, to) in [(client, server), (server, client)] {
                     Thread.detachNewThread {
                         CountingProxy.pump(from, to)
@@ -297,18 +304,6 @@ final class CountingProxy: @unchecked Sendable {
             }
         }
         shutdown(to, Int32(SHUT_WR))
-    }
-}
-
-/// A value behind a lock, for counters the server threads and the test share.
-final class Guarded<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
 
