@@ -8,113 +8,16 @@ import Testing
 /// seam — OpenSSL only in its backend's files, CryptoKit and Security only in the Apple ones.
 @Suite("The client product links no C module on Apple platforms")
 struct ClientModuleGraphTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let openSSLBackend = "Sources/PatchCore/Crypto/OpenSSL/"
     static let appleBackend = "Sources/PatchCore/Crypto/Apple/"
     static let curlFile = "Sources/HTTPClientKit/HTTPClient+Curl.swift"
     /// Apple frameworks the client may use only where they exist.
     static let appleModules: Set<String> = ["CryptoKit", "Security", "UIKit"]
 
-    struct Dependency: Equatable {
-        let name: String
-        let linuxOnly: Bool
-    }
-
-    struct Manifest {
-        var systemLibraries: Set<String> = []
-        var targets: [String: [Dependency]] = [:]
-        var products: [String: [String]] = [:]
-
-        init(_ text: String) throws {
-            systemLibraries = Set(Self.matches(#"\.systemLibrary\(name: "(\w+)""#, in: text))
-            for name in Self.matches(#"\.(?:target|executableTarget)\(name: "(\w+)", dependencies: \["#, in: text) {
-                let start = try #require(text.range(of: "(name: \"\(name)\", dependencies: ["))
-                targets[name] = Self.split(Self.bracketed(text[start.upperBound...])).compactMap { item in
-                    Self.matches(#""(\w+)""#, in: item).first.map { Dependency(name: $0, linuxOnly: item.contains(".when(platforms: [.linux])")) }
-                }
-            }
-            for name in Self.matches(#"\.library\(name: "(\w+)", targets: \["#, in: text) {
-                let start = try #require(text.range(of: ".library(name: \"\(name)\", targets: ["))
-                products[name] = Self.matches(#""(\w+)""#, in: Self.bracketed(text[start.upperBound...]))
-            }
-        }
-
-        /// Targets (and C modules) the product reaches, with whether each C module is reached only on Linux.
-        func closure(of product: String) -> (targets: Set<String>, cModules: [Dependency]) {
-            var seen = Set<String>(), cModules: [Dependency] = []
-            var queue = products[product] ?? []
-            while let next = queue.popLast() {
-                guard seen.insert(next).inserted else { continue }
-                for dependency in targets[next] ?? [] {
-                    if systemLibraries.contains(dependency.name) { cModules.append(dependency) } else { queue.append(dependency.name) }
-                }
-            }
-            return (seen, cModules)
-        }
-
-        static func matches(_ pattern: String, in text: some StringProtocol) -> [String] {
-            let regex = try! NSRegularExpression(pattern: pattern)
-            let string = String(text)
-            return regex.matches(in: string, range: NSRange(string.startIndex..., in: string)).compactMap {
-                Range($0.range(at: 1), in: string).map { String(string[$0]) }
-            }
-        }
-
-        /// The text up to the `]` closing the `[` just before `text`.
-        static func bracketed(_ text: Substring) -> String {
-            var depth = 1
-            var end = text.startIndex
-            for index in text.indices {
-                if text[index] == "[" { depth += 1 } else if text[index] == "]" { depth -= 1 }
-                if depth == 0 { end = index; break }
-            }
-            return String(text[..<end])
-        }
-
-        /// Top-level comma-separated items.
-        static func split(_ text: String) -> [String] {
-            var items: [String] = [], current = "", depth = 0
-            for character in text {
-                if "([".contains(character) { depth += 1 } else if ")]".contains(character) { depth -= 1 }
-                if character == ",", depth == 0 { items.append(current); current = "" } else { current.append(character) }
-            }
-            return items + [current]
-        }
-    }
-
-    static func manifest() throws -> Manifest {
-        try Manifest(String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8))
-    }
-
-    /// Every Swift file of the targets the PatchClient product reaches, as (path from the root, lines).
-    static func clientSources() throws -> [(path: String, lines: [String])] {
-        let targets = try manifest().closure(of: "PatchClient").targets
-        var files: [(String, [String])] = []
-        for target in targets.sorted() {
-            let directory = root.appendingPathComponent("Sources/\(target)")
-            let enumerator = try #require(FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil))
-            for case let url as URL in enumerator where url.pathExtension == "swift" {
-                let relative = String(url.path.dropFirst(root.path.count + 1))
-                files.append((relative, try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n")))
-            }
-        }
-        return files
-    }
-
-    /// Each `import` of a module with the `#if` branches around it (false for an `#else` branch).
-    static func imports(_ lines: [String]) -> [(module: String, line: Int, guards: [(condition: String, taken: Bool)])] {
-        var stack: [(condition: String, taken: Bool)] = [], found: [(String, Int, [(condition: String, taken: Bool)])] = []
-        for (number, raw) in lines.enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.hasPrefix("#if ") { stack.append((String(line.dropFirst(4)), true)) }
-            else if line.hasPrefix("#elseif "), !stack.isEmpty { stack[stack.count - 1] = (String(line.dropFirst(8)), true) }
-            else if line.hasPrefix("#else"), !stack.isEmpty { stack[stack.count - 1].taken = false }
-            else if line.hasPrefix("#endif"), !stack.isEmpty { stack.removeLast() }
-            else if let module = Manifest.matches(#"^(?:@\w+ |internal |public |package |private |fileprivate )*import (\w+)"#, in: line).first {
-                found.append((module, number + 1, stack))
-            }
-        }
-        return found
+    /// Every Swift file of the targets the PatchClient product reaches.
+    static func clientSources() throws -> [SourceFile] {
+        let manifest = try Manifest.load()
+        return try manifest.closure(of: "PatchClient").targets.sorted().flatMap { try manifest.sources(of: $0) }
     }
 
     static func code(_ line: String) -> Substring {
@@ -123,22 +26,22 @@ struct ClientModuleGraphTests {
 
     @Test("Package.swift: the product reaches PatchCore and PatchClient, never PatchSigning, and C modules only on Linux")
     func manifestConditions() throws {
-        let manifest = try Self.manifest()
+        let manifest = try Manifest.load()
         let (targets, cModules) = manifest.closure(of: "PatchClient")
         #expect(targets.isSuperset(of: ["PatchCore", "PatchClient", "PatchClientObjC"]))
         #expect(targets.isDisjoint(with: ["PatchSigning", "PatchRegistry", "PatchServer", "PatchPush"]))
         #expect(Set(cModules.map(\.name)) == ["CCrypto", "CCurl"])
         for module in cModules { #expect(module.linuxOnly, "\(module.name) is linked on every platform") }
         // The registry side keeps OpenSSL everywhere.
-        #expect(manifest.targets["PatchSigning"]?.contains(Dependency(name: "CCrypto", linuxOnly: false)) == true)
+        #expect(manifest.targets["PatchSigning"]?.contains(Manifest.Dependency(name: "CCrypto", linuxOnly: false)) == true)
     }
 
     @Test("every import of a C module or an Apple framework in the client's sources is under #if canImport of it")
     func guardedImports() throws {
-        let cModules = try Self.manifest().systemLibraries
+        let cModules = try Manifest.load().systemLibraries
         var checked = 0
         for file in try Self.clientSources() {
-            for found in Self.imports(file.lines) where cModules.contains(found.module) || Self.appleModules.contains(found.module) {
+            for found in file.imports where cModules.contains(found.module) || Self.appleModules.contains(found.module) {
                 checked += 1
                 let guarded = found.guards.contains { $0.taken && $0.condition.contains("canImport(\(found.module))") && !$0.condition.contains("!canImport(\(found.module))") }
                 #expect(guarded, "\(file.path):\(found.line) imports \(found.module) outside #if canImport(\(found.module))")
@@ -175,11 +78,11 @@ struct ClientModuleGraphTests {
 
     @Test("the stand-ins for Apple's modules (Tests/AppleShaped) are declared only in the HOTPATCH_APPLE_SHAPED block, on a Linux host")
     func standInsOnlyInTheAppleShapedBuild() throws {
-        let text = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let text = try String(contentsOf: Manifest.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         let opening = try #require(text.range(of: "#if os(Linux)\nif Context.environment[\"HOTPATCH_APPLE_SHAPED\"] == \"1\" {"))
         let closing = try #require(text.range(of: "\n}\n#endif", range: opening.upperBound..<text.endIndex))
         let block = opening.lowerBound..<closing.upperBound
-        let standIns = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Tests/AppleShaped").path)
+        let standIns = try FileManager.default.contentsOfDirectory(atPath: Manifest.root.appendingPathComponent("Tests/AppleShaped").path)
         #expect(Set(standIns) == Self.appleModules, "one stand-in per Apple module the client uses")
         for needle in ["Tests/AppleShaped"] + standIns.map({ "\"\($0)\"" }) {
             var from = text.startIndex
