@@ -5,7 +5,7 @@ import PatchPush
 import PatchSigning
 import PatchRegistry
 
-/// What patchctl's commands act on: the operations of the API table (PatchCore/API), each
+/// What patchctl's commands act on: the operations of the API table (PatchAPI), each
 /// once, with two implementations — `LocalBackend` (the registry, in this process) and
 /// `RemoteBackend` (a patchd over HTTP, `--server`). Every method answers the JSON the
 /// operation's route answers, so a command prints the same output, `--json` and exit codes
