@@ -1,6 +1,5 @@
 import Foundation
 import Locking
-import Synchronization
 
 /// A token bucket per (scope, client IP): `ratePerMinute` tokens a minute, bursting up to a
 /// minute's worth. Anonymous requests (no X-Device-ID) are limited only by this, so a

@@ -6,7 +6,7 @@ typealias PGResultHandle = OpaquePointer
 
 /// One PostgreSQL connection (libpq), owned by this object and closed in `deinit`.
 /// Not Sendable: libpq allows one caller at a time per connection, so concurrent users go
-/// through one owner (a Mutex or a serial queue), and a listener gets its own connection.
+/// through one owner (a `Locked` or a serial queue), and a listener gets its own connection.
 public final class PostgresConnection {
     let handle: PGConnection
 

@@ -13,7 +13,7 @@ import Postgres
 public final class RegistryChangeFeed: Sendable {
     private let conninfo: String
     private let channel: String
-    /// Used by one thread (patchd's listener); the Mutex makes that safe to share.
+    /// Used by one thread (patchd's listener); the lock makes that safe to share.
     private let connection = Locked<PostgresConnection?>(nil)
 
     init(conninfo: String, channel: String) {
