@@ -20,7 +20,9 @@ yaml = pytest.importorskip("yaml")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPENAPI = REPO_ROOT / "docs" / "openapi.yaml"
 PROTOCOL = REPO_ROOT / "docs" / "PROTOCOL.md"
-SERVER_SOURCES = REPO_ROOT / "Sources" / "PatchServer"
+# patchd answers errors from its transport (HTTPTransport: framing, limits) and its service
+# (PatchServer: everything routed).
+SERVER_SOURCES = [REPO_ROOT / "Sources" / "HTTPTransport", REPO_ROOT / "Sources" / "PatchServer"]
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -86,9 +88,9 @@ def test_operation_ids_are_unique(spec):
 def server_errors():
     """(status, code) of every HTTPError the server sources construct."""
     found = set()
-    for source in SERVER_SOURCES.rglob("*.swift"):
+    for source in (file for directory in SERVER_SOURCES for file in directory.rglob("*.swift")):
         found |= {(int(s), c) for s, c in re.findall(r'HTTPError\(\s*(\d{3})\s*,\s*"([a-z_]+)"', source.read_text(encoding="utf-8"))}
-    assert found, "found no HTTPError(status, \"code\", ...) in Sources/PatchServer"
+    assert found, "found no HTTPError(status, \"code\", ...) in Sources/HTTPTransport or Sources/PatchServer"
     return found
 
 
