@@ -40,7 +40,7 @@ let package = Package(
                        providers: [.apt(["libzip-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
-        // The one lock (`Locked`), on NSLock so the client library can use it on iOS 15.
+        // The one lock (`Locked`): Mutex on Linux, NSLock on Apple platforms (iOS 15 has no Mutex).
         // Foundation only: every module may stand on it (ModuleMapTests).
         .target(name: "Locking"),
         // JSON (values, the parser, canonical bytes), the readable-text rule and ValidationError:
@@ -170,6 +170,8 @@ if Context.environment["HOTPATCH_APPLE_SHAPED"] == "1" {
     // URLSession (HTTPClient+URLSession.swift) instead of libcurl: PatchCore alone.
     target("HTTPClientKit")?.dependencies = ["PatchCore", "Locking"]
     target("PatchClientObjC")?.dependencies += ["UIKit"]
+    // Locked's NSLock backend, the one iOS runs, instead of Linux's Mutex.
+    target("Locking")?.swiftSettings = [.define("HOTPATCH_APPLE_SHAPED")]
     target("PatchClientTests")?.dependencies += ["PatchClientObjC"]
     // Only the suites this configuration runs are built, and not the benchmark (a few minutes
     // less on 2 cores).

@@ -45,7 +45,9 @@ public struct Router<Context>: Sendable {
     /// a body byte is read (a queue with no room for what the body could hold).
     public typealias HeadCheck = @Sendable (Context, HTTPRequest) throws(HTTPError) -> Void
 
-    public struct Route: Sendable {
+    /// A class: every request's match hands one on, and a struct of eight fields (strings,
+    /// arrays, closures) would be retained field by field at each copy.
+    public final class Route: Sendable {
         public let operation: APIOperation
         let segments: [APIOperation.Segment]
         public let metric: Metrics.Route
@@ -54,6 +56,17 @@ public struct Router<Context>: Sendable {
         public let bodyLimit: Int
         public let headCheck: HeadCheck?
         public let handler: Replier
+
+        init(operation: APIOperation, segments: [APIOperation.Segment], metric: Metrics.Route, access: RouteAccess, bodyLimit: Int,
+             headCheck: HeadCheck?, handler: @escaping Replier) {
+            self.operation = operation
+            self.segments = segments
+            self.metric = metric
+            self.access = access
+            self.bodyLimit = bodyLimit
+            self.headCheck = headCheck
+            self.handler = handler
+        }
     }
 
     private(set) var routes: [Route] = []
