@@ -79,8 +79,11 @@ let package = Package(
         // patchd's HTTP/1.1 transport, held to nginx's standard: epoll loops, TLS (libssl), the
         // RFC 9112 parser, the HTTP types, per-address limits. It knows no registry, token or
         // TUF file, so it can be built, fuzzed and read alone; PatchServer answers through it.
+        // Its release build also makes its functions' bodies available to PatchServer
+        // (cross-module optimization): what the check path calls here on every request (header
+        // lookups, the response types) is inlined there as when both were one module.
         .target(name: "HTTPTransport", dependencies: ["WireFormat", "Locking", "CNetwork"],
-                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization"], .when(configuration: .release))]),
         // patchd's release build drops exclusivity's runtime checks (a begin/end pair per access
         // to a class's stored property the compiler cannot prove alone: 8 % of a check path
         // request's instructions, docs/BENCHMARKS.md). The static checks stay, and every test

@@ -16,31 +16,36 @@ import Synchronization
 /// it can be stored in arrays (shards) and shared by reference; unconditionally `Sendable`
 /// like `Mutex`, because guarding a value that is not is what a lock is for: the value goes
 /// in and out only as `sending`, so the compiler still sees it cross no thread outside the lock.
+/// `@inlinable`: a generic method called across modules is otherwise not specialized, and
+/// every call looked its type's metadata up at run time (perf on the check path).
 public final class Locked<Value>: @unchecked Sendable {
     #if os(Linux) && !HOTPATCH_APPLE_SHAPED
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
 
     public init(_ value: sending Value) { mutex = Mutex(value) }
 
     /// Runs `body` with the value while holding the lock. `body` must not call `withLock` on
     /// the same instance (the lock is not recursive: that deadlocks).
+    @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
         try mutex.withLock(body)
     }
 
     /// `body`'s result if the lock is free right now, else nil without waiting (a health
     /// probe that must not queue behind a long change).
+    @inlinable
     public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result? {
         try mutex.withLockIfAvailable(body)
     }
     #else
-    private var value: Value
-    private let lock = NSLock()
+    @usableFromInline var value: Value
+    @usableFromInline let lock = NSLock()
 
     public init(_ value: sending Value) { self.value = value }
 
     /// Runs `body` with the value while holding the lock. `body` must not call `withLock` on
     /// the same instance (the lock is not recursive: that deadlocks).
+    @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
         lock.lock()
         defer { lock.unlock() }
@@ -49,6 +54,7 @@ public final class Locked<Value>: @unchecked Sendable {
 
     /// `body`'s result if the lock is free right now, else nil without waiting (a health
     /// probe that must not queue behind a long change).
+    @inlinable
     public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }
