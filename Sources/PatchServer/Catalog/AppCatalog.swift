@@ -283,7 +283,9 @@ public struct ServedTarget: Sendable {
 /// What a fixed URL of an app leads to, found by one dictionary lookup of the request path:
 /// a cache of routing (`getMetadata`, the `get…Target` operations, `checkPatch`). The routed
 /// handlers answer through the same `PatchService.answer`, so the cache holds no rule.
-public struct PublishedFile: Sendable {
+/// A class: the request that finds one hands it from routing to its handler, one reference
+/// rather than a catalog, a name and a target retained at every copy.
+public final class PublishedFile: Sendable {
     public enum Kind: Sendable {
         /// A metadata file (`getMetadata`) by name; timestamp.json is subject to the per-device interval.
         case metadata(name: String)
@@ -295,6 +297,11 @@ public struct PublishedFile: Sendable {
 
     public let app: AppCatalog
     public let kind: Kind
+
+    init(app: AppCatalog, kind: Kind) {
+        self.app = app
+        self.kind = kind
+    }
 
     /// The metric of the operation it answers.
     var metric: Metrics.Route {
