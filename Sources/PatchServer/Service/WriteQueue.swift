@@ -22,7 +22,8 @@ import HTTPTransport
 ///   lock free for as long as the group held it, so a publish waits behind one group at most
 ///   and a writer holds the lock at most half the time, however long the flood.
 final class WriteQueue<Item: Sendable>: @unchecked Sendable {
-    // @unchecked: every field below is read and written under `condition`.
+    // @unchecked: every field below is read and written under `condition`. A condition, not
+    // `Locked`: `waitUntilIdle` sleeps on it until the writer has drained the queue.
     private let condition = NSCondition()
     private var pending: [Item] = []
     private var units = 0
