@@ -41,7 +41,7 @@ let package = Package(
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
         // The one lock (`Locked`): Mutex on Linux, NSLock on Apple platforms (iOS 15 has no Mutex).
-        // Foundation only: every module may stand on it (ModuleMapTests).
+        // No module of ours below it: every module may stand on it (ModuleMapTests).
         .target(name: "Locking"),
         // JSON (values, the parser, canonical bytes), the readable-text rule and ValidationError:
         // what bytes on a wire decode to. Foundation only; PatchCore re-exports it.
