@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 import PatchClient
 import PatchCore
 import PatchSigning
 import PatchRegistry
-import Synchronization
 
 // In-process measurements for `make bench` (bench/bench.py), one JSON object per run on stdout:
 //   publish --data D | --database URL --keys K --count N --size BYTES [--encrypted]   publish latency
@@ -265,7 +265,7 @@ case "revoke-landing":
     }
     /// Runs `body` for every device on W threads (syncBlocking must not run on Swift concurrency's own).
     func fleet(_ body: @escaping @Sendable (Int) -> Void) {
-        let next = Mutex(0)
+        let next = Locked(0)
         let group = DispatchGroup()
         for _ in 0..<max(1, workers) {
             group.enter()
@@ -280,7 +280,7 @@ case "revoke-landing":
         }
         group.wait()
     }
-    let installed = Mutex(0)
+    let installed = Locked(0)
     fleet { i in if case .updated = clients[i].syncBlocking(force: true) { installed.withLock { $0 += 1 } } }
     guard installed.withLock({ $0 }) == devices else { fail("only \(installed.withLock { $0 }) of \(devices) devices installed the patch") }
     let revoke = Process()
@@ -294,8 +294,8 @@ case "revoke-landing":
     let revoked = now() - started
     guard revoke.terminationStatus == 0 else { fail("patchctl revoke exited \(revoke.terminationStatus)") }
     let revokedNumber = options.int("--patch")
-    let times = Mutex<[Double]>([])
-    let missed = Mutex(0)
+    let times = Locked<[Double]>([])
+    let missed = Locked(0)
     fleet { i in
         // Landed: the revoked patch is gone (no patch, or the one before it), whatever the outcome's shape.
         let outcome = clients[i].syncBlocking(force: true)
